@@ -1,0 +1,14 @@
+// Process exit codes shared by rdma-server and rdma-client, so scripts can
+// tell "fix your flags" from "the network is down" from "data was lost".
+#pragma once
+
+namespace rrs::exit_code {
+
+inline constexpr int kOk = 0;           // every record loaded or knowingly skipped
+inline constexpr int kPartial = 1;      // finished, but some records were not loaded
+inline constexpr int kUsage = 2;        // bad flags or arguments
+inline constexpr int kUnavailable = 3;  // sidecar or Redis unreachable, auth refused, timeout
+inline constexpr int kBadData = 4;      // the table or a peer's messages failed validation
+inline constexpr int kRefused = 5;      // target not empty and neither --flush nor --merge
+
+}  // namespace rrs::exit_code

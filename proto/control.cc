@@ -1,0 +1,206 @@
+#include "proto/control.h"
+
+#include <cstring>
+
+#include "proto/byte_order.h"
+
+namespace rrs::control {
+namespace {
+
+using wire::load_u16;
+using wire::load_u32;
+using wire::load_u64;
+
+void append_frame_header(std::string& out, MsgType type, uint32_t body_len,
+                         uint32_t request_id) {
+  std::byte h[kFrameHeaderSize] = {};
+  std::memcpy(h, kMagic, sizeof kMagic);
+  wire::store_u16(h + 4, static_cast<uint16_t>(type));
+  wire::store_u32(h + 8, body_len);
+  wire::store_u32(h + 12, request_id);
+  out.append(reinterpret_cast<const char*>(h), sizeof h);
+}
+
+template <size_t N>
+void append_body(std::string& out, const std::byte (&b)[N]) {
+  out.append(reinterpret_cast<const char*>(b), N);
+}
+
+Status bad(const char* what, const std::string& why) {
+  return Status::error(std::string("decode ") + what, why);
+}
+
+Status check_size(const char* what, std::span<const std::byte> body, size_t want) {
+  if (body.size() != want)
+    return bad(what, "body is " + std::to_string(body.size()) + " bytes, expected " +
+                         std::to_string(want));
+  return {};
+}
+
+bool all_zero(std::span<const std::byte> b) {
+  for (std::byte x : b)
+    if (x != std::byte{0}) return false;
+  return true;
+}
+
+}  // namespace
+
+const char* error_code_name(ErrorCode c) {
+  switch (c) {
+    case ErrorCode::kBadMessage: return "bad message";
+    case ErrorCode::kUnsupportedVersion: return "unsupported version";
+    case ErrorCode::kNotReady: return "not ready";
+    case ErrorCode::kEpochGone: return "epoch gone";
+    case ErrorCode::kOutOfRange: return "out of range";
+    case ErrorCode::kTooLarge: return "too large";
+    case ErrorCode::kTooManyInFlight: return "too many reads in flight";
+    case ErrorCode::kInternal: return "internal error";
+  }
+  return "unknown error";
+}
+
+void append_hello(std::string& out, uint32_t request_id, const Hello& m) {
+  std::byte b[kHelloSize] = {};
+  wire::store_u16(b + 0, m.min_version);
+  wire::store_u16(b + 2, m.max_version);
+  append_frame_header(out, MsgType::kHello, kHelloSize, request_id);
+  append_body(out, b);
+}
+
+void append_hello_ok(std::string& out, uint32_t request_id, const HelloOk& m) {
+  std::byte b[kHelloOkSize] = {};
+  wire::store_u16(b + 0, m.version);
+  wire::store_u32(b + 4, m.max_read_len);
+  wire::store_u32(b + 8, m.max_in_flight);
+  append_frame_header(out, MsgType::kHelloOk, kHelloOkSize, request_id);
+  append_body(out, b);
+}
+
+void append_get_descriptor(std::string& out, uint32_t request_id) {
+  append_frame_header(out, MsgType::kGetDescriptor, 0, request_id);
+}
+
+void append_descriptor(std::string& out, uint32_t request_id, const Descriptor& m) {
+  std::byte b[kDescriptorSize] = {};
+  wire::store_u64(b + 0, m.epoch);
+  wire::store_u64(b + 8, m.table_length);
+  wire::store_u64(b + 16, m.remote_addr);
+  wire::store_u32(b + 24, m.rkey);
+  wire::store_u16(b + 28, m.layout_version);
+  wire::store_u16(b + 30, static_cast<uint16_t>(m.transport));
+  append_frame_header(out, MsgType::kDescriptor, kDescriptorSize, request_id);
+  append_body(out, b);
+}
+
+void append_read(std::string& out, uint32_t request_id, const ReadRequest& m) {
+  std::byte b[kReadSize] = {};
+  wire::store_u64(b + 0, m.epoch);
+  wire::store_u64(b + 8, m.offset);
+  wire::store_u32(b + 16, m.length);
+  append_frame_header(out, MsgType::kRead, kReadSize, request_id);
+  append_body(out, b);
+}
+
+void append_read_data_header(std::string& out, uint32_t request_id, uint32_t length) {
+  append_frame_header(out, MsgType::kReadData, length, request_id);
+}
+
+void append_error(std::string& out, uint32_t request_id, const ErrorMsg& m) {
+  size_t n = std::min<size_t>(m.text.size(), kMaxErrorText);
+  std::byte b[kErrorFixedSize] = {};
+  wire::store_u32(b + 0, static_cast<uint32_t>(m.code));
+  append_frame_header(out, MsgType::kError, static_cast<uint32_t>(kErrorFixedSize + n),
+                      request_id);
+  append_body(out, b);
+  out.append(m.text.data(), n);
+}
+
+Result<FrameHeader> decode_frame_header(std::span<const std::byte> bytes, uint32_t max_body) {
+  if (bytes.size() != kFrameHeaderSize) return bad("frame header", "wrong size");
+  if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+    return bad("frame header", "bad magic (not an rdma-server/rdma-client peer?)");
+  uint16_t type = load_u16(&bytes[4]);
+  if (type < static_cast<uint16_t>(MsgType::kHello) ||
+      type > static_cast<uint16_t>(MsgType::kError))
+    return bad("frame header", "unknown message type " + std::to_string(type));
+  if (load_u16(&bytes[6]) != 0) return bad("frame header", "reserved flags are set");
+  FrameHeader h;
+  h.type = static_cast<MsgType>(type);
+  h.body_len = load_u32(&bytes[8]);
+  h.request_id = load_u32(&bytes[12]);
+  if (h.body_len > max_body)
+    return bad("frame header", "body of " + std::to_string(h.body_len) +
+                                   " bytes exceeds the limit of " + std::to_string(max_body));
+  return h;
+}
+
+Result<Hello> decode_hello(std::span<const std::byte> body) {
+  RRS_RETURN_IF_ERROR(check_size("HELLO", body, kHelloSize));
+  if (!all_zero(body.subspan(4))) return bad("HELLO", "reserved bytes are set");
+  Hello m;
+  m.min_version = load_u16(&body[0]);
+  m.max_version = load_u16(&body[2]);
+  if (m.min_version > m.max_version) return bad("HELLO", "min_version > max_version");
+  return m;
+}
+
+Result<HelloOk> decode_hello_ok(std::span<const std::byte> body) {
+  RRS_RETURN_IF_ERROR(check_size("HELLO_OK", body, kHelloOkSize));
+  HelloOk m;
+  m.version = load_u16(&body[0]);
+  m.max_read_len = load_u32(&body[4]);
+  m.max_in_flight = load_u32(&body[8]);
+  if (m.max_read_len == 0 || m.max_in_flight == 0)
+    return bad("HELLO_OK", "server allows no reads (max_read_len or max_in_flight is 0)");
+  return m;
+}
+
+Result<Descriptor> decode_descriptor(std::span<const std::byte> body) {
+  RRS_RETURN_IF_ERROR(check_size("DESCRIPTOR", body, kDescriptorSize));
+  if (!all_zero(body.subspan(32))) return bad("DESCRIPTOR", "reserved bytes are set");
+  Descriptor m;
+  m.epoch = load_u64(&body[0]);
+  m.table_length = load_u64(&body[8]);
+  m.remote_addr = load_u64(&body[16]);
+  m.rkey = load_u32(&body[24]);
+  m.layout_version = load_u16(&body[28]);
+  uint16_t t = load_u16(&body[30]);
+  if (t != static_cast<uint16_t>(TransportKind::kTcp) &&
+      t != static_cast<uint16_t>(TransportKind::kVerbs))
+    return bad("DESCRIPTOR", "unknown transport " + std::to_string(t));
+  m.transport = static_cast<TransportKind>(t);
+  return m;
+}
+
+Result<ReadRequest> decode_read(std::span<const std::byte> body) {
+  RRS_RETURN_IF_ERROR(check_size("READ", body, kReadSize));
+  if (!all_zero(body.subspan(20))) return bad("READ", "reserved bytes are set");
+  ReadRequest m;
+  m.epoch = load_u64(&body[0]);
+  m.offset = load_u64(&body[8]);
+  m.length = load_u32(&body[16]);
+  return m;
+}
+
+Result<ErrorMsg> decode_error(std::span<const std::byte> body) {
+  if (body.size() < kErrorFixedSize || body.size() > kErrorFixedSize + kMaxErrorText)
+    return bad("ERROR", "body of " + std::to_string(body.size()) + " bytes");
+  ErrorMsg m;
+  m.code = static_cast<ErrorCode>(load_u32(&body[0]));
+  m.text.assign(reinterpret_cast<const char*>(body.data()) + kErrorFixedSize,
+                body.size() - kErrorFixedSize);
+  for (char& c : m.text)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+  return m;
+}
+
+Result<uint16_t> negotiate_version(const Hello& m) {
+  if (m.min_version > kProtocolVersion || m.max_version < kProtocolVersion)
+    return Status::error("negotiate protocol version",
+                         "client speaks versions " + std::to_string(m.min_version) + ".." +
+                             std::to_string(m.max_version) + ", server speaks " +
+                             std::to_string(kProtocolVersion));
+  return kProtocolVersion;
+}
+
+}  // namespace rrs::control

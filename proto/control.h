@@ -1,0 +1,134 @@
+// The control protocol between rdma-client and rdma-server: version
+// negotiation, the table descriptor, and (over TCP) reads of table ranges.
+// Every message is a 16-byte frame header followed by its body.
+//
+// Frame header (little-endian):
+//    0 4 magic 'R','S','C','1'
+//    4 2 type (MsgType)
+//    6 2 flags (0; reserved)
+//    8 4 body_len
+//   12 4 request_id (chosen by the client; echoed in the answer)
+//
+// Bodies:
+//   HELLO        c->s 16 B: min_version u16, max_version u16, flags u32 (0), reserved u64
+//   HELLO_OK     s->c 16 B: version u16, reserved u16, max_read_len u32,
+//                           max_in_flight u32, reserved u32
+//   GET_DESCRIPTOR c->s 0 B
+//   DESCRIPTOR   s->c 48 B: epoch u64, table_length u64, remote_addr u64 (verbs;
+//                           0 over TCP), rkey u32 (verbs; 0 over TCP),
+//                           layout_version u16, transport u16, reserved 16 B
+//   READ         c->s 24 B: epoch u64, offset u64, length u32, reserved u32
+//   READ_DATA    s->c `length` bytes of the table at `offset`
+//   ERROR        s->c 8+n B: code u32 (ErrorCode), reserved u32, n bytes of text
+//                           (n <= kMaxErrorText); the server closes after it
+//                           unless the code is kEpochGone
+//
+// A real `struct ibv_mr` never crosses the wire: only the fields a reader
+// needs, in a fixed layout.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "common/status.h"
+
+namespace rrs::control {
+
+inline constexpr uint8_t kMagic[4] = {'R', 'S', 'C', '1'};
+inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr size_t kFrameHeaderSize = 16;
+inline constexpr size_t kHelloSize = 16, kHelloOkSize = 16, kDescriptorSize = 48,
+                        kReadSize = 24, kErrorFixedSize = 8;
+inline constexpr uint32_t kMaxErrorText = 1024;
+// Largest body a client may send; anything bigger is garbage.
+inline constexpr uint32_t kMaxRequestBody = 64;
+// Largest single READ: bounds the memory a request can pin on either side.
+inline constexpr uint32_t kMaxReadLength = 16u << 20;
+static_assert(kHelloSize <= kMaxRequestBody && kReadSize <= kMaxRequestBody);
+
+enum class MsgType : uint16_t {
+  kHello = 1,
+  kHelloOk = 2,
+  kGetDescriptor = 3,
+  kDescriptor = 4,
+  kRead = 5,
+  kReadData = 6,
+  kError = 7,
+};
+
+enum class ErrorCode : uint32_t {
+  kBadMessage = 1,          // malformed frame or body
+  kUnsupportedVersion = 2,  // no common protocol version
+  kNotReady = 3,            // no table published yet
+  kEpochGone = 4,           // the epoch asked for was replaced; fetch the descriptor again
+  kOutOfRange = 5,          // offset/length outside the table
+  kTooLarge = 6,            // length above max_read_len
+  kTooManyInFlight = 7,     // more reads outstanding than max_in_flight
+  kInternal = 8,
+};
+const char* error_code_name(ErrorCode c);
+
+enum class TransportKind : uint16_t { kTcp = 1, kVerbs = 2 };
+
+struct FrameHeader {
+  MsgType type{};
+  uint32_t body_len = 0;
+  uint32_t request_id = 0;
+};
+
+struct Hello {
+  uint16_t min_version = kProtocolVersion;
+  uint16_t max_version = kProtocolVersion;
+};
+
+struct HelloOk {
+  uint16_t version = kProtocolVersion;
+  uint32_t max_read_len = kMaxReadLength;
+  uint32_t max_in_flight = 0;
+};
+
+struct Descriptor {
+  uint64_t epoch = 0;
+  uint64_t table_length = 0;
+  uint64_t remote_addr = 0;
+  uint32_t rkey = 0;
+  uint16_t layout_version = 0;
+  TransportKind transport = TransportKind::kTcp;
+};
+
+struct ReadRequest {
+  uint64_t epoch = 0;
+  uint64_t offset = 0;
+  uint32_t length = 0;
+};
+
+struct ErrorMsg {
+  ErrorCode code = ErrorCode::kInternal;
+  std::string text;
+};
+
+// Encoders append a whole frame (header + body) to `out`.
+void append_hello(std::string& out, uint32_t request_id, const Hello& m);
+void append_hello_ok(std::string& out, uint32_t request_id, const HelloOk& m);
+void append_get_descriptor(std::string& out, uint32_t request_id);
+void append_descriptor(std::string& out, uint32_t request_id, const Descriptor& m);
+void append_read(std::string& out, uint32_t request_id, const ReadRequest& m);
+// READ_DATA's body is the table bytes themselves; only the header is built here.
+void append_read_data_header(std::string& out, uint32_t request_id, uint32_t length);
+void append_error(std::string& out, uint32_t request_id, const ErrorMsg& m);
+
+// Decoders take exactly the bytes of one header or body. No I/O; all input untrusted.
+// `max_body` is the largest body the receiver accepts for any type.
+Result<FrameHeader> decode_frame_header(std::span<const std::byte> bytes, uint32_t max_body);
+Result<Hello> decode_hello(std::span<const std::byte> body);
+Result<HelloOk> decode_hello_ok(std::span<const std::byte> body);
+Result<Descriptor> decode_descriptor(std::span<const std::byte> body);
+Result<ReadRequest> decode_read(std::span<const std::byte> body);
+Result<ErrorMsg> decode_error(std::span<const std::byte> body);
+
+// Picks the protocol version both sides speak.
+Result<uint16_t> negotiate_version(const Hello& m);
+
+}  // namespace rrs::control

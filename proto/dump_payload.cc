@@ -1,0 +1,25 @@
+#include "proto/dump_payload.h"
+
+namespace rrs::dump {
+
+std::optional<uint16_t> rdb_version(std::string_view payload) {
+  if (payload.size() < kTrailerSize) return std::nullopt;
+  auto b = [&](size_t i) { return static_cast<uint16_t>(static_cast<unsigned char>(payload[i])); };
+  size_t at = payload.size() - kTrailerSize;
+  return static_cast<uint16_t>(b(at) | (b(at + 1) << 8));
+}
+
+const char* first_redis_for_rdb(uint16_t v) {
+  switch (v) {
+    case 6: return "2.6";
+    case 7: return "3.2";
+    case 8: return "4.0";
+    case 9: return "5.0";
+    case 10: return "7.0";
+    case 11: return "7.2";
+    case 12: return "7.4";
+    default: return v < 6 ? "2.6" : "a release newer than 7.4";
+  }
+}
+
+}  // namespace rrs::dump

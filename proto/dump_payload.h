@@ -1,0 +1,20 @@
+// Facts about a Redis DUMP payload that the sidecar needs without decoding it:
+//   <type byte> <RDB-encoded value> <RDB version: 2 bytes LE> <CRC64: 8 bytes LE>
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace rrs::dump {
+
+inline constexpr size_t kTrailerSize = 10;
+
+// The RDB version in the payload's trailer, or nullopt if it is too short.
+std::optional<uint16_t> rdb_version(std::string_view payload);
+
+// The oldest Redis release that writes/accepts RDB version `v` ("7.0" for 10),
+// for error messages that tell an operator what to upgrade to.
+const char* first_redis_for_rdb(uint16_t v);
+
+}  // namespace rrs::dump

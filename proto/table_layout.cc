@@ -1,0 +1,323 @@
+#include "proto/table_layout.h"
+
+#include <cstring>
+
+#include "proto/byte_order.h"
+#include "proto/crc32c.h"
+
+namespace rrs::table {
+namespace {
+
+using wire::load_u16;
+using wire::load_u32;
+using wire::load_u64;
+
+uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+// [off, off+len) lies within [0, limit), without overflow.
+bool within(uint64_t off, uint64_t len, uint64_t limit) {
+  return off <= limit && len <= limit - off;
+}
+
+Status bad_header(const std::string& why) {
+  return Status::error("validate table header", why);
+}
+
+Status bad_record(uint64_t index, const std::string& why) {
+  return Status::error("validate record " + std::to_string(index), why);
+}
+
+uint32_t slot_crc(std::span<const std::byte> slot_header, std::string_view key,
+                  std::string_view payload) {
+  uint32_t c = crc32c(0, slot_header.data() + 4, kSlotHeaderSize - 4);
+  c = crc32c(c, key.data(), key.size());
+  return crc32c(c, payload.data(), payload.size());
+}
+
+void encode_slot_header(const RecordIn& r, SlotKind kind, uint64_t heap_ref,
+                        std::span<std::byte> slot) {
+  std::memset(slot.data(), 0, kSlotHeaderSize);
+  slot[slot::kKind] = static_cast<std::byte>(kind);
+  wire::store_u32(&slot[slot::kDb], r.db);
+  wire::store_u32(&slot[slot::kKeyLen], static_cast<uint32_t>(r.key.size()));
+  wire::store_u64(&slot[slot::kPayloadLen], r.payload.size());
+  wire::store_i64(&slot[slot::kExpireAt], r.expire_at_ms);
+  wire::store_u64(&slot[slot::kHeapRef], heap_ref);
+  wire::store_u32(&slot[slot::kCrc], slot_crc(slot, r.key, r.payload));
+}
+
+bool all_zero(const std::byte* p, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (p[i] != std::byte{0}) return false;
+  return true;
+}
+
+std::string_view as_chars(std::span<const std::byte> b) {
+  return {reinterpret_cast<const char*>(b.data()), b.size()};
+}
+
+std::string text_field(const std::byte* p, size_t width) {
+  size_t n = 0;
+  while (n < width && p[n] != std::byte{0}) ++n;
+  return std::string(reinterpret_cast<const char*>(p), n);
+}
+
+bool printable(const std::string& s) {
+  for (unsigned char c : s)
+    if (c < 0x20 || c > 0x7e) return false;
+  return true;
+}
+
+}  // namespace
+
+bool fits_inline(uint32_t slot_size, uint64_t key_len, uint64_t payload_len) {
+  return slot_size >= kSlotHeaderSize && key_len <= slot_size - kSlotHeaderSize &&
+         payload_len <= slot_size - kSlotHeaderSize - key_len;
+}
+
+uint64_t heap_footprint(uint64_t key_len, uint64_t payload_len) {
+  return align_up(key_len + payload_len, kHeapAlign);
+}
+
+Status plan_geometry(Header& h, uint64_t heap_bytes) {
+  if (h.slot_size < kMinSlotSize || h.slot_size > kMaxSlotSize || h.slot_size % kSlotAlign)
+    return Status::error("plan table", "slot size " + std::to_string(h.slot_size) +
+                                           " is not a multiple of 64 in [64, 65536]");
+  h.slot_count = h.record_count;
+  h.dbdir_offset = kRegionAlign;
+  h.dbdir_size = uint64_t{h.db_count} * kDbEntrySize;
+  h.slots_offset = align_up(h.dbdir_offset + h.dbdir_size, kRegionAlign);
+  h.slots_size = h.slot_count * h.slot_size;
+  h.heap_offset = align_up(h.slots_offset + h.slots_size, kRegionAlign);
+  h.heap_size = heap_bytes;
+  h.total_size = align_up(h.heap_offset + h.heap_size, kRegionAlign);
+  return {};
+}
+
+void encode_header(const Header& h, std::span<std::byte, kHeaderSize> out) {
+  std::byte* p = out.data();
+  std::memset(p, 0, kHeaderSize);
+  std::memcpy(p + hdr::kMagic, kMagic, sizeof kMagic);
+  wire::store_u16(p + hdr::kLayoutVersion, h.layout_version);
+  wire::store_u16(p + hdr::kHeaderSize, static_cast<uint16_t>(kHeaderSize));
+  wire::store_u32(p + hdr::kState, static_cast<uint32_t>(h.state));
+  wire::store_u64(p + hdr::kEpoch, h.epoch);
+  wire::store_u64(p + hdr::kCreatedMs, h.created_unix_ms);
+  wire::store_text(p + hdr::kRedisVersion, hdr::kRedisVersionLen, h.redis_version.data(),
+                   h.redis_version.size());
+  wire::store_u32(p + hdr::kRdbVersion, h.rdb_version);
+  wire::store_u32(p + hdr::kDbCount, h.db_count);
+  wire::store_u64(p + hdr::kRecordCount, h.record_count);
+  wire::store_u64(p + hdr::kTotalSize, h.total_size);
+  wire::store_u32(p + hdr::kSlotSize, h.slot_size);
+  wire::store_u32(p + hdr::kSlotHeaderSize, static_cast<uint32_t>(kSlotHeaderSize));
+  wire::store_u64(p + hdr::kSlotCount, h.slot_count);
+  wire::store_u64(p + hdr::kDbdirOffset, h.dbdir_offset);
+  wire::store_u64(p + hdr::kDbdirSize, h.dbdir_size);
+  wire::store_u64(p + hdr::kSlotsOffset, h.slots_offset);
+  wire::store_u64(p + hdr::kSlotsSize, h.slots_size);
+  wire::store_u64(p + hdr::kHeapOffset, h.heap_offset);
+  wire::store_u64(p + hdr::kHeapSize, h.heap_size);
+  wire::store_u64(p + hdr::kSourceOffset, h.source_offset);
+  wire::store_text(p + hdr::kSourceReplid, hdr::kReplidLen, h.source_replid.data(),
+                   h.source_replid.size());
+  wire::store_u32(p + hdr::kDbdirCrc, h.dbdir_crc32c);
+  wire::store_u32(p + hdr::kSourceKind, static_cast<uint32_t>(h.source_kind));
+  wire::store_u32(p + hdr::kHeaderCrc, crc32c(0, p, hdr::kHeaderCrc));
+}
+
+void encode_db_entry(const DbEntry& e, std::span<std::byte, kDbEntrySize> out) {
+  std::byte* p = out.data();
+  std::memset(p, 0, kDbEntrySize);
+  wire::store_u32(p + 0, e.db);
+  wire::store_u64(p + 8, e.first_slot);
+  wire::store_u64(p + 16, e.key_count);
+  wire::store_u64(p + 24, e.expires_count);
+}
+
+void encode_inline_slot(const RecordIn& r, std::span<std::byte> slot) {
+  encode_slot_header(r, SlotKind::kInline, 0, slot);
+  std::byte* data = slot.data() + kSlotHeaderSize;
+  std::memcpy(data, r.key.data(), r.key.size());
+  std::memcpy(data + r.key.size(), r.payload.data(), r.payload.size());
+  size_t used = kSlotHeaderSize + r.key.size() + r.payload.size();
+  std::memset(slot.data() + used, 0, slot.size() - used);
+}
+
+void encode_heap_slot(const RecordIn& r, uint64_t heap_ref, std::span<std::byte> slot) {
+  encode_slot_header(r, SlotKind::kHeap, heap_ref, slot);
+  std::memset(slot.data() + kSlotHeaderSize, 0, slot.size() - kSlotHeaderSize);
+}
+
+Result<Header> decode_header(std::span<const std::byte> bytes, uint64_t region_len) {
+  if (bytes.size() < kHeaderSize)
+    return bad_header("only " + std::to_string(bytes.size()) + " of 256 header bytes");
+  const std::byte* p = bytes.data();
+  if (std::memcmp(p + hdr::kMagic, kMagic, sizeof kMagic) != 0)
+    return bad_header("bad magic: this is not a mapping table (wrong server or port?)");
+  Header h;
+  h.layout_version = load_u16(p + hdr::kLayoutVersion);
+  if (h.layout_version != kLayoutVersion)
+    return bad_header("layout version " + std::to_string(h.layout_version) +
+                      " is not supported; this client reads version " +
+                      std::to_string(kLayoutVersion) + " (upgrade the older side)");
+  if (load_u16(p + hdr::kHeaderSize) != kHeaderSize)
+    return bad_header("header size " + std::to_string(load_u16(p + hdr::kHeaderSize)) +
+                      ", expected 256");
+  uint32_t crc = load_u32(p + hdr::kHeaderCrc);
+  if (crc != crc32c(0, p, hdr::kHeaderCrc)) return bad_header("header checksum mismatch");
+  uint32_t state = load_u32(p + hdr::kState);
+  if (state == static_cast<uint32_t>(State::kBuilding))
+    return bad_header("table is still being built");
+  if (state != static_cast<uint32_t>(State::kReady))
+    return bad_header("unknown state " + std::to_string(state));
+  h.state = State::kReady;
+  h.epoch = load_u64(p + hdr::kEpoch);
+  h.created_unix_ms = load_u64(p + hdr::kCreatedMs);
+  h.redis_version = text_field(p + hdr::kRedisVersion, hdr::kRedisVersionLen);
+  h.rdb_version = load_u32(p + hdr::kRdbVersion);
+  h.db_count = load_u32(p + hdr::kDbCount);
+  h.record_count = load_u64(p + hdr::kRecordCount);
+  h.total_size = load_u64(p + hdr::kTotalSize);
+  h.slot_size = load_u32(p + hdr::kSlotSize);
+  h.slot_count = load_u64(p + hdr::kSlotCount);
+  h.dbdir_offset = load_u64(p + hdr::kDbdirOffset);
+  h.dbdir_size = load_u64(p + hdr::kDbdirSize);
+  h.slots_offset = load_u64(p + hdr::kSlotsOffset);
+  h.slots_size = load_u64(p + hdr::kSlotsSize);
+  h.heap_offset = load_u64(p + hdr::kHeapOffset);
+  h.heap_size = load_u64(p + hdr::kHeapSize);
+  h.source_offset = load_u64(p + hdr::kSourceOffset);
+  h.source_replid = text_field(p + hdr::kSourceReplid, hdr::kReplidLen);
+  h.dbdir_crc32c = load_u32(p + hdr::kDbdirCrc);
+  uint32_t source = load_u32(p + hdr::kSourceKind);
+  if (source != static_cast<uint32_t>(SourceKind::kScan) &&
+      source != static_cast<uint32_t>(SourceKind::kPsync))
+    return bad_header("unknown source kind " + std::to_string(source));
+  h.source_kind = static_cast<SourceKind>(source);
+
+  if (!printable(h.redis_version) || !printable(h.source_replid))
+    return bad_header("version or replid field is not printable ASCII");
+  if (!all_zero(p + hdr::kReserved, hdr::kHeaderCrc - hdr::kReserved))
+    return bad_header("reserved bytes are not zero");
+  if (load_u32(p + hdr::kSlotHeaderSize) != kSlotHeaderSize)
+    return bad_header("slot header size " + std::to_string(load_u32(p + hdr::kSlotHeaderSize)) +
+                      ", expected 48");
+  if (h.total_size > region_len)
+    return bad_header("table claims " + std::to_string(h.total_size) +
+                      " bytes but the published region is " + std::to_string(region_len));
+  if (h.slot_size < kMinSlotSize || h.slot_size > kMaxSlotSize || h.slot_size % kSlotAlign)
+    return bad_header("slot size " + std::to_string(h.slot_size) +
+                      " is not a multiple of 64 in [64, 65536]");
+  if (h.slot_count != h.record_count)
+    return bad_header("slot count " + std::to_string(h.slot_count) + " != record count " +
+                      std::to_string(h.record_count));
+  if (h.db_count > kMaxDbCount || (h.record_count > 0 && h.db_count == 0))
+    return bad_header("implausible DB count " + std::to_string(h.db_count));
+  if (h.dbdir_size != uint64_t{h.db_count} * kDbEntrySize)
+    return bad_header("DB directory size does not match its count");
+  if (h.slot_count > h.total_size / h.slot_size || h.slots_size != h.slot_count * h.slot_size)
+    return bad_header("slot region size does not match slot count x slot size");
+  if (h.dbdir_offset < kHeaderSize || !within(h.dbdir_offset, h.dbdir_size, h.slots_offset) ||
+      !within(h.slots_offset, h.slots_size, h.heap_offset) ||
+      !within(h.heap_offset, h.heap_size, h.total_size))
+    return bad_header("regions are out of order, overlap or run past the end of the table");
+  return h;
+}
+
+Result<std::vector<DbEntry>> decode_db_directory(const Header& h,
+                                                 std::span<const std::byte> bytes) {
+  if (bytes.size() != h.dbdir_size)
+    return Status::error("validate DB directory", "size " + std::to_string(bytes.size()) +
+                                                      " != " + std::to_string(h.dbdir_size));
+  if (crc32c(0, bytes.data(), bytes.size()) != h.dbdir_crc32c)
+    return Status::error("validate DB directory", "checksum mismatch");
+  std::vector<DbEntry> dbs(h.db_count);
+  uint64_t next_slot = 0;
+  for (size_t i = 0; i < dbs.size(); ++i) {
+    const std::byte* p = bytes.data() + i * kDbEntrySize;
+    DbEntry& e = dbs[i];
+    e.db = load_u32(p);
+    e.first_slot = load_u64(p + 8);
+    e.key_count = load_u64(p + 16);
+    e.expires_count = load_u64(p + 24);
+    auto why = [&](const std::string& w) {
+      return Status::error("validate DB directory entry " + std::to_string(i), w);
+    };
+    if (load_u32(p + 4) != 0) return why("reserved bytes are not zero");
+    if (i > 0 && e.db <= dbs[i - 1].db) return why("DB numbers are not strictly increasing");
+    if (e.key_count == 0) return why("empty DB listed");
+    if (e.first_slot != next_slot) return why("DB slot ranges are not contiguous");
+    if (e.key_count > h.slot_count - next_slot) return why("DB slot range runs past the end");
+    if (e.expires_count > e.key_count) return why("more expiring keys than keys");
+    next_slot += e.key_count;
+  }
+  if (next_slot != h.record_count)
+    return Status::error("validate DB directory",
+                         "DBs hold " + std::to_string(next_slot) + " keys, header says " +
+                             std::to_string(h.record_count));
+  return dbs;
+}
+
+Result<SlotView> decode_slot(const Header& h, uint64_t index, uint32_t expected_db,
+                             std::span<const std::byte> bytes) {
+  if (bytes.size() != h.slot_size)
+    return bad_record(index, "got " + std::to_string(bytes.size()) + " bytes, slot size is " +
+                                 std::to_string(h.slot_size));
+  const std::byte* p = bytes.data();
+  SlotView v;
+  v.crc32c = load_u32(p + slot::kCrc);
+  uint8_t kind = static_cast<uint8_t>(p[slot::kKind]);
+  if (kind != static_cast<uint8_t>(SlotKind::kInline) &&
+      kind != static_cast<uint8_t>(SlotKind::kHeap))
+    return bad_record(index, "unknown slot kind " + std::to_string(kind));
+  v.kind = static_cast<SlotKind>(kind);
+  v.db = load_u32(p + slot::kDb);
+  v.key_len = load_u32(p + slot::kKeyLen);
+  v.payload_len = load_u64(p + slot::kPayloadLen);
+  v.expire_at_ms = wire::load_i64(p + slot::kExpireAt);
+  v.heap_ref = load_u64(p + slot::kHeapRef);
+  if (!all_zero(p + 5, 3) || !all_zero(p + slot::kReserved, 8))
+    return bad_record(index, "reserved bytes are not zero");
+  if (v.db != expected_db)
+    return bad_record(index, "DB " + std::to_string(v.db) + " but the directory puts it in DB " +
+                                 std::to_string(expected_db));
+  if (v.key_len > kMaxKeyLen) return bad_record(index, "key longer than 512 MiB");
+  if (v.payload_len < kMinPayloadLen)
+    return bad_record(index, "payload of " + std::to_string(v.payload_len) +
+                                 " bytes is shorter than any DUMP payload");
+  if (v.expire_at_ms < kNoExpiry) return bad_record(index, "negative expiry time");
+  if (v.kind == SlotKind::kInline) {
+    if (v.heap_ref != 0) return bad_record(index, "inline record with a heap reference");
+    if (!fits_inline(h.slot_size, v.key_len, v.payload_len))
+      return bad_record(index, "inline key and payload overrun the slot");
+    auto data = as_chars(bytes.subspan(kSlotHeaderSize));
+    v.key = data.substr(0, v.key_len);
+    v.payload = data.substr(v.key_len, v.payload_len);
+    if (slot_crc(bytes, v.key, v.payload) != v.crc32c)
+      return bad_record(index, "checksum mismatch");
+    return v;
+  }
+  if (v.heap_ref % kHeapAlign != 0 || v.payload_len > h.heap_size ||
+      !within(v.heap_ref, v.key_len + v.payload_len, h.heap_size))
+    return bad_record(index, "heap reference " + std::to_string(v.heap_ref) + "+" +
+                                 std::to_string(v.key_len + v.payload_len) +
+                                 " lies outside the heap");
+  return v;
+}
+
+Status verify_heap_record(uint64_t index, std::span<const std::byte> slot_bytes, SlotView& v,
+                          std::span<const std::byte> heap_bytes) {
+  if (heap_bytes.size() != v.data_len())
+    return bad_record(index, "heap bytes have the wrong length");
+  auto data = as_chars(heap_bytes);
+  std::string_view key = data.substr(0, v.key_len);
+  std::string_view payload = data.substr(v.key_len);
+  if (slot_crc(slot_bytes, key, payload) != v.crc32c)
+    return bad_record(index, "checksum mismatch (heap record)");
+  v.key = key;
+  v.payload = payload;
+  return {};
+}
+
+}  // namespace rrs::table

@@ -1,0 +1,216 @@
+// The mapping table: one contiguous, read-only region holding a whole Redis
+// keyspace snapshot, laid out so that a reader that knows only the region's
+// length can find and validate every record with reads at computed offsets.
+//
+// All integers are little-endian. Regions start on 4096-byte boundaries.
+//
+//   offset 0        dbdir_offset         slots_offset                      heap_offset   total_size
+//   +---------------+--------------------+---------------------------------+-------------+
+//   | TableHeader   | DbEntry x db_count | slot 0 | slot 1 | ... slot N-1  | heap        |
+//   | (256 B, page) | (32 B each)        | (slot_size bytes each)          | (records    |
+//   +---------------+--------------------+---------------------------------+  too big    |
+//                                          slot i at slots_offset + i*slot_size  for a slot)
+//
+// TableHeader (256 bytes)
+//    0  8  magic "RRSTABLE"           128  8  slots_size  (= slot_count * slot_size)
+//    8  2  layout_version (1)         136  8  heap_offset
+//   10  2  header_size (256)          144  8  heap_size
+//   12  4  state (1 building, 2 ready)152  8  source_offset (replication offset; 0 = scan)
+//   16  8  epoch                      160 40  source_replid (ASCII; zeros = scan)
+//   24  8  created_unix_ms            200  4  dbdir_crc32c (over the whole DbEntry array)
+//   32 32  redis_version (ASCII)      204  4  source kind (1 scan, 2 psync)
+//   64  4  rdb_version of payloads    208 44  reserved, zero
+//   68  4  db_count                   252  4  header_crc32c (over bytes 0..251)
+//   72  8  record_count
+//   80  8  total_size
+//   88  4  slot_size
+//   92  4  slot_header_size (48)
+//   96  8  slot_count (= record_count)
+//  104  8  dbdir_offset
+//  112  8  dbdir_size (= db_count * 32)
+//  120  8  slots_offset
+//
+// DbEntry (32 bytes), sorted by db, one per non-empty DB. Records are sorted
+// by DB, so DB d owns slots [first_slot, first_slot + key_count).
+//    0  4  db        4  4  reserved    8  8  first_slot   16  8  key_count   24  8  expires_count
+//
+// Slot (slot_size bytes; a 48-byte header, then inline data, zero padded)
+//    0  4  record_crc32c: over slot bytes 4..47, then the key, then the payload
+//    4  1  kind (1 inline: key+payload follow the header; 2 heap: they sit in
+//             the heap at heap_ref, key first)
+//    5  3  reserved
+//    8  4  db
+//   12  4  key_len
+//   16  8  payload_len (a Redis DUMP payload: type byte, RDB value, 2-byte RDB
+//             version, 8-byte CRC64, so RESTORE takes it as is)
+//   24  8  expire_at_ms (absolute unix ms; -1 = no expiry)
+//   32  8  heap_ref (offset from heap_offset; 0 when inline)
+//   40  8  reserved
+//
+// Heap records are 8-byte aligned and appear in slot order, so the heap can be
+// streamed front to back while walking the slots.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace rrs::table {
+
+inline constexpr char kMagic[8] = {'R', 'R', 'S', 'T', 'A', 'B', 'L', 'E'};
+inline constexpr uint16_t kLayoutVersion = 1;
+inline constexpr size_t kHeaderSize = 256;
+inline constexpr size_t kDbEntrySize = 32;
+inline constexpr size_t kSlotHeaderSize = 48;
+inline constexpr size_t kRegionAlign = 4096;
+inline constexpr size_t kHeapAlign = 8;
+// Slot sizes are multiples of 64 (cache line) between these bounds; larger
+// records go to the heap.
+inline constexpr uint32_t kSlotAlign = 64;
+inline constexpr uint32_t kMinSlotSize = 64;
+inline constexpr uint32_t kMaxSlotSize = 64 * 1024;
+// Redis limits keys to 512 MiB; a DUMP payload is a type byte, at least one
+// value byte, 2 bytes of RDB version and 8 of CRC64.
+inline constexpr uint64_t kMaxKeyLen = 512ull << 20;
+inline constexpr uint64_t kMinPayloadLen = 1 + 1 + 2 + 8;
+inline constexpr int64_t kNoExpiry = -1;
+inline constexpr uint32_t kMaxDbCount = 1u << 20;
+
+static_assert(kHeaderSize <= kRegionAlign);
+static_assert(kSlotHeaderSize % 8 == 0 && kMinSlotSize > kSlotHeaderSize);
+static_assert(kMaxSlotSize % kSlotAlign == 0 && kMinSlotSize % kSlotAlign == 0);
+
+// Byte offsets of header fields, spelled out so the encoder, the decoder and
+// the drawing above cannot drift apart.
+namespace hdr {
+inline constexpr size_t kMagic = 0, kLayoutVersion = 8, kHeaderSize = 10, kState = 12,
+                        kEpoch = 16, kCreatedMs = 24, kRedisVersion = 32, kRdbVersion = 64,
+                        kDbCount = 68, kRecordCount = 72, kTotalSize = 80, kSlotSize = 88,
+                        kSlotHeaderSize = 92, kSlotCount = 96, kDbdirOffset = 104,
+                        kDbdirSize = 112, kSlotsOffset = 120, kSlotsSize = 128,
+                        kHeapOffset = 136, kHeapSize = 144, kSourceOffset = 152,
+                        kSourceReplid = 160, kDbdirCrc = 200, kSourceKind = 204,
+                        kReserved = 208, kHeaderCrc = 252;
+inline constexpr size_t kRedisVersionLen = 32, kReplidLen = 40;
+static_assert(kRedisVersion + kRedisVersionLen == kRdbVersion);
+static_assert(kSourceReplid + kReplidLen == kDbdirCrc);
+static_assert(kHeaderCrc + 4 == rrs::table::kHeaderSize);
+}  // namespace hdr
+
+namespace slot {
+inline constexpr size_t kCrc = 0, kKind = 4, kDb = 8, kKeyLen = 12, kPayloadLen = 16,
+                        kExpireAt = 24, kHeapRef = 32, kReserved = 40;
+static_assert(kReserved + 8 == kSlotHeaderSize);
+}  // namespace slot
+
+enum class State : uint32_t {
+  kBuilding = 1,  // being written; a reader must not trust anything past the header
+  kReady = 2,     // complete and immutable for the life of this epoch
+};
+
+enum class SourceKind : uint32_t {
+  kScan = 1,   // SCAN + DUMP: not a point-in-time snapshot
+  kPsync = 2,  // the master's RDB stream, consistent as of source_offset
+};
+
+enum class SlotKind : uint8_t {
+  kInline = 1,
+  kHeap = 2,
+};
+
+struct Header {
+  uint16_t layout_version = kLayoutVersion;
+  State state = State::kBuilding;
+  uint64_t epoch = 0;
+  uint64_t created_unix_ms = 0;
+  std::string redis_version;  // at most 32 bytes
+  uint32_t rdb_version = 0;
+  uint32_t db_count = 0;
+  uint64_t record_count = 0;
+  uint64_t total_size = 0;
+  uint32_t slot_size = 0;
+  uint64_t slot_count = 0;
+  uint64_t dbdir_offset = 0, dbdir_size = 0;
+  uint64_t slots_offset = 0, slots_size = 0;
+  uint64_t heap_offset = 0, heap_size = 0;
+  SourceKind source_kind = SourceKind::kScan;
+  uint64_t source_offset = 0;
+  std::string source_replid;  // at most 40 bytes
+  uint32_t dbdir_crc32c = 0;
+
+  uint64_t slot_offset(uint64_t i) const { return slots_offset + i * slot_size; }
+};
+
+struct DbEntry {
+  uint32_t db = 0;
+  uint64_t first_slot = 0;
+  uint64_t key_count = 0;
+  uint64_t expires_count = 0;
+};
+
+// A decoded slot header. Key and payload are views into the slot (inline) or
+// empty until the heap bytes are fetched (heap).
+struct SlotView {
+  uint32_t crc32c = 0;
+  SlotKind kind = SlotKind::kInline;
+  uint32_t db = 0;
+  uint32_t key_len = 0;
+  uint64_t payload_len = 0;
+  int64_t expire_at_ms = kNoExpiry;
+  uint64_t heap_ref = 0;
+  std::string_view key;
+  std::string_view payload;
+
+  uint64_t data_len() const { return key_len + payload_len; }
+};
+
+// --- Encoding (the server) -------------------------------------------------
+
+// Geometry of a table for `record_count` records in `db_count` DBs with the
+// given slot size and heap bytes; fills the offset/size fields of `h`.
+Status plan_geometry(Header& h, uint64_t heap_bytes);
+
+// Writes the 256-byte header (computing its CRC) into `out`.
+void encode_header(const Header& h, std::span<std::byte, kHeaderSize> out);
+void encode_db_entry(const DbEntry& e, std::span<std::byte, kDbEntrySize> out);
+
+// Record bytes as they are stored: fills the slot header (computing the CRC
+// over it, the key and the payload) and, for inline records, copies key and
+// payload after it. `slot` is exactly slot_size bytes.
+struct RecordIn {
+  uint32_t db = 0;
+  std::string_view key;
+  std::string_view payload;
+  int64_t expire_at_ms = kNoExpiry;
+};
+void encode_inline_slot(const RecordIn& r, std::span<std::byte> slot);
+void encode_heap_slot(const RecordIn& r, uint64_t heap_ref, std::span<std::byte> slot);
+bool fits_inline(uint32_t slot_size, uint64_t key_len, uint64_t payload_len);
+uint64_t heap_footprint(uint64_t key_len, uint64_t payload_len);  // aligned bytes in the heap
+
+// --- Decoding (the client). No I/O; every field is untrusted. --------------
+
+// Parses and validates a header read from a remote table of `region_len` bytes.
+Result<Header> decode_header(std::span<const std::byte> bytes, uint64_t region_len);
+
+// Parses the DB directory (dbdir_size bytes at dbdir_offset) against `h`.
+Result<std::vector<DbEntry>> decode_db_directory(const Header& h,
+                                                 std::span<const std::byte> bytes);
+
+// Parses slot `index` (exactly h.slot_size bytes). For an inline slot the CRC
+// is verified here; for a heap slot call verify_heap_record once the bytes at
+// heap_ref are in hand. `expected_db` is the DB the directory assigns to the slot.
+Result<SlotView> decode_slot(const Header& h, uint64_t index, uint32_t expected_db,
+                             std::span<const std::byte> bytes);
+
+// Verifies the CRC of a heap slot over its heap bytes (key then payload,
+// exactly data_len bytes) and fills in its key and payload views.
+Status verify_heap_record(uint64_t index, std::span<const std::byte> slot_bytes, SlotView& v,
+                          std::span<const std::byte> heap_bytes);
+
+}  // namespace rrs::table
