@@ -12,6 +12,13 @@
 
 namespace rrs {
 
+// What kind of failure, so a program can map it to an exit code.
+enum class ErrorKind {
+  kFailed,       // anything else
+  kUnavailable,  // a peer could not be reached, refused us, or timed out
+  kBadData,      // bytes from a peer failed validation
+};
+
 class [[nodiscard]] Status {
  public:
   Status() = default;  // ok
@@ -31,7 +38,15 @@ class [[nodiscard]] Status {
     return error(std::move(step), std::strerror(sys_errno), sys_errno);
   }
 
+  // Same failure, classified.
+  Status as(ErrorKind kind) const {
+    Status s = *this;
+    s.kind_ = kind;
+    return s;
+  }
+
   bool ok() const { return !failed_; }
+  ErrorKind kind() const { return kind_; }
   explicit operator bool() const { return ok(); }
   const std::string& step() const { return step_; }
   const std::string& reason() const { return reason_; }
@@ -50,6 +65,7 @@ class [[nodiscard]] Status {
 
  private:
   bool failed_ = false;
+  ErrorKind kind_ = ErrorKind::kFailed;
   std::string step_;
   std::string reason_;
   int errno_ = 0;

@@ -1,0 +1,45 @@
+// Small POSIX socket helpers for the TCP transport: an owning fd, connect
+// with a deadline, and full reads/writes with timeouts.
+#pragma once
+
+#include <chrono>
+#include <span>
+#include <string_view>
+#include <utility>
+
+#include "common/clock.h"
+#include "common/endpoint.h"
+#include "common/status.h"
+
+namespace rrs {
+
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  ~UniqueFd() { reset(); }
+  UniqueFd(UniqueFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+  }
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+  void reset();
+
+ private:
+  int fd_ = -1;
+};
+
+// One attempt to open a TCP connection to `at`, giving up after `timeout`.
+Result<UniqueFd> tcp_connect(const Endpoint& at, std::chrono::milliseconds timeout);
+
+// Writes all of `data`, waiting at most `timeout` for the socket to drain.
+Status send_all(int fd, std::string_view data, std::chrono::milliseconds timeout);
+// Reads exactly dst.size() bytes, waiting at most `timeout` between progress.
+Status recv_all(int fd, std::span<std::byte> dst, std::chrono::milliseconds timeout);
+
+}  // namespace rrs

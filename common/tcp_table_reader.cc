@@ -1,0 +1,136 @@
+#include "common/tcp_table_reader.h"
+
+#include <poll.h>
+
+#include <algorithm>
+
+#include <thread>
+
+namespace rrs {
+
+using control::MsgType;
+
+namespace {
+// Largest frame body a server may send us: a READ_DATA or an ERROR.
+constexpr uint32_t kMaxServerBody =
+    std::max<uint32_t>(control::kMaxReadLength, control::kErrorFixedSize + control::kMaxErrorText);
+}  // namespace
+
+TcpTableReader::TcpTableReader(Endpoint server, std::chrono::milliseconds io_timeout)
+    : server_(std::move(server)), io_timeout_(io_timeout) {}
+
+Status TcpTableReader::connect(Clock::time_point deadline) {
+  auto backoff = std::chrono::milliseconds(100);
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    auto attempt = std::clamp(left, std::chrono::milliseconds(100), std::chrono::milliseconds(2000));
+    auto fd = tcp_connect(server_, attempt);
+    if (fd.ok()) {
+      fd_ = std::move(*fd);
+      return handshake().wrap("handshake with rdma-server at " + server_.to_string());
+    }
+    if (Clock::now() + backoff >= deadline)
+      return fd.status()
+          .wrap("could not reach rdma-server (retried until --connect-timeout)")
+          .as(ErrorKind::kUnavailable);
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  }
+}
+
+Status TcpTableReader::handshake() {
+  std::string out;
+  control::append_hello(out, 0, control::Hello{});
+  control::append_get_descriptor(out, 0);
+  RRS_RETURN_IF_ERROR(send_all(fd_.get(), out, io_timeout_).as(ErrorKind::kUnavailable));
+
+  std::byte hello[control::kHelloOkSize];
+  RRS_RETURN_IF_ERROR(read_expected(MsgType::kHelloOk, hello));
+  auto h = control::decode_hello_ok(hello);
+  if (!h.ok()) return h.status().as(ErrorKind::kBadData);
+  hello_ = *h;
+
+  std::byte desc[control::kDescriptorSize];
+  RRS_RETURN_IF_ERROR(read_expected(MsgType::kDescriptor, desc));
+  auto d = control::decode_descriptor(desc);
+  if (!d.ok()) return d.status().as(ErrorKind::kBadData);
+  descriptor_ = *d;
+  return {};
+}
+
+Result<control::FrameHeader> TcpTableReader::read_frame_header(std::chrono::milliseconds timeout) {
+  std::byte raw[control::kFrameHeaderSize];
+  if (Status s = recv_all(fd_.get(), raw, timeout); !s.ok())
+    return s.wrap("read from rdma-server").as(ErrorKind::kUnavailable);
+  auto h = control::decode_frame_header(raw, kMaxServerBody);
+  if (!h.ok()) return h.status().as(ErrorKind::kBadData);
+  return h;
+}
+
+Status TcpTableReader::server_error(uint32_t body_len) {
+  std::string body(body_len, '\0');
+  auto span = std::as_writable_bytes(std::span(body));
+  RRS_RETURN_IF_ERROR(recv_all(fd_.get(), span, io_timeout_).as(ErrorKind::kUnavailable));
+  auto e = control::decode_error(std::as_bytes(std::span(body)));
+  if (!e.ok()) return e.status().as(ErrorKind::kBadData);
+  return Status::error("rdma-server answered",
+                       std::string(control::error_code_name(e->code)) + ": " + e->text)
+      .as(e->code == control::ErrorCode::kNotReady ? ErrorKind::kUnavailable : ErrorKind::kBadData);
+}
+
+Status TcpTableReader::read_expected(MsgType want, std::span<std::byte> body) {
+  auto h = read_frame_header(io_timeout_);
+  if (!h.ok()) return h.status();
+  if (h->type == MsgType::kError) return server_error(h->body_len);
+  if (h->type != want || h->body_len != body.size())
+    return Status::error("read from rdma-server", "unexpected message type " +
+                                                      std::to_string(static_cast<int>(h->type)))
+        .as(ErrorKind::kBadData);
+  return recv_all(fd_.get(), body, io_timeout_).as(ErrorKind::kUnavailable);
+}
+
+Status TcpTableReader::post_read(uint64_t id, uint64_t offset, std::span<std::byte> dst) {
+  if (dst.size() == 0 || dst.size() > hello_.max_read_len)
+    return Status::error("post read", "length " + std::to_string(dst.size()) + " outside 1.." +
+                                          std::to_string(hello_.max_read_len));
+  if (pending_.size() >= hello_.max_in_flight)
+    return Status::error("post read", "more than max_in_flight reads outstanding");
+  uint32_t rid = next_request_id_++;
+  control::append_read(out_, rid,
+                       {descriptor_.epoch, offset, static_cast<uint32_t>(dst.size())});
+  pending_.emplace(rid, Pending{id, dst});
+  return {};
+}
+
+Status TcpTableReader::poll(std::vector<uint64_t>& done, std::chrono::milliseconds timeout) {
+  if (!out_.empty()) {
+    RRS_RETURN_IF_ERROR(send_all(fd_.get(), out_, io_timeout_)
+                            .wrap("send read requests to rdma-server")
+                            .as(ErrorKind::kUnavailable));
+    out_.clear();
+  }
+  size_t before = done.size();
+  while (!pending_.empty()) {
+    // Block for the first completion; afterwards take only what is already here.
+    if (done.size() > before) {
+      pollfd p{fd_.get(), POLLIN, 0};
+      if (::poll(&p, 1, 0) <= 0) break;
+    }
+    auto h = read_frame_header(done.size() > before ? io_timeout_ : timeout);
+    if (!h.ok()) return h.status();
+    if (h->type == MsgType::kError) return server_error(h->body_len);
+    auto it = pending_.find(h->request_id);
+    if (h->type != MsgType::kReadData || it == pending_.end() ||
+        h->body_len != it->second.dst.size())
+      return Status::error("read from rdma-server", "answer does not match any request")
+          .as(ErrorKind::kBadData);
+    RRS_RETURN_IF_ERROR(recv_all(fd_.get(), it->second.dst, io_timeout_)
+                            .wrap("read table bytes from rdma-server")
+                            .as(ErrorKind::kUnavailable));
+    done.push_back(it->second.id);
+    pending_.erase(it);
+  }
+  return {};
+}
+
+}  // namespace rrs

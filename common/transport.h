@@ -1,0 +1,59 @@
+// The transport interface: how a table gets from the sidecar to a replica.
+// TCP and verbs implement both halves; the conformance tests run the same
+// cases against each.
+//
+//   server side: TableServer publishes a Table and answers clients.
+//   client side: TableReader reads byte ranges of the remote table, several
+//                at once, the way an RDMA READ does (post, then poll).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "common/table.h"
+#include "proto/control.h"
+
+namespace rrs {
+
+class TableServer {
+ public:
+  virtual ~TableServer() = default;
+  // Serves `table` to every client from now on. The previous epoch stays
+  // alive until the last read of it completes. Call on the server's loop thread.
+  virtual Status publish(TablePtr table) = 0;
+  // Human-readable "ADDR:PORT (transport)" for the ready line.
+  virtual std::string describe() const = 0;
+};
+
+// Client side. One thread drives a reader; it is not thread safe.
+class TableReader {
+ public:
+  virtual ~TableReader() = default;
+
+  // Connects, negotiates a version and fetches the descriptor, retrying a
+  // refused connection until `deadline` (so a client may start first).
+  virtual Status connect(Clock::time_point deadline) = 0;
+  virtual const control::Descriptor& descriptor() const = 0;
+  virtual uint32_t max_read_length() const = 0;
+  virtual uint32_t max_in_flight() const = 0;
+
+  // Makes `memory` usable as a read destination (verbs registers it; TCP has
+  // nothing to do). Call once per buffer before posting reads into it.
+  virtual Status register_buffer(std::span<std::byte> memory) = 0;
+
+  // Like an RDMA READ: starts copying table bytes [offset, offset+dst.size())
+  // into dst, which must stay valid until `id` completes. At most
+  // max_in_flight() reads may be outstanding; dst.size() <= max_read_length().
+  virtual Status post_read(uint64_t id, uint64_t offset, std::span<std::byte> dst) = 0;
+
+  // Waits up to `timeout` for at least one completion and appends the ids of
+  // every completed read to `done`. A failed read fails the whole call: the
+  // connection is unusable afterwards.
+  virtual Status poll(std::vector<uint64_t>& done, std::chrono::milliseconds timeout) = 0;
+};
+
+}  // namespace rrs
