@@ -225,6 +225,5 @@ Status TcpTableServer::publish(TablePtr table) {
   return {};
 }
 
-std::string TcpTableServer::describe() const { return bound_.to_string() + " (tcp)"; }
 
 }  // namespace rrs

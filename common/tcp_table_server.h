@@ -30,7 +30,7 @@ class TcpTableServer final : public TableServer {
   ~TcpTableServer() override;
 
   Status publish(TablePtr table) override;
-  std::string describe() const override;
+  std::string address() const override { return bound_.to_string(); }
   uint16_t port() const { return bound_.port; }
   size_t client_count() const { return clients_.size(); }
 

@@ -25,8 +25,8 @@ class TableServer {
   // Serves `table` to every client from now on. The previous epoch stays
   // alive until the last read of it completes. Call on the server's loop thread.
   virtual Status publish(TablePtr table) = 0;
-  // Human-readable "ADDR:PORT (transport)" for the ready line.
-  virtual std::string describe() const = 0;
+  // "ADDR:PORT" clients connect to, for the ready line.
+  virtual std::string address() const = 0;
 };
 
 // Client side. One thread drives a reader; it is not thread safe.

@@ -1,0 +1,61 @@
+#include "common/args.h"
+
+#include <charconv>
+
+namespace rrs {
+
+bool ArgReader::flag(std::string_view name) {
+  if (done() || current() != name) return false;
+  ++i_;
+  return true;
+}
+
+bool ArgReader::option(std::string_view name, std::string& value) {
+  if (done()) return false;
+  std::string_view a = current();
+  if (a.size() > name.size() && a.substr(0, name.size()) == name && a[name.size()] == '=') {
+    value = std::string(a.substr(name.size() + 1));
+    ++i_;
+    return true;
+  }
+  if (a != name) return false;
+  ++i_;
+  if (done()) {
+    fail(std::string(name) + " needs a value");
+    return true;
+  }
+  value = std::string(args_[i_++]);
+  return true;
+}
+
+Result<uint64_t> parse_uint(std::string_view flag, std::string_view text, uint64_t lo,
+                            uint64_t hi) {
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi)
+    return Status::error(std::string(flag), "expected a whole number in " + std::to_string(lo) +
+                                                ".." + std::to_string(hi) + ", got '" +
+                                                std::string(text) + "'");
+  return v;
+}
+
+Result<uint64_t> parse_size(std::string_view flag, std::string_view text, uint64_t lo,
+                            uint64_t hi) {
+  uint64_t mult = 1;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'k': case 'K': mult = 1ull << 10; break;
+      case 'm': case 'M': mult = 1ull << 20; break;
+      case 'g': case 'G': mult = 1ull << 30; break;
+      default: break;
+    }
+    if (mult != 1) text.remove_suffix(1);
+  }
+  auto v = parse_uint(flag, text, 0, hi / mult);
+  if (!v.ok() || *v * mult < lo)
+    return Status::error(std::string(flag), "expected a size in " + std::to_string(lo) + ".." +
+                                                std::to_string(hi) + " bytes (suffix k, M, G)");
+  return *v * mult;
+}
+
+}  // namespace rrs

@@ -1,0 +1,98 @@
+// rdma-server: snapshot the master, publish the table, serve replicas.
+#include <event2/event.h>
+
+#include <csignal>
+#include <cstdio>
+#include <memory>
+
+#include "common/clock.h"
+#include "common/exit_codes.h"
+#include "common/log.h"
+#include "common/tcp_table_server.h"
+#include "server/scan_source.h"
+#include "server/server_config.h"
+
+using namespace rrs;
+
+namespace {
+
+int fail(const Status& s) {
+  log::error(s.message());
+  return s.kind() == ErrorKind::kUnavailable ? exit_code::kUnavailable : 1;
+}
+
+// A new epoch number: the creation time in ms, so a restarted sidecar never
+// reuses an epoch a client may still hold.
+uint64_t next_epoch() { return static_cast<uint64_t>(unix_ms()); }
+
+void on_signal(evutil_socket_t sig, short, void* base) {
+  log::info(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", stopping");
+  event_base_loopexit(static_cast<event_base*>(base), nullptr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  log::set_program("rdma-server");
+  auto config = parse_server_args(argc, argv);
+  if (!config.ok()) {
+    log::error(config.status().message() + " (see rdma-server --help)");
+    return exit_code::kUsage;
+  }
+  if (config->help) {
+    std::fputs(server_usage(), stdout);
+    return exit_code::kOk;
+  }
+  if (config->transport == TransportChoice::kVerbs) {
+    log::error("--transport verbs is not built yet; use --transport tcp (or auto)");
+    return exit_code::kUsage;
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+
+  auto creds = load_credentials(config->redis_auth_file, kServerAuthEnv);
+  if (!creds.ok()) return fail(creds.status());
+
+  // Build the table before listening: a client that starts first retries
+  // until --connect-timeout instead of seeing a half-built table.
+  auto t0 = Clock::now();
+  ScanSource source(config->redis, *creds, {config->scan_count});
+  TableBuilder builder;
+  log::info("snapshotting " + config->redis.to_string() + " (SCAN + DUMP)");
+  auto stats = source.snapshot(builder);
+  if (!stats.ok()) return fail(stats.status());
+  auto table = builder.build(next_epoch());
+  if (!table.ok()) return fail(table.status());
+  double build_s = seconds_since(t0);
+
+  std::unique_ptr<event_base, void (*)(event_base*)> base(event_base_new(), event_base_free);
+  auto server = TcpTableServer::listen(base.get(), {config->listen_host, config->port});
+  if (!server.ok()) return fail(server.status());
+  if (Status s = (*server)->publish(*table); !s.ok()) return fail(s);
+
+  const table::Header& h = (*table)->header;
+  const table::SlotSizeChoice& c = builder.slot_choice();
+  if (stats->vanished || stats->failed)
+    log::warn(std::to_string(stats->vanished) + " keys vanished during the snapshot, " +
+              std::to_string(stats->failed) + " could not be dumped");
+  std::printf(
+      "ready epoch=%llu records=%llu bytes=%llu slot_size=%u heap_records=%llu build_s=%.3f "
+      "listening=%s transport=tcp\n",
+      static_cast<unsigned long long>(h.epoch), static_cast<unsigned long long>(h.record_count),
+      static_cast<unsigned long long>(h.total_size), h.slot_size,
+      static_cast<unsigned long long>(c.heap_records), build_s,
+      (*server)->address().c_str());
+  std::fflush(stdout);
+  if (config->listen_host == "0.0.0.0" || config->listen_host == "::")
+    log::warn("serving on all interfaces without authentication: anyone who can connect can "
+              "read every key");
+
+  event* sigint = evsignal_new(base.get(), SIGINT, on_signal, base.get());
+  event* sigterm = evsignal_new(base.get(), SIGTERM, on_signal, base.get());
+  event_add(sigint, nullptr);
+  event_add(sigterm, nullptr);
+  event_base_dispatch(base.get());
+  event_free(sigint);
+  event_free(sigterm);
+  server->reset();
+  return exit_code::kOk;
+}

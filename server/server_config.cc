@@ -1,0 +1,81 @@
+#include "server/server_config.h"
+
+#include "common/args.h"
+
+namespace rrs {
+
+Result<TransportChoice> parse_transport(std::string_view text) {
+  if (text == "auto") return TransportChoice::kAuto;
+  if (text == "tcp") return TransportChoice::kTcp;
+  if (text == "verbs") return TransportChoice::kVerbs;
+  return Status::error("--transport", "expected auto, tcp or verbs, got '" + std::string(text) + "'");
+}
+
+const char* server_usage() {
+  return R"(Usage: rdma-server [options]
+
+Snapshots a Redis master into a mapping table and serves it to rdma-client
+replicas. Prints a line containing "ready" when the table is published, then
+serves until SIGINT/SIGTERM.
+
+Options:
+  --redis HOST:PORT       master to snapshot (default 127.0.0.1:6379)
+  --redis-auth-file FILE  master's credentials: "password" or "user password"
+                          on the first line (else $RDMA_SERVER_REDIS_AUTH)
+  --listen ADDR           address to serve on (default 127.0.0.1; use 0.0.0.0
+                          for remote replicas: anyone who can connect can read
+                          every key, there is no authentication yet)
+  --port PORT             port to serve on (default 12345)
+  --source scan           how to snapshot: SCAN + DUMP (default; the only one yet)
+  --transport auto|tcp|verbs
+                          auto (default) uses TCP until the verbs transport lands
+  --scan-count N          SCAN COUNT hint per round trip (default 1000)
+  -h, --help              this text
+
+Exit codes: 0 stopped by signal, 2 bad usage, 3 master unreachable or auth
+refused, 1 anything else.
+)";
+}
+
+Result<ServerConfig> parse_server_args(int argc, char** argv) {
+  ServerConfig c;
+  ArgReader args(argc, argv);
+  std::string v;
+  Status bad;
+  auto keep = [&](const Status& s) {
+    if (!s.ok() && bad.ok()) bad = s;
+  };
+  while (!args.done() && args.error().empty() && bad.ok()) {
+    if (args.flag("-h") || args.flag("--help")) {
+      c.help = true;
+    } else if (args.option("--redis", v)) {
+      auto e = parse_endpoint(v);
+      if (e.ok()) c.redis = *e; else keep(e.status().wrap("--redis"));
+    } else if (args.option("--redis-auth-file", v)) {
+      c.redis_auth_file = v;
+    } else if (args.option("--listen", v)) {
+      c.listen_host = v;
+    } else if (args.option("--port", v)) {
+      auto p = parse_port(v);
+      if (p.ok()) c.port = *p; else keep(p.status().wrap("--port"));
+    } else if (args.option("--source", v)) {
+      if (v != "scan")
+        keep(Status::error("--source", v == "psync" ? "psync is not built yet; use --source scan"
+                                                    : "expected scan, got '" + v + "'"));
+      c.source = v;
+    } else if (args.option("--transport", v)) {
+      auto t = parse_transport(v);
+      if (t.ok()) c.transport = *t; else keep(t.status());
+    } else if (args.option("--scan-count", v)) {
+      auto n = parse_uint("--scan-count", v, 1, 1000000);
+      if (n.ok()) c.scan_count = static_cast<uint32_t>(*n); else keep(n.status());
+    } else {
+      args.unknown();
+    }
+  }
+  if (!args.error().empty()) return Status::error("arguments", args.error());
+  if (!bad.ok()) return bad;
+  return c;
+}
+
+}  // namespace rrs

@@ -1,0 +1,39 @@
+// rdma-server's settings: one struct, defaults here, parsed from argv.
+#pragma once
+
+#include <string>
+
+#include "common/endpoint.h"
+#include "common/status.h"
+
+namespace rrs {
+
+enum class TransportChoice { kAuto, kTcp, kVerbs };
+Result<TransportChoice> parse_transport(std::string_view text);
+
+struct ServerConfig {
+  // --redis: the master to snapshot.
+  Endpoint redis{"127.0.0.1", 6379};
+  // --redis-auth-file, else $RDMA_SERVER_REDIS_AUTH: "password" or "user password".
+  std::string redis_auth_file;
+  // --listen: loopback by default, like Redis's own `bind`, because the table
+  // is the whole keyspace and there is no authentication yet.
+  std::string listen_host = "127.0.0.1";
+  // --port: 12345, the seed prototype's port.
+  uint16_t port = 12345;
+  // --source: only "scan" exists today.
+  std::string source = "scan";
+  // --transport: auto picks verbs when built and a device is up, else TCP.
+  TransportChoice transport = TransportChoice::kAuto;
+  // --scan-count: SCAN COUNT hint, keys per round trip to the master.
+  uint32_t scan_count = 1000;
+  bool help = false;
+};
+
+inline constexpr const char* kServerAuthEnv = "RDMA_SERVER_REDIS_AUTH";
+
+// Parses argv; a failure's reason is the message to print before the usage.
+Result<ServerConfig> parse_server_args(int argc, char** argv);
+const char* server_usage();
+
+}  // namespace rrs
