@@ -9,6 +9,7 @@ inline constexpr int kPartial = 1;      // finished, but some records were not l
 inline constexpr int kUsage = 2;        // bad flags or arguments
 inline constexpr int kUnavailable = 3;  // sidecar or Redis unreachable, auth refused, timeout
 inline constexpr int kBadData = 4;      // the table or a peer's messages failed validation
-inline constexpr int kRefused = 5;      // target not empty and neither --flush nor --merge
+inline constexpr int kRefused = 5;      // the target cannot take the data as it is: not empty
+                                        // (no --flush/--merge), or too old for the payloads
 
 }  // namespace rrs::exit_code

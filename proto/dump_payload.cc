@@ -1,5 +1,7 @@
 #include "proto/dump_payload.h"
 
+#include <charconv>
+
 namespace rrs::dump {
 
 std::optional<uint16_t> rdb_version(std::string_view payload) {
@@ -20,6 +22,21 @@ const char* first_redis_for_rdb(uint16_t v) {
     case 12: return "7.4";
     default: return v < 6 ? "2.6" : "a release newer than 7.4";
   }
+}
+
+std::optional<uint16_t> max_rdb_for_redis(std::string_view v) {
+  unsigned major = 0, minor = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), major);
+  if (ec != std::errc() || p == v.data() + v.size() || *p != '.') return std::nullopt;
+  std::from_chars(p + 1, v.data() + v.size(), minor);
+  unsigned m = major * 100 + minor;
+  if (m >= 704) return 12;
+  if (m >= 702) return 11;
+  if (m >= 700) return 10;
+  if (m >= 500) return 9;
+  if (m >= 400) return 8;
+  if (m >= 302) return 7;
+  return 6;
 }
 
 }  // namespace rrs::dump

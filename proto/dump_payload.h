@@ -17,4 +17,8 @@ std::optional<uint16_t> rdb_version(std::string_view payload);
 // for error messages that tell an operator what to upgrade to.
 const char* first_redis_for_rdb(uint16_t v);
 
+// The newest RDB version a Redis release reads, from its version string
+// ("7.0.15" -> 10), or nullopt if the string does not parse.
+std::optional<uint16_t> max_rdb_for_redis(std::string_view redis_version);
+
 }  // namespace rrs::dump

@@ -1,0 +1,103 @@
+#include "client/client_config.h"
+
+#include <vector>
+
+#include "common/args.h"
+#include "proto/control.h"
+
+namespace rrs {
+
+const char* client_usage() {
+  return R"(Usage: rdma-client <server-ip> <server-port> [options]
+
+Reads the mapping table published by rdma-server and loads every key into a
+local Redis with pipelined RESTORE ... REPLACE ABSTTL, in the right DB, with
+absolute expiries. Keys already expired are skipped and counted.
+
+Options:
+  --redis HOST:PORT       Redis to load into (default 127.0.0.1:6379)
+  --redis-auth-file FILE  its credentials: "password" or "user password" on
+                          the first line (else $RDMA_CLIENT_REDIS_AUTH)
+  --flush                 FLUSHALL the target first
+  --merge                 load into a non-empty target; table keys replace
+                          existing ones, other keys stay
+                          (without either, a non-empty target is refused)
+  --connect-timeout SECS  keep retrying the server this long (default 30)
+  --io-timeout SECS       longest wait for any answer once connected (default 30)
+  --chunk-size BYTES      bytes per read, suffix k/M allowed (default 1M)
+  --in-flight N           reads outstanding at once (default 8)
+  --transport auto|tcp    auto (default) uses TCP until the verbs transport lands
+  --quiet                 no progress output
+  -h, --help              this text
+
+Output: progress on stderr; on stdout one summary line:
+  synced keys=N bytes=B dbs=DB:N,... skipped_expired=N failed=N seconds=S MBps=X keys_per_s=Y
+Exit codes: 0 every record loaded or knowingly skipped; 1 some records were
+not loaded (listed on stderr); 2 bad usage; 3 server or Redis unreachable,
+auth refused, or timeout; 4 the table failed validation; 5 the target cannot
+take the data (not empty without --flush/--merge, or too old for the payloads).
+)";
+}
+
+Result<ClientConfig> parse_client_args(int argc, char** argv) {
+  ClientConfig c;
+  ArgReader args(argc, argv);
+  std::vector<std::string> positional;
+  std::string v;
+  Status bad;
+  auto keep = [&](const Status& s) {
+    if (!s.ok() && bad.ok()) bad = s;
+  };
+  while (!args.done() && args.error().empty() && bad.ok()) {
+    if (args.flag("-h") || args.flag("--help")) {
+      c.help = true;
+    } else if (args.option("--redis", v)) {
+      auto e = parse_endpoint(v);
+      if (e.ok()) c.redis = *e; else keep(e.status().wrap("--redis"));
+    } else if (args.option("--redis-auth-file", v)) {
+      c.redis_auth_file = v;
+    } else if (args.flag("--flush")) {
+      if (c.policy == TargetPolicy::kMerge) keep(Status::error("--flush", "conflicts with --merge"));
+      c.policy = TargetPolicy::kFlush;
+    } else if (args.flag("--merge")) {
+      if (c.policy == TargetPolicy::kFlush) keep(Status::error("--merge", "conflicts with --flush"));
+      c.policy = TargetPolicy::kMerge;
+    } else if (args.option("--connect-timeout", v)) {
+      auto n = parse_uint("--connect-timeout", v, 0, 86400);
+      if (n.ok()) c.connect_timeout = std::chrono::seconds(*n); else keep(n.status());
+    } else if (args.option("--io-timeout", v)) {
+      auto n = parse_uint("--io-timeout", v, 1, 86400);
+      if (n.ok()) c.io_timeout = std::chrono::seconds(*n); else keep(n.status());
+    } else if (args.option("--chunk-size", v)) {
+      auto n = parse_size("--chunk-size", v, 4096, control::kMaxReadLength);
+      if (n.ok()) c.chunk_size = static_cast<uint32_t>(*n); else keep(n.status());
+    } else if (args.option("--in-flight", v)) {
+      auto n = parse_uint("--in-flight", v, 1, 1024);
+      if (n.ok()) c.in_flight = static_cast<uint32_t>(*n); else keep(n.status());
+    } else if (args.option("--transport", v)) {
+      if (v == "verbs")
+        keep(Status::error("--transport", "verbs is not built yet; use tcp or auto"));
+      else if (v != "auto" && v != "tcp")
+        keep(Status::error("--transport", "expected auto, tcp or verbs, got '" + v + "'"));
+      c.transport = v;
+    } else if (args.flag("--quiet")) {
+      c.quiet = true;
+    } else if (args.is_flag()) {
+      args.unknown();
+    } else {
+      positional.push_back(args.positional());
+    }
+  }
+  if (!args.error().empty()) return Status::error("arguments", args.error());
+  if (!bad.ok()) return bad;
+  if (c.help) return c;
+  if (positional.size() != 2)
+    return Status::error("arguments", "expected <server-ip> <server-port>, got " +
+                                          std::to_string(positional.size()) + " positional arguments");
+  auto port = parse_port(positional[1]);
+  if (!port.ok()) return port.status().wrap("<server-port>");
+  c.server = {positional[0], *port};
+  return c;
+}
+
+}  // namespace rrs

@@ -1,0 +1,47 @@
+// rdma-client's settings: one struct, defaults here, parsed from argv.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "common/endpoint.h"
+#include "common/status.h"
+
+namespace rrs {
+
+enum class TargetPolicy {
+  kRequireEmpty,  // default: refuse a target that holds any key
+  kFlush,         // --flush: FLUSHALL the target first
+  kMerge,         // --merge: load on top; table keys replace existing ones
+};
+
+struct ClientConfig {
+  // <ip> <port>: the rdma-server to read from.
+  Endpoint server;
+  // --redis: the replica Redis to load into.
+  Endpoint redis{"127.0.0.1", 6379};
+  // --redis-auth-file, else $RDMA_CLIENT_REDIS_AUTH: "password" or "user password".
+  std::string redis_auth_file;
+  TargetPolicy policy = TargetPolicy::kRequireEmpty;
+  // --connect-timeout: how long to keep retrying the server, so the client
+  // may be started before the server has published its table.
+  std::chrono::seconds connect_timeout{30};
+  // --io-timeout: the longest wait for any single answer once connected.
+  std::chrono::seconds io_timeout{30};
+  // --chunk-size: bytes per READ; large enough to amortize a round trip.
+  uint32_t chunk_size = 1u << 20;
+  // --in-flight: READs outstanding at once (capped by what the server allows).
+  uint32_t in_flight = 8;
+  // --transport: auto uses TCP until the verbs transport lands.
+  std::string transport = "auto";
+  // --quiet: no progress output, only the summary and errors.
+  bool quiet = false;
+  bool help = false;
+};
+
+inline constexpr const char* kClientAuthEnv = "RDMA_CLIENT_REDIS_AUTH";
+
+Result<ClientConfig> parse_client_args(int argc, char** argv);
+const char* client_usage();
+
+}  // namespace rrs

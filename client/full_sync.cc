@@ -1,0 +1,104 @@
+#include "client/full_sync.h"
+
+#include <cstdio>
+#include <thread>
+
+#include "client/progress.h"
+#include "client/restore_loader.h"
+#include "client/table_fetcher.h"
+#include "common/exit_codes.h"
+#include "common/log.h"
+
+namespace rrs {
+namespace {
+
+int exit_code_for(const Status& s) {
+  switch (s.kind()) {
+    case ErrorKind::kUnavailable: return exit_code::kUnavailable;
+    case ErrorKind::kBadData: return exit_code::kBadData;
+    case ErrorKind::kFailed: break;
+  }
+  return exit_code::kPartial;
+}
+
+int fail(const Status& s) {
+  log::error(s.message());
+  return exit_code_for(s);
+}
+
+std::string db_counts(const LoadStats& st) {
+  std::string out;
+  for (auto [db, n] : st.per_db)
+    out += (out.empty() ? "" : ",") + std::to_string(db) + ":" + std::to_string(n);
+  return out.empty() ? "-" : out;
+}
+
+}  // namespace
+
+int run_full_sync(const ClientConfig& config, TableReader& reader) {
+  const auto t0 = Clock::now();
+  auto creds = load_credentials(config.redis_auth_file, kClientAuthEnv);
+  if (!creds.ok()) return fail(creds.status());
+  auto io_timeout = std::chrono::milliseconds(config.io_timeout);
+  auto loader = RestoreLoader::connect(config.redis, *creds, io_timeout);
+  if (!loader.ok()) return fail(loader.status().wrap("connect to the target"));
+
+  BlockingQueue<RecordBatch> queue(8);
+  TableFetcher fetcher(reader, {config.chunk_size, config.in_flight, io_timeout, 8}, queue);
+  auto info = fetcher.open(t0 + config.connect_timeout);
+  if (!info.ok()) return fail(info.status());
+  const table::Header& h = info->header;
+  log::info("table epoch " + std::to_string(h.epoch) + ": " + std::to_string(h.record_count) +
+            " keys in " + std::to_string(h.db_count) + " DBs, " +
+            std::to_string(h.total_size) + " bytes, slot size " + std::to_string(h.slot_size) +
+            ", from Redis " + h.redis_version + " (RDB " + std::to_string(h.rdb_version) + ")");
+
+  if (Status s = loader->prepare(*info, config.policy); !s.ok()) {
+    log::error(s.message());
+    return loader->refused() ? exit_code::kRefused : exit_code_for(s);
+  }
+
+  Status fetch_status;
+  std::thread fetch_thread([&] { fetch_status = fetcher.run(); });
+  Progress progress(h.record_count, h.total_size, config.quiet);
+  Status load_status;
+  uint64_t seen = 0;
+  while (auto batch = queue.pop()) {
+    seen += batch->records.size();
+    load_status = loader->load(*batch);
+    if (!load_status.ok()) break;
+    progress.update(seen, fetcher.bytes_read());
+  }
+  if (load_status.ok()) load_status = loader->finish();
+  if (!load_status.ok()) fetcher.cancel();
+  fetch_thread.join();
+  if (!load_status.ok()) return fail(load_status);
+  if (!fetch_status.ok()) return fail(fetch_status.wrap("fetch table"));
+  progress.update(seen, fetcher.bytes_read(), true);
+
+  const LoadStats& st = loader->stats();
+  const double secs = seconds_since(t0);
+  const uint64_t failed = st.failed + fetcher.failures().size();
+  for (const RecordFailure& f : fetcher.failures())
+    log::error("record " + std::to_string(f.index) + " not loaded: " + f.reason);
+  for (const std::string& e : st.errors) log::error("RESTORE failed: " + e);
+  if (st.failed > st.errors.size())
+    log::error("... and " + std::to_string(st.failed - st.errors.size()) + " more RESTORE failures");
+
+  std::printf("synced keys=%llu bytes=%llu dbs=%s skipped_expired=%llu failed=%llu seconds=%.3f "
+              "MBps=%.1f keys_per_s=%.0f epoch=%llu\n",
+              static_cast<unsigned long long>(st.keys), static_cast<unsigned long long>(st.bytes),
+              db_counts(st).c_str(), static_cast<unsigned long long>(st.skipped_expired),
+              static_cast<unsigned long long>(failed), secs,
+              static_cast<double>(st.bytes) / 1e6 / secs, static_cast<double>(st.keys) / secs,
+              static_cast<unsigned long long>(h.epoch));
+  std::fflush(stdout);
+  if (failed > 0) {
+    log::error(std::to_string(failed) + " of " + std::to_string(h.record_count) +
+               " records were not loaded (see above); the target is incomplete");
+    return exit_code::kPartial;
+  }
+  return exit_code::kOk;
+}
+
+}  // namespace rrs

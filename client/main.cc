@@ -1,0 +1,27 @@
+// rdma-client <server-ip> <server-port>: full sync of a replica from the sidecar.
+#include <csignal>
+#include <cstdio>
+
+#include "client/client_config.h"
+#include "client/full_sync.h"
+#include "common/exit_codes.h"
+#include "common/log.h"
+#include "common/tcp_table_reader.h"
+
+using namespace rrs;
+
+int main(int argc, char** argv) {
+  log::set_program("rdma-client");
+  auto config = parse_client_args(argc, argv);
+  if (!config.ok()) {
+    log::error(config.status().message() + " (see rdma-client --help)");
+    return exit_code::kUsage;
+  }
+  if (config->help) {
+    std::fputs(client_usage(), stdout);
+    return exit_code::kOk;
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+  TcpTableReader reader(config->server, config->io_timeout);
+  return run_full_sync(*config, reader);
+}

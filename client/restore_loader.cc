@@ -1,0 +1,244 @@
+#include "client/restore_loader.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <utility>
+
+#include "common/clock.h"
+#include "proto/dump_payload.h"
+
+namespace rrs {
+namespace {
+
+// Bounds on what we hold for the target: enough to keep Redis busy, small
+// enough that a slow target cannot make us buffer the whole table.
+constexpr size_t kMaxPending = 16384;
+constexpr size_t kMaxOutBytes = 8u << 20;
+constexpr size_t kMaxErrorsKept = 10;
+constexpr size_t kReadChunk = 64 * 1024;
+
+void append_bulk(std::string& out, std::string_view s) {
+  char len[24];
+  auto [end, ec] = std::to_chars(len, len + sizeof len, s.size());
+  out.push_back('$');
+  out.append(len, end);
+  out.append("\r\n", 2);
+  out.append(s);
+  out.append("\r\n", 2);
+}
+
+std::string printable_key(std::string_view k) {
+  std::string out;
+  for (unsigned char c : k.substr(0, 64)) {
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  if (k.size() > 64) out += "...";
+  return out;
+}
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+}  // namespace
+
+Result<RestoreLoader> RestoreLoader::connect(const Endpoint& target, const RedisCredentials& creds,
+                                             std::chrono::milliseconds io_timeout) {
+  auto c = RedisClient::connect(target, creds, io_timeout);
+  if (!c.ok()) return c.status().as(ErrorKind::kUnavailable);
+  RestoreLoader l(std::move(*c));
+  l.io_timeout_ = io_timeout;
+  return l;
+}
+
+RestoreLoader::~RestoreLoader() {
+  if (reader_) redisReaderFree(reader_);
+}
+
+Status RestoreLoader::prepare(const TableInfo& info, TargetPolicy policy) {
+  auto server = redis_.info("server");
+  if (!server.ok()) return server.status().wrap("inspect target");
+  target_version_ = info_field(*server, "redis_version");
+  table_rdb_ = static_cast<uint16_t>(info.header.rdb_version);
+  auto max_rdb = dump::max_rdb_for_redis(target_version_);
+  if (max_rdb && table_rdb_ > *max_rdb) {
+    refused_ = true;
+    return Status::error("check target Redis " + redis_.endpoint().to_string(),
+                         "the table's DUMP payloads are RDB version " + std::to_string(table_rdb_) +
+                             " (written by Redis " + info.header.redis_version +
+                             "), but the target runs Redis " + target_version_ +
+                             ", which reads up to RDB version " + std::to_string(*max_rdb) +
+                             "; upgrade the target to Redis " +
+                             dump::first_redis_for_rdb(table_rdb_) + " or later");
+  }
+
+  if (policy == TargetPolicy::kFlush) {
+    RRS_RETURN_IF_ERROR(redis_.command({"FLUSHALL"}).status().wrap("flush target"));
+  } else if (policy == TargetPolicy::kRequireEmpty) {
+    auto ks = redis_.info("keyspace");
+    if (!ks.ok()) return ks.status().wrap("inspect target");
+    std::string held;
+    for (const KeyspaceDb& db : parse_keyspace(*ks)) {
+      if (db.keys == 0) continue;
+      held += (held.empty() ? "" : ", ") + std::string("db") + std::to_string(db.db) + ": " +
+              std::to_string(db.keys) + " keys";
+    }
+    if (!held.empty()) {
+      refused_ = true;
+      return Status::error("check target Redis " + redis_.endpoint().to_string(),
+                           "it is not empty (" + held +
+                               "); use --flush to FLUSHALL it first, or --merge to load on top "
+                               "(table keys replace existing ones)");
+    }
+  }
+
+  // From here on we drive the socket ourselves.
+  int fd = redis_.fd();
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  reader_ = redisReaderCreate();
+  if (!reader_) return Status::error("prepare loader", "out of memory");
+  return {};
+}
+
+void RestoreLoader::append_select(uint32_t db) {
+  std::string n = std::to_string(db);
+  out_ += "*2\r\n$6\r\nSELECT\r\n";
+  append_bulk(out_, n);
+  pending_.push_back({true, db, 0, 0, {}});
+  current_db_ = db;
+}
+
+void RestoreLoader::append_restore(const Record& r) {
+  char ttl[24];
+  auto [end, ec] = std::to_chars(ttl, ttl + sizeof ttl, r.expire_at_ms < 0 ? 0 : r.expire_at_ms);
+  out_ += "*6\r\n$7\r\nRESTORE\r\n";
+  append_bulk(out_, r.key);
+  append_bulk(out_, std::string_view(ttl, static_cast<size_t>(end - ttl)));
+  append_bulk(out_, r.payload);
+  out_ += "$7\r\nREPLACE\r\n$6\r\nABSTTL\r\n";
+  pending_.push_back({false, r.db, r.index, r.key.size() + r.payload.size(), std::string(r.key)});
+}
+
+Status RestoreLoader::load(const RecordBatch& batch) {
+  const int64_t now = unix_ms();
+  for (const Record& r : batch.records) {
+    if (r.expire_at_ms >= 0 && r.expire_at_ms <= now) {
+      stats_.skipped_expired++;
+      continue;
+    }
+    if (r.db != current_db_) append_select(r.db);
+    append_restore(r);
+    if (out_.size() - out_pos_ >= kMaxOutBytes || pending_.size() >= kMaxPending)
+      RRS_RETURN_IF_ERROR(pump(kMaxPending / 2, kMaxOutBytes / 2));
+  }
+  // Commands hold copies of the records, so the batch may go as soon as we return.
+  return pump(kMaxPending, kMaxOutBytes);
+}
+
+Status RestoreLoader::finish() { return pump(0, 0); }
+
+Status RestoreLoader::pump(size_t max_pending, size_t max_out) {
+  const int fd = redis_.fd();
+  char buf[kReadChunk];
+  for (;;) {
+    size_t unsent = out_.size() - out_pos_;
+    if (unsent <= max_out && pending_.size() <= max_pending) break;
+    pollfd p{fd, static_cast<short>(POLLIN | (unsent ? POLLOUT : 0)), 0};
+    int n = ::poll(&p, 1, static_cast<int>(io_timeout_.count()));
+    if (n == 0)
+      return Status::error("load into " + redis_.endpoint().to_string(),
+                           "no progress for " + std::to_string(io_timeout_.count() / 1000) +
+                               " s (is the target Redis blocked?)")
+          .as(ErrorKind::kUnavailable);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::from_errno("poll target Redis");
+    }
+    if (p.revents & POLLOUT) {
+      ssize_t w = ::write(fd, out_.data() + out_pos_, unsent);
+      if (w > 0) {
+        out_pos_ += static_cast<size_t>(w);
+        if (out_pos_ == out_.size() || out_pos_ > (1u << 20)) {
+          out_.erase(0, out_pos_);  // amortized: at most once per MiB written
+          out_pos_ = 0;
+        }
+      } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+        return Status::from_errno("write to target Redis " + redis_.endpoint().to_string())
+            .as(ErrorKind::kUnavailable);
+      }
+    }
+    if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+      ssize_t r = ::read(fd, buf, sizeof buf);
+      if (r == 0)
+        return Status::error("read from target Redis " + redis_.endpoint().to_string(),
+                             "connection closed (did the target restart or run out of memory?)")
+            .as(ErrorKind::kUnavailable);
+      if (r < 0) {
+        if (errno == EAGAIN || errno == EINTR) continue;
+        return Status::from_errno("read from target Redis " + redis_.endpoint().to_string())
+            .as(ErrorKind::kUnavailable);
+      }
+      redisReaderFeed(reader_, buf, static_cast<size_t>(r));
+      for (;;) {
+        void* reply = nullptr;
+        if (redisReaderGetReply(reader_, &reply) != REDIS_OK)
+          return Status::error("parse target Redis reply", reader_->errstr).as(ErrorKind::kBadData);
+        if (!reply) break;
+        Status s = handle_reply(static_cast<redisReply*>(reply));
+        freeReplyObject(reply);
+        RRS_RETURN_IF_ERROR(s);
+      }
+    }
+  }
+  return {};
+}
+
+Status RestoreLoader::handle_reply(const redisReply* reply) {
+  if (pending_.empty())
+    return Status::error("read target Redis reply", "reply to no command").as(ErrorKind::kBadData);
+  Pending p = std::move(pending_.front());
+  pending_.pop_front();
+  if (reply->type != REDIS_REPLY_ERROR) {
+    if (!p.is_select) {
+      stats_.keys++;
+      stats_.bytes += p.bytes;
+      stats_.per_db[p.db]++;
+    }
+    return {};
+  }
+  std::string_view err(reply->str, reply->len);
+  const std::string where = "load into " + redis_.endpoint().to_string();
+  // Errors that every following command would hit too: stop now, say why.
+  if (p.is_select)
+    return Status::error(where, "SELECT " + std::to_string(p.db) + " failed: " + std::string(err) +
+                                    " (does the target have enough `databases`?)");
+  if (starts_with(err, "OOM"))
+    return Status::error(where, "target ran out of memory: " + std::string(err) +
+                                    " (raise maxmemory on the target)");
+  if (starts_with(err, "READONLY"))
+    return Status::error(where, "target is a read-only replica: " + std::string(err) +
+                                    " (run REPLICAOF NO ONE on it first)");
+  if (starts_with(err, "NOAUTH") || starts_with(err, "NOPERM") || starts_with(err, "LOADING"))
+    return Status::error(where, std::string(err));
+
+  // Per-record failures: count, keep the first few in full, carry on.
+  stats_.failed++;
+  if (stats_.errors.size() < kMaxErrorsKept) {
+    std::string msg = "key '" + printable_key(p.key) + "' (record " + std::to_string(p.index) +
+                      ", DB " + std::to_string(p.db) + "): " + std::string(err);
+    if (err.find("payload version or checksum") != std::string_view::npos)
+      msg += " (payload RDB version " + std::to_string(table_rdb_) + ", target Redis " +
+             target_version_ + "; if the target is older than the source, upgrade it)";
+    stats_.errors.push_back(std::move(msg));
+  }
+  return {};
+}
+
+}  // namespace rrs

@@ -1,0 +1,85 @@
+// Loads validated records into the target Redis with pipelined
+// RESTORE key ttl payload REPLACE ABSTTL, switching DBs with SELECT.
+//
+// After the handshake the loader drives the socket itself: commands are
+// formatted into one output buffer and written as the socket takes them,
+// while replies are parsed as they arrive (hiredis's reader, which does no
+// I/O). Redis never waits for us between batches, and we never wait for a
+// reply before sending the next command.
+#pragma once
+
+#include <hiredis/read.h>
+
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "client/client_config.h"
+#include "client/record_batch.h"
+#include "client/table_fetcher.h"
+#include "common/redis_client.h"
+
+namespace rrs {
+
+struct LoadStats {
+  uint64_t keys = 0;             // RESTOREs acknowledged with +OK
+  uint64_t bytes = 0;            // key + payload bytes of those
+  uint64_t skipped_expired = 0;  // already expired when we got to them
+  uint64_t failed = 0;           // RESTOREs the target refused
+  std::map<uint32_t, uint64_t> per_db;
+  std::vector<std::string> errors;  // the first few failures, in full
+};
+
+class RestoreLoader {
+ public:
+  static Result<RestoreLoader> connect(const Endpoint& target, const RedisCredentials& creds,
+                                       std::chrono::milliseconds io_timeout);
+  RestoreLoader(RestoreLoader&&) noexcept = default;
+  ~RestoreLoader();
+
+  // Checks the target can take the table (empty unless --merge, new enough
+  // for the payloads' RDB version), flushing it first with --flush.
+  // A refusal comes back as kRefused-worthy Status with `refused()` true.
+  Status prepare(const TableInfo& info, TargetPolicy policy);
+  bool refused() const { return refused_; }
+
+  // Queues a batch's RESTOREs (copied: the batch may be dropped on return),
+  // writing and reading replies as the target takes them.
+  Status load(const RecordBatch& batch);
+  // Waits for every outstanding reply.
+  Status finish();
+
+  const LoadStats& stats() const { return stats_; }
+  const std::string& target_version() const { return target_version_; }
+
+ private:
+  struct Pending {
+    bool is_select;
+    uint32_t db;
+    uint64_t index;
+    uint64_t bytes;
+    std::string key;  // for the error message, if it fails
+  };
+  explicit RestoreLoader(RedisClient client) : redis_(std::move(client)) {}
+  void append_restore(const Record& r);
+  void append_select(uint32_t db);
+  // Writes and reads until at most `max_pending` replies are outstanding and
+  // the output buffer is below `max_out` bytes.
+  Status pump(size_t max_pending, size_t max_out);
+  Status handle_reply(const redisReply* reply);
+
+  RedisClient redis_;
+  redisReader* reader_ = nullptr;
+  std::chrono::milliseconds io_timeout_{30000};
+  std::string out_;
+  size_t out_pos_ = 0;
+  std::deque<Pending> pending_;
+  int64_t current_db_ = -1;
+  uint16_t table_rdb_ = 0;
+  std::string target_version_;
+  bool refused_ = false;
+  LoadStats stats_;
+};
+
+}  // namespace rrs

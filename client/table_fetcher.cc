@@ -1,0 +1,269 @@
+#include "client/table_fetcher.h"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+
+namespace rrs {
+namespace {
+
+Status cancelled() { return Status::error("fetch table", "cancelled"); }
+
+}  // namespace
+
+Result<TableInfo> TableFetcher::open(Clock::time_point deadline) {
+  RRS_RETURN_IF_ERROR(reader_.connect(deadline));
+  info_.descriptor = reader_.descriptor();
+  if (info_.descriptor.layout_version != table::kLayoutVersion)
+    return Status::error("read table descriptor",
+                         "server publishes layout version " +
+                             std::to_string(info_.descriptor.layout_version) +
+                             ", this client reads " + std::to_string(table::kLayoutVersion) +
+                             " (upgrade the older side)")
+        .as(ErrorKind::kBadData);
+
+  uint32_t read_len = std::min(opts_.chunk_size, reader_.max_read_length());
+  uint32_t depth = std::min(opts_.in_flight, reader_.max_in_flight());
+  opts_.chunk_size = read_len;
+  opts_.in_flight = depth;
+  // Enough buffers that the reads in flight, the queue and the batch being
+  // loaded never wait on each other.
+  auto pool = BufferPool::create(reader_, depth + opts_.queue_depth + 2, read_len);
+  if (!pool.ok()) return pool.status();
+  pool_ = std::move(*pool);
+
+  std::vector<std::byte> head(table::kHeaderSize);
+  RRS_RETURN_IF_ERROR(read_into(0, head));
+  auto h = table::decode_header(head, info_.descriptor.table_length);
+  if (!h.ok()) return h.status().as(ErrorKind::kBadData);
+  info_.header = *h;
+  if (info_.header.epoch != info_.descriptor.epoch)
+    return Status::error("validate table header", "epoch differs from the descriptor's")
+        .as(ErrorKind::kBadData);
+
+  std::vector<std::byte> dir(info_.header.dbdir_size);
+  RRS_RETURN_IF_ERROR(read_into(info_.header.dbdir_offset, dir));
+  auto dbs = table::decode_db_directory(info_.header, dir);
+  if (!dbs.ok()) return dbs.status().as(ErrorKind::kBadData);
+  info_.dbs = std::move(*dbs);
+  return info_;
+}
+
+void TableFetcher::cancel() {
+  cancelled_ = true;
+  if (pool_) pool_->cancel();
+  out_.cancel();
+}
+
+bool TableFetcher::push(RecordBatch batch) {
+  if (batch.records.empty()) return true;
+  return out_.push(std::move(batch));
+}
+
+Status TableFetcher::run() {
+  Status s = fetch_slots();
+  if (s.ok()) s = fetch_heap();
+  if (s.ok()) s = retry_failed();
+  out_.close();
+  return s;
+}
+
+Status TableFetcher::stream(size_t count, const std::function<Range(size_t)>& plan,
+                            const DoneFn& done) {
+  struct InFlight {
+    size_t i;
+    uint32_t length;
+    BufferPool::Lease lease;
+    bool complete = false;
+  };
+  std::deque<InFlight> window;
+  std::vector<uint64_t> completed;
+  size_t next = 0;
+  while (next < count || !window.empty()) {
+    while (next < count && window.size() < opts_.in_flight) {
+      BufferPool::Lease lease = pool_->take();
+      if (!lease) return cancelled();
+      Range r = plan(next);
+      RRS_RETURN_IF_ERROR(reader_.post_read(next, r.offset, lease.bytes.first(r.length)));
+      window.push_back({next, r.length, std::move(lease)});
+      ++next;
+    }
+    completed.clear();
+    RRS_RETURN_IF_ERROR(reader_.poll(completed, opts_.io_timeout));
+    for (uint64_t id : completed) {
+      if (id < window.front().i || id - window.front().i >= window.size())
+        return Status::error("fetch table", "completion for a read that is not in flight");
+      window[id - window.front().i].complete = true;
+    }
+    while (!window.empty() && window.front().complete) {
+      InFlight f = std::move(window.front());
+      window.pop_front();
+      bytes_read_.fetch_add(f.length, std::memory_order_relaxed);
+      RRS_RETURN_IF_ERROR(done(f.i, std::move(f.lease), f.length));
+      if (cancelled_) return cancelled();
+    }
+  }
+  return {};
+}
+
+Status TableFetcher::read_into(uint64_t offset, std::span<std::byte> dst) {
+  if (dst.empty()) return {};
+  const uint32_t piece = opts_.chunk_size;
+  size_t count = (dst.size() + piece - 1) / piece;
+  return stream(
+      count,
+      [&](size_t i) {
+        return Range{offset + i * piece,
+                     static_cast<uint32_t>(std::min<uint64_t>(piece, dst.size() - i * piece))};
+      },
+      [&](size_t i, BufferPool::Lease lease, uint32_t length) {
+        std::memcpy(dst.data() + i * piece, lease.bytes.data(), length);
+        return Status();
+      });
+}
+
+uint32_t TableFetcher::db_of(uint64_t index) const {
+  auto it = std::upper_bound(info_.dbs.begin(), info_.dbs.end(), index,
+                             [](uint64_t i, const table::DbEntry& e) { return i < e.first_slot; });
+  return std::prev(it)->db;
+}
+
+void TableFetcher::take_slot(uint64_t index, std::span<const std::byte> bytes, RecordBatch& batch) {
+  auto v = table::decode_slot(info_.header, index, db_of(index), bytes);
+  if (!v.ok()) {
+    retry_.push_back(index);
+    return;
+  }
+  if (v->kind == table::SlotKind::kHeap) {
+    HeapRef ref{index, *v, {}};
+    std::memcpy(ref.slot_header.data(), bytes.data(), table::kSlotHeaderSize);
+    heap_refs_.push_back(ref);
+    return;
+  }
+  batch.records.push_back({index, v->db, v->expire_at_ms, v->key, v->payload});
+}
+
+Status TableFetcher::fetch_slots() {
+  const table::Header& h = info_.header;
+  if (h.slot_count == 0) return {};
+  const uint64_t per_read = std::max<uint64_t>(1, opts_.chunk_size / h.slot_size);
+  const size_t reads = (h.slot_count + per_read - 1) / per_read;
+  return stream(
+      reads,
+      [&](size_t i) {
+        uint64_t first = i * per_read;
+        uint64_t n = std::min(per_read, h.slot_count - first);
+        return Range{h.slot_offset(first), static_cast<uint32_t>(n * h.slot_size)};
+      },
+      [&](size_t i, BufferPool::Lease lease, uint32_t length) {
+        RecordBatch batch;
+        uint64_t first = i * per_read;
+        uint64_t n = length / h.slot_size;
+        batch.records.reserve(n);
+        for (uint64_t k = 0; k < n; ++k)
+          take_slot(first + k, lease.bytes.subspan(k * h.slot_size, h.slot_size), batch);
+        batch.keepalive = std::move(lease.hold);
+        return push(std::move(batch)) ? Status() : cancelled();
+      });
+}
+
+Status TableFetcher::fetch_heap() {
+  const table::Header& h = info_.header;
+  // Group neighbouring heap records into reads of at most one chunk; records
+  // bigger than a chunk are read on their own afterwards.
+  struct Group {
+    size_t first, last;  // heap_refs_ [first, last)
+    uint64_t begin, end;  // heap-relative byte range
+  };
+  std::vector<Group> groups;
+  std::vector<size_t> big;
+  for (size_t i = 0; i < heap_refs_.size(); ++i) {
+    const table::SlotView& v = heap_refs_[i].view;
+    if (v.data_len() > opts_.chunk_size) {
+      big.push_back(i);
+      continue;
+    }
+    uint64_t end = v.heap_ref + v.data_len();
+    if (!groups.empty() && groups.back().last == i && v.heap_ref >= groups.back().end &&
+        end - groups.back().begin <= opts_.chunk_size) {
+      groups.back().last = i + 1;
+      groups.back().end = end;
+    } else {
+      groups.push_back({i, i + 1, v.heap_ref, end});
+    }
+  }
+  Status s = stream(
+      groups.size(),
+      [&](size_t g) {
+        return Range{h.heap_offset + groups[g].begin,
+                     static_cast<uint32_t>(groups[g].end - groups[g].begin)};
+      },
+      [&](size_t g, BufferPool::Lease lease, uint32_t) {
+        RecordBatch batch;
+        for (size_t i = groups[g].first; i < groups[g].last; ++i) {
+          HeapRef& ref = heap_refs_[i];
+          auto bytes = lease.bytes.subspan(ref.view.heap_ref - groups[g].begin, ref.view.data_len());
+          if (!table::verify_heap_record(ref.index, ref.slot_header, ref.view, bytes).ok()) {
+            retry_.push_back(ref.index);
+            continue;
+          }
+          batch.records.push_back(
+              {ref.index, ref.view.db, ref.view.expire_at_ms, ref.view.key, ref.view.payload});
+        }
+        batch.keepalive = std::move(lease.hold);
+        return push(std::move(batch)) ? Status() : cancelled();
+      });
+  RRS_RETURN_IF_ERROR(s);
+  for (size_t i : big) RRS_RETURN_IF_ERROR(fetch_big_record(heap_refs_[i]));
+  return {};
+}
+
+Status TableFetcher::fetch_big_record(HeapRef& ref) {
+  auto mem = PageBuffer::allocate(ref.view.data_len());
+  if (!mem.ok()) return mem.status().wrap("record " + std::to_string(ref.index));
+  auto buf = std::make_shared<PageBuffer>(std::move(*mem));
+  RRS_RETURN_IF_ERROR(read_into(info_.header.heap_offset + ref.view.heap_ref, buf->span()));
+  if (!table::verify_heap_record(ref.index, ref.slot_header, ref.view, buf->span()).ok()) {
+    retry_.push_back(ref.index);
+    return {};
+  }
+  RecordBatch batch;
+  batch.records.push_back(
+      {ref.index, ref.view.db, ref.view.expire_at_ms, ref.view.key, ref.view.payload});
+  batch.keepalive = buf;
+  return push(std::move(batch)) ? Status() : cancelled();
+}
+
+Status TableFetcher::retry_failed() {
+  // Corruption in flight is re-read once; what still fails is reported, never loaded.
+  const table::Header& h = info_.header;
+  std::vector<uint64_t> indexes;
+  indexes.swap(retry_);
+  std::sort(indexes.begin(), indexes.end());
+  for (uint64_t index : indexes) {
+    auto slot = std::make_shared<std::vector<std::byte>>(h.slot_size);
+    RRS_RETURN_IF_ERROR(read_into(h.slot_offset(index), *slot));
+    auto v = table::decode_slot(h, index, db_of(index), *slot);
+    if (!v.ok()) {
+      failures_.push_back({index, v.status().message()});
+      continue;
+    }
+    RecordBatch batch;
+    if (v->kind == table::SlotKind::kHeap) {
+      auto heap = std::make_shared<std::vector<std::byte>>(v->data_len());
+      RRS_RETURN_IF_ERROR(read_into(h.heap_offset + v->heap_ref, *heap));
+      if (Status s = table::verify_heap_record(index, *slot, *v, *heap); !s.ok()) {
+        failures_.push_back({index, s.message()});
+        continue;
+      }
+      batch.keepalive = heap;
+    } else {
+      batch.keepalive = slot;
+    }
+    batch.records.push_back({index, v->db, v->expire_at_ms, v->key, v->payload});
+    if (!push(std::move(batch))) return cancelled();
+  }
+  return {};
+}
+
+}  // namespace rrs

@@ -1,0 +1,87 @@
+// Reads a remote table through a TableReader and turns it into validated
+// records for the loader, in three passes over computed offsets:
+//   1. the slot array, in chunks of whole slots, several reads in flight;
+//   2. the heap, front to back, for records too big for a slot;
+//   3. records that failed validation, re-read once each.
+// open() runs on the caller's thread; run() then owns the reader on the fetch
+// thread until it returns. Nothing unvalidated reaches the queue.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <vector>
+
+#include "client/buffer_pool.h"
+#include "client/record_batch.h"
+#include "common/transport.h"
+#include "proto/table_layout.h"
+
+namespace rrs {
+
+struct TableInfo {
+  control::Descriptor descriptor;
+  table::Header header;
+  std::vector<table::DbEntry> dbs;
+};
+
+struct FetchOptions {
+  uint32_t chunk_size = 1u << 20;
+  uint32_t in_flight = 8;
+  std::chrono::milliseconds io_timeout{30000};
+  size_t queue_depth = 8;
+};
+
+class TableFetcher {
+ public:
+  TableFetcher(TableReader& reader, FetchOptions opts, BlockingQueue<RecordBatch>& out)
+      : reader_(reader), opts_(opts), out_(out) {}
+
+  // Connects and reads + validates the header and DB directory.
+  Result<TableInfo> open(Clock::time_point deadline);
+  // Streams every record into the queue and closes it (also on failure).
+  Status run();
+  void cancel();
+
+  const std::vector<RecordFailure>& failures() const { return failures_; }
+  uint64_t bytes_read() const { return bytes_read_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Range {
+    uint64_t offset;
+    uint32_t length;
+  };
+  struct HeapRef {
+    uint64_t index;
+    table::SlotView view;
+    std::array<std::byte, table::kSlotHeaderSize> slot_header;
+  };
+  using DoneFn = std::function<Status(size_t i, BufferPool::Lease lease, uint32_t length)>;
+
+  // Reads `count` ranges with up to in_flight outstanding and hands each
+  // completed one to `done`, in order.
+  Status stream(size_t count, const std::function<Range(size_t)>& plan, const DoneFn& done);
+  // Reads [offset, offset+dst.size()) of any length into `dst`.
+  Status read_into(uint64_t offset, std::span<std::byte> dst);
+
+  Status fetch_slots();
+  Status fetch_heap();
+  Status fetch_big_record(HeapRef& ref);
+  Status retry_failed();
+  // Decodes one slot; heap slots are queued for pass 2, bad ones for pass 3.
+  void take_slot(uint64_t index, std::span<const std::byte> bytes, RecordBatch& batch);
+  uint32_t db_of(uint64_t index) const;
+  bool push(RecordBatch batch);
+
+  TableReader& reader_;
+  FetchOptions opts_;
+  BlockingQueue<RecordBatch>& out_;
+  TableInfo info_;
+  std::unique_ptr<BufferPool> pool_;
+  std::vector<HeapRef> heap_refs_;
+  std::vector<uint64_t> retry_;
+  std::vector<RecordFailure> failures_;
+  std::atomic<uint64_t> bytes_read_{0};
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace rrs
