@@ -23,6 +23,8 @@ std::string peer_name(const sockaddr* addr) {
   return std::string(host) + ":" + port;
 }
 
+constexpr size_t kMaxSingleWrite = 4u << 20;
+
 // Keeps the table alive while the kernel still has to send bytes from it.
 void release_table_ref(const void*, size_t, void* holder) { delete static_cast<TablePtr*>(holder); }
 
@@ -34,6 +36,8 @@ class TcpTableServer::Client {
   Client(TcpTableServer& server, bufferevent* bev, std::string peer)
       : server_(server), bev_(bev), peer_(std::move(peer)) {
     bufferevent_setcb(bev_, on_read, on_write, on_event, this);
+    // libevent writes 16 KiB per loop turn by default; table reads are MiBs.
+    bufferevent_set_max_single_write(bev_, kMaxSingleWrite);
     bufferevent_enable(bev_, EV_READ | EV_WRITE);
   }
   ~Client() { bufferevent_free(bev_); }
