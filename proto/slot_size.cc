@@ -1,7 +1,6 @@
 #include "proto/slot_size.h"
 
 #include <algorithm>
-#include <vector>
 
 #include "proto/table_layout.h"
 
@@ -10,23 +9,22 @@ namespace rrs::table {
 SlotSizeChoice choose_slot_size(std::span<uint64_t> data_sizes) {
   std::sort(data_sizes.begin(), data_sizes.end());
   const uint64_t n = data_sizes.size();
-  // heap_suffix[i] = heap bytes of records i..n-1 if all went to the heap.
-  std::vector<uint64_t> heap_suffix(n + 1, 0);
-  for (uint64_t i = n; i-- > 0;)
-    heap_suffix[i] = heap_suffix[i + 1] + heap_footprint(data_sizes[i], 0);
-
-  SlotSizeChoice best;
-  for (uint32_t s = kMinSlotSize; s <= kMaxSlotSize; s += kSlotAlign) {
-    uint64_t capacity = s - kSlotHeaderSize;
-    uint64_t first_heap =
-        std::upper_bound(data_sizes.begin(), data_sizes.end(), capacity) - data_sizes.begin();
-    uint64_t bytes = n * s + heap_suffix[first_heap];
-    if (best.slot_size == 0 || bytes < best.table_bytes) {
-      best = {s, first_heap, n - first_heap, heap_suffix[first_heap], bytes};
-    }
-    if (first_heap == n) break;  // everything fits; larger slots only add padding
+  SlotSizeChoice c;
+  uint64_t want = 0;
+  if (n > 0) {
+    // Index of the record at the percentile (the smallest one that must fit).
+    uint64_t at = (n * kInlinePercentile + 99) / 100;
+    want = data_sizes[std::min(n, std::max<uint64_t>(at, 1)) - 1];
   }
-  return best;
+  uint64_t s = (kSlotHeaderSize + want + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
+  c.slot_size = static_cast<uint32_t>(std::clamp<uint64_t>(s, kMinSlotSize, kMaxSlotSize));
+  const uint64_t capacity = c.slot_size - kSlotHeaderSize;
+  c.inline_records =
+      std::upper_bound(data_sizes.begin(), data_sizes.end(), capacity) - data_sizes.begin();
+  c.heap_records = n - c.inline_records;
+  for (uint64_t i = c.inline_records; i < n; ++i) c.heap_bytes += heap_footprint(data_sizes[i], 0);
+  c.table_bytes = n * c.slot_size + c.heap_bytes;
+  return c;
 }
 
 }  // namespace rrs::table

@@ -1,12 +1,12 @@
 // Choosing the slot size from the data (the seeds' "dynamic threshold").
 //
-// Rule: among the multiples of 64 in [64, 64 KiB], take the slot size S that
-// makes the whole table smallest, where a record of d = key+payload bytes
-// costs S in the slot array and, if d > S - 48, another round_up(d, 8) in the
-// heap. Ties go to the smaller S. Every byte of the table is read once by a
-// full sync, so total bytes is what a replica pays; uniform data lands all
-// inline with < 64 bytes of padding, and a few giant values go to the heap
-// instead of inflating every slot.
+// Rule: the slot size is the smallest multiple of 64 that holds the 48-byte
+// slot header plus the key and payload of at least 95% of the records
+// (kInlinePercentile), clamped to [64 B, 64 KiB]. The other records go to the
+// heap. Every slot costs the same whether its record is inline or not, so
+// a pure "fewest bytes" rule degenerates into tiny slots with everything in
+// the heap; a percentile keeps nearly every record readable in one piece at
+// its computed offset, while a few giant values cannot inflate every slot.
 #pragma once
 
 #include <cstdint>
@@ -14,11 +14,13 @@
 
 namespace rrs::table {
 
+inline constexpr uint32_t kInlinePercentile = 95;
+
 struct SlotSizeChoice {
   uint32_t slot_size = 0;
   uint64_t inline_records = 0;
   uint64_t heap_records = 0;
-  uint64_t heap_bytes = 0;
+  uint64_t heap_bytes = 0;   // heap region size (8-byte aligned records)
   uint64_t table_bytes = 0;  // slots + heap, excluding header/directory/padding
 };
 

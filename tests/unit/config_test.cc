@@ -1,0 +1,110 @@
+// Flag parsing of both programs: defaults, values, and the messages a bad
+// flag gets.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "client/client_config.h"
+#include "common/args.h"
+#include "common/endpoint.h"
+#include "server/server_config.h"
+
+namespace rrs {
+namespace {
+
+struct Argv {
+  explicit Argv(std::vector<std::string> a) : args(std::move(a)) {
+    args.insert(args.begin(), "prog");
+    for (auto& s : args) ptrs.push_back(s.data());
+  }
+  int argc() { return static_cast<int>(ptrs.size()); }
+  char** argv() { return ptrs.data(); }
+  std::vector<std::string> args;
+  std::vector<char*> ptrs;
+};
+
+TEST(Endpoint, Parses) {
+  auto e = parse_endpoint("10.0.0.1:6380");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->host, "10.0.0.1");
+  EXPECT_EQ(e->port, 6380);
+  auto v6 = parse_endpoint("[::1]:7000");
+  ASSERT_TRUE(v6.ok());
+  EXPECT_EQ(v6->host, "::1");
+  EXPECT_FALSE(parse_endpoint("localhost").ok());
+  EXPECT_FALSE(parse_endpoint("host:0").ok());
+  EXPECT_FALSE(parse_endpoint("host:65536").ok());
+  EXPECT_FALSE(parse_endpoint("host:12x").ok());
+}
+
+TEST(Sizes, AcceptUnits) {
+  EXPECT_EQ(*parse_size("--x", "1M", 1, 1ull << 40), 1u << 20);
+  EXPECT_EQ(*parse_size("--x", "64k", 1, 1ull << 40), 65536u);
+  EXPECT_EQ(*parse_size("--x", "4096", 1, 1ull << 40), 4096u);
+  EXPECT_FALSE(parse_size("--x", "1T", 1, 1ull << 40).ok());
+  EXPECT_FALSE(parse_size("--x", "2G", 1, 1ull << 30).ok());
+  EXPECT_FALSE(parse_size("--x", "", 1, 100).ok());
+}
+
+TEST(ServerConfig, DefaultsAndFlags) {
+  Argv none({});
+  auto d = parse_server_args(none.argc(), none.argv());
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->port, 12345);
+  EXPECT_EQ(d->listen_host, "127.0.0.1");
+  EXPECT_EQ(d->redis.to_string(), "127.0.0.1:6379");
+
+  Argv a({"--redis", "10.1.1.1:7000", "--port=4000", "--listen", "0.0.0.0", "--transport", "tcp"});
+  auto c = parse_server_args(a.argc(), a.argv());
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->redis.port, 7000);
+  EXPECT_EQ(c->port, 4000);
+  EXPECT_EQ(c->transport, TransportChoice::kTcp);
+}
+
+TEST(ServerConfig, RejectsBadFlagsWithReasons) {
+  for (auto [args, expect] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--port", "99999"}, "port"},
+           {{"--redis"}, "needs a value"},
+           {{"--source", "psync"}, "not built yet"},
+           {{"--transport", "ib"}, "auto, tcp or verbs"},
+           {{"--bogus"}, "unknown option"},
+           {{"--scan-count", "0"}, "--scan-count"}}) {
+    Argv a(args);
+    auto c = parse_server_args(a.argc(), a.argv());
+    ASSERT_FALSE(c.ok()) << args[0];
+    EXPECT_NE(c.status().message().find(expect), std::string::npos) << c.status().message();
+  }
+}
+
+TEST(ClientConfig, PositionalsAndFlags) {
+  Argv a({"10.0.0.5", "12345", "--redis", "127.0.0.1:6380", "--flush", "--chunk-size", "4M",
+          "--in-flight", "16", "--connect-timeout", "5"});
+  auto c = parse_client_args(a.argc(), a.argv());
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->server.to_string(), "10.0.0.5:12345");
+  EXPECT_EQ(c->policy, TargetPolicy::kFlush);
+  EXPECT_EQ(c->chunk_size, 4u << 20);
+  EXPECT_EQ(c->in_flight, 16u);
+  EXPECT_EQ(c->connect_timeout.count(), 5);
+}
+
+TEST(ClientConfig, RejectsBadFlagsWithReasons) {
+  for (auto [args, expect] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{}, "expected <server-ip> <server-port>"},
+           {{"1.2.3.4"}, "expected <server-ip> <server-port>"},
+           {{"1.2.3.4", "0"}, "port"},
+           {{"h", "1", "--flush", "--merge"}, "conflicts"},
+           {{"h", "1", "--chunk-size", "1G"}, "--chunk-size"},
+           {{"h", "1", "--transport", "verbs"}, "not built yet"},
+           {{"h", "1", "--nope"}, "unknown option"}}) {
+    Argv a(args);
+    auto c = parse_client_args(a.argc(), a.argv());
+    ASSERT_FALSE(c.ok());
+    EXPECT_NE(c.status().message().find(expect), std::string::npos) << c.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace rrs

@@ -1,0 +1,226 @@
+// The same cases against every transport: a server publishes a table built
+// in-process, a reader fetches it through TableFetcher. Verbs joins the
+// parameter list when it lands.
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <future>
+#include <thread>
+
+#include "client/table_fetcher.h"
+#include "common/tcp_table_reader.h"
+#include "common/tcp_table_server.h"
+#include "proto/byte_order.h"
+#include "server/table_builder.h"
+
+namespace rrs {
+namespace {
+
+std::string payload_of(size_t n, char fill) {
+  std::string p(1, '\0');
+  p += std::string(n, fill);
+  p += std::string("\x0a\x00", 2);
+  p += "CRC64xxx";
+  return p;
+}
+
+std::shared_ptr<Table> sample_table(uint64_t epoch, int records = 300) {
+  TableBuilder b;
+  b.set_source({"7.0.15", table::SourceKind::kScan, 0, {}});
+  for (int i = 0; i < records; ++i)
+    b.add(i % 2, "key:" + std::to_string(i), payload_of(200 + i % 50, static_cast<char>('a' + i % 26)), -1);
+  b.add(3, "huge", payload_of(3u << 20, 'H'), -1);  // bigger than a 1 MiB read
+  auto t = b.build(epoch);
+  EXPECT_TRUE(t.ok());
+  return *t;
+}
+
+// A TableServer running its event loop on a thread of its own.
+class ServerHarness {
+ public:
+  virtual ~ServerHarness() = default;
+  virtual void publish(TablePtr t) = 0;
+  virtual std::unique_ptr<TableReader> make_reader() = 0;
+};
+
+class TcpHarness final : public ServerHarness {
+ public:
+  TcpHarness() {
+    evthread_use_pthreads();
+    base_ = event_base_new();
+    auto s = TcpTableServer::listen(base_, {"127.0.0.1", 0});
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    server_ = std::move(*s);
+    // Keeps the loop alive while idle.
+    keepalive_ = event_new(base_, -1, EV_PERSIST, [](evutil_socket_t, short, void*) {}, nullptr);
+    timeval tv{1, 0};
+    event_add(keepalive_, &tv);
+    loop_ = std::thread([this] { event_base_dispatch(base_); });
+  }
+  ~TcpHarness() override {
+    event_base_loopbreak(base_);
+    loop_.join();
+    server_.reset();
+    event_free(keepalive_);
+    event_base_free(base_);
+  }
+  void publish(TablePtr t) override {
+    // Runs on the loop thread, as TableServer requires.
+    struct Call {
+      TcpTableServer* s;
+      TablePtr t;
+      std::promise<void> done;
+    } call{server_.get(), std::move(t), {}};
+    auto fut = call.done.get_future();
+    event_base_once(base_, -1, EV_TIMEOUT,
+                    [](evutil_socket_t, short, void* arg) {
+                      auto* c = static_cast<Call*>(arg);
+                      (void)c->s->publish(c->t);
+                      c->done.set_value();
+                    },
+                    &call, nullptr);
+    fut.wait();
+  }
+  std::unique_ptr<TableReader> make_reader() override {
+    return std::make_unique<TcpTableReader>(Endpoint{"127.0.0.1", server_->port()},
+                                            std::chrono::milliseconds(5000));
+  }
+
+ private:
+  event_base* base_;
+  event* keepalive_;
+  std::unique_ptr<TcpTableServer> server_;
+  std::thread loop_;
+};
+
+struct Fetched {
+  Status open, run;
+  TableInfo info;
+  std::vector<Record> records;
+  std::vector<std::shared_ptr<void>> keep;
+  std::vector<RecordFailure> failures;
+};
+
+Fetched fetch(TableReader& reader, uint32_t chunk = 1u << 20) {
+  Fetched f;
+  BlockingQueue<RecordBatch> q(4);
+  TableFetcher fetcher(reader, {chunk, 4, std::chrono::milliseconds(5000), 4}, q);
+  auto info = fetcher.open(Clock::now() + std::chrono::seconds(5));
+  if (!info.ok()) {
+    f.open = info.status();
+    return f;
+  }
+  f.info = *info;
+  std::thread t([&] { f.run = fetcher.run(); });
+  while (auto b = q.pop()) {
+    // Copy out: the batch's buffers return to the pool when it is dropped.
+    for (const Record& r : b->records) {
+      auto key = std::make_shared<std::string>(r.key);
+      auto payload = std::make_shared<std::string>(r.payload);
+      f.records.push_back({r.index, r.db, r.expire_at_ms, *key, *payload});
+      f.keep.push_back(key);
+      f.keep.push_back(payload);
+    }
+  }
+  t.join();
+  f.failures = fetcher.failures();
+  return f;
+}
+
+class TransportConformance : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { harness_ = std::make_unique<TcpHarness>(); }
+  std::unique_ptr<ServerHarness> harness_;
+};
+
+TEST_P(TransportConformance, FetchesEveryRecordIntact) {
+  auto t = sample_table(11);
+  harness_->publish(t);
+  for (uint32_t chunk : {4096u, 1u << 20}) {
+    auto reader = harness_->make_reader();
+    Fetched f = fetch(*reader, chunk);
+    ASSERT_TRUE(f.open.ok()) << f.open.message();
+    ASSERT_TRUE(f.run.ok()) << f.run.message();
+    EXPECT_EQ(f.info.header.epoch, 11u);
+    EXPECT_TRUE(f.failures.empty());
+    ASSERT_EQ(f.records.size(), 301u);
+    size_t huge = 0;
+    for (const Record& r : f.records) {
+      if (r.key == "huge") {
+        ++huge;
+        EXPECT_EQ(r.payload, payload_of(3u << 20, 'H'));
+      }
+    }
+    EXPECT_EQ(huge, 1u);
+  }
+}
+
+TEST_P(TransportConformance, CorruptRecordIsReportedNeverDelivered) {
+  auto t = sample_table(12);
+  // Flip one payload byte of slot 5 after the CRC was computed.
+  t->bytes.data()[t->header.slot_offset(5) + table::kSlotHeaderSize + 20] ^= std::byte{0x40};
+  harness_->publish(t);
+  auto reader = harness_->make_reader();
+  Fetched f = fetch(*reader);
+  ASSERT_TRUE(f.run.ok()) << f.run.message();
+  ASSERT_EQ(f.failures.size(), 1u);
+  EXPECT_EQ(f.failures[0].index, 5u);
+  EXPECT_NE(f.failures[0].reason.find("checksum"), std::string::npos);
+  EXPECT_EQ(f.records.size(), 300u);
+  for (const Record& r : f.records) EXPECT_NE(r.index, 5u);
+}
+
+TEST_P(TransportConformance, CorruptHeaderFailsOpenAsBadData) {
+  auto t = sample_table(13);
+  t->bytes.data()[table::hdr::kRecordCount] ^= std::byte{1};
+  harness_->publish(t);
+  auto reader = harness_->make_reader();
+  Fetched f = fetch(*reader);
+  ASSERT_FALSE(f.open.ok());
+  EXPECT_EQ(f.open.kind(), ErrorKind::kBadData);
+  EXPECT_NE(f.open.message().find("checksum"), std::string::npos);
+}
+
+TEST_P(TransportConformance, ReadsOfAReplacedEpochAreRefused) {
+  harness_->publish(sample_table(20));
+  auto reader = harness_->make_reader();
+  ASSERT_TRUE(reader->connect(Clock::now() + std::chrono::seconds(5)).ok());
+  harness_->publish(sample_table(21));
+  std::vector<std::byte> buf(256);
+  ASSERT_TRUE(reader->register_buffer(buf).ok());
+  ASSERT_TRUE(reader->post_read(1, 0, buf).ok());
+  std::vector<uint64_t> done;
+  Status s = reader->poll(done, std::chrono::milliseconds(5000));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("epoch gone"), std::string::npos) << s.message();
+}
+
+TEST_P(TransportConformance, OutOfRangeReadIsRefused) {
+  auto t = sample_table(30, 10);
+  harness_->publish(t);
+  auto reader = harness_->make_reader();
+  ASSERT_TRUE(reader->connect(Clock::now() + std::chrono::seconds(5)).ok());
+  std::vector<std::byte> buf(4096);
+  ASSERT_TRUE(reader->post_read(1, t->header.total_size - 100, buf).ok());
+  std::vector<uint64_t> done;
+  Status s = reader->poll(done, std::chrono::milliseconds(5000));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("out of range"), std::string::npos) << s.message();
+}
+
+TEST_P(TransportConformance, UnreachableServerTimesOutAsUnavailable) {
+  TcpTableReader reader({"127.0.0.1", 1}, std::chrono::milliseconds(500));
+  auto t0 = Clock::now();
+  Status s = reader.connect(t0 + std::chrono::milliseconds(800));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.kind(), ErrorKind::kUnavailable);
+  EXPECT_LT(seconds_since(t0), 5.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, TransportConformance, ::testing::Values("tcp"));
+
+}  // namespace
+}  // namespace rrs
