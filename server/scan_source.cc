@@ -1,6 +1,7 @@
 #include "server/scan_source.h"
 
 #include <charconv>
+#include <deque>
 #include <unordered_set>
 
 #include "common/clock.h"
@@ -47,66 +48,73 @@ Status ScanSource::scan_db(RedisClient& redis, uint32_t db, uint64_t expected,
                            bool absolute_expiry, TableBuilder& into, SnapshotStats& stats) {
   std::string db_text = std::to_string(db);
   RRS_RETURN_IF_ERROR(redis.command({"SELECT", db_text}).status());
-  const std::string count = std::to_string(opts_.count);
+
+  // Pass 1: the key names. SCAN may return a key more than once; keep one.
+  std::deque<std::string> keys;  // push_back keeps references stable for `seen`
+  {
+    std::unordered_set<std::string_view> seen;
+    seen.reserve(expected);
+    const std::string count = std::to_string(opts_.count);
+    std::string cursor = "0";
+    do {
+      auto scan = redis.command({"SCAN", cursor, "COUNT", count});
+      if (!scan.ok()) return scan.status();
+      const redisReply* r = scan->get();
+      if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+          r->element[1]->type != REDIS_REPLY_ARRAY)
+        return Status::error("SCAN", "unexpected reply shape");
+      cursor = std::string(text(r->element[0]));
+      for (size_t i = 0; i < r->element[1]->elements; ++i) {
+        std::string_view k = text(r->element[1]->element[i]);
+        if (seen.contains(k)) continue;
+        seen.insert(keys.emplace_back(k));
+      }
+    } while (cursor != "0");
+  }
+
+  // Pass 2: DUMP + expiry per key, two batches queued so Redis never waits
+  // for us to parse the previous one.
   const std::string_view expiry_cmd = absolute_expiry ? "PEXPIRETIME" : "PTTL";
-
-  // SCAN may return a key more than once; each goes into the table once.
-  std::unordered_set<std::string> seen;
-  seen.reserve(expected);
-  std::vector<std::string> keys;
-  std::string cursor = "0";
+  constexpr size_t kBatch = 512;
+  size_t sent = 0;
+  auto send_batch = [&] {
+    size_t end = std::min(keys.size(), sent + kBatch);
+    for (; sent < end; ++sent) {
+      redis.append({"DUMP", keys[sent]});
+      redis.append({expiry_cmd, keys[sent]});
+    }
+  };
+  send_batch();
+  send_batch();
   auto last_report = Clock::now();
-
-  // One round trip per batch: the DUMPs of this batch and the next SCAN travel together.
-  redis.append({"SCAN", cursor, "COUNT", count});
-  bool more = true;
-  while (more) {
-    auto scan = redis.get_reply();
-    if (!scan.ok()) return scan.status();
-    const redisReply* r = scan->get();
-    if (r->type == REDIS_REPLY_ERROR) return Status::error("SCAN", std::string(text(r)));
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
-      return Status::error("SCAN", "unexpected reply shape");
-    cursor = std::string(text(r->element[0]));
-    keys.clear();
-    for (size_t i = 0; i < r->element[1]->elements; ++i) {
-      std::string k(text(r->element[1]->element[i]));
-      if (seen.insert(k).second) keys.push_back(std::move(k));
+  for (size_t done = 0; done < keys.size(); ++done) {
+    if (done % kBatch == 0 && done > 0) send_batch();
+    const std::string& k = keys[done];
+    auto dump = redis.get_reply();
+    if (!dump.ok()) return dump.status();
+    auto ttl = redis.get_reply();
+    if (!ttl.ok()) return ttl.status();
+    const redisReply* d = dump->get();
+    const redisReply* t = ttl->get();
+    if (d->type == REDIS_REPLY_NIL || (t->type == REDIS_REPLY_INTEGER && t->integer == -2)) {
+      stats.vanished++;
+      continue;
     }
-    for (const std::string& k : keys) {
-      redis.append({"DUMP", k});
-      redis.append({expiry_cmd, k});
+    if (d->type != REDIS_REPLY_STRING || t->type != REDIS_REPLY_INTEGER) {
+      stats.failed++;
+      log::warn("DUMP of key '" + k + "' in DB " + db_text + " failed: " +
+                std::string(d->type == REDIS_REPLY_ERROR ? text(d) : "unexpected reply") +
+                "; the key is left out of the table");
+      continue;
     }
-    more = cursor != "0";
-    if (more) redis.append({"SCAN", cursor, "COUNT", count});
-
-    for (const std::string& k : keys) {
-      auto dump = redis.get_reply();
-      if (!dump.ok()) return dump.status();
-      auto ttl = redis.get_reply();
-      if (!ttl.ok()) return ttl.status();
-      const redisReply* d = dump->get();
-      const redisReply* t = ttl->get();
-      if (d->type == REDIS_REPLY_NIL || (t->type == REDIS_REPLY_INTEGER && t->integer == -2)) {
-        stats.vanished++;
-        continue;
-      }
-      if (d->type != REDIS_REPLY_STRING || t->type != REDIS_REPLY_INTEGER) {
-        stats.failed++;
-        log::warn("DUMP of key '" + k + "' in DB " + db_text + " failed: " +
-                  std::string(d->type == REDIS_REPLY_ERROR ? text(d) : "unexpected reply") +
-                  "; the key is left out of the table");
-        continue;
-      }
-      int64_t expire_at = table::kNoExpiry;
-      if (t->integer >= 0) expire_at = absolute_expiry ? t->integer : unix_ms() + t->integer;
-      into.add(db, k, text(d), expire_at);
-      stats.keys++;
-    }
-    if (seconds_since(last_report) >= 1.0) {
+    int64_t expire_at = table::kNoExpiry;
+    if (t->integer >= 0) expire_at = absolute_expiry ? t->integer : unix_ms() + t->integer;
+    into.add(db, k, text(d), expire_at);
+    stats.keys++;
+    if ((done & 4095) == 0 && seconds_since(last_report) >= 1.0) {
       last_report = Clock::now();
-      log::info("snapshot: DB " + db_text + ": " + std::to_string(seen.size()) + " of ~" +
-                std::to_string(expected) + " keys, " +
+      log::info("snapshot: DB " + db_text + ": " + std::to_string(done) + " of " +
+                std::to_string(keys.size()) + " keys, " +
                 std::to_string(into.staged_bytes() >> 20) + " MiB staged");
     }
   }
