@@ -27,6 +27,8 @@ class TcpTableServer final : public TableServer {
  public:
   static Result<std::unique_ptr<TcpTableServer>> listen(event_base* base, const Endpoint& at,
                                                         TcpServerLimits limits = {});
+  // Closes every connection. libevent finishes freeing them on the loop's
+  // next turn: the owner should run it once more (EVLOOP_NONBLOCK).
   ~TcpTableServer() override;
 
   Status publish(TablePtr table) override;

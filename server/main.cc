@@ -94,5 +94,7 @@ int main(int argc, char** argv) {
   event_free(sigint);
   event_free(sigterm);
   server->reset();
+  // One more turn lets libevent finish freeing the connections it deferred.
+  event_base_loop(base.get(), EVLOOP_NONBLOCK);
   return exit_code::kOk;
 }

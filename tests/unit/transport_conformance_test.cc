@@ -64,6 +64,7 @@ class TcpHarness final : public ServerHarness {
     event_base_loopbreak(base_);
     loop_.join();
     server_.reset();
+    event_base_loop(base_, EVLOOP_NONBLOCK);  // finish deferred frees
     event_free(keepalive_);
     event_base_free(base_);
   }
