@@ -27,7 +27,12 @@ Status TcpTableReader::connect(Clock::time_point deadline) {
     auto fd = tcp_connect(server_, attempt);
     if (fd.ok()) {
       fd_ = std::move(*fd);
-      return handshake().wrap("handshake with rdma-server at " + server_.to_string());
+      // A peer that accepts but never answers must not outlast --connect-timeout.
+      auto budget = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 deadline - Clock::now()),
+                             std::chrono::milliseconds(1000));
+      return handshake(std::min(budget, io_timeout_))
+          .wrap("handshake with rdma-server at " + server_.to_string());
     }
     if (Clock::now() + backoff >= deadline)
       return fd.status()
@@ -38,20 +43,20 @@ Status TcpTableReader::connect(Clock::time_point deadline) {
   }
 }
 
-Status TcpTableReader::handshake() {
+Status TcpTableReader::handshake(std::chrono::milliseconds timeout) {
   std::string out;
   control::append_hello(out, 0, control::Hello{});
   control::append_get_descriptor(out, 0);
-  RRS_RETURN_IF_ERROR(send_all(fd_.get(), out, io_timeout_).as(ErrorKind::kUnavailable));
+  RRS_RETURN_IF_ERROR(send_all(fd_.get(), out, timeout).as(ErrorKind::kUnavailable));
 
   std::byte hello[control::kHelloOkSize];
-  RRS_RETURN_IF_ERROR(read_expected(MsgType::kHelloOk, hello));
+  RRS_RETURN_IF_ERROR(read_expected(MsgType::kHelloOk, hello, timeout));
   auto h = control::decode_hello_ok(hello);
   if (!h.ok()) return h.status().as(ErrorKind::kBadData);
   hello_ = *h;
 
   std::byte desc[control::kDescriptorSize];
-  RRS_RETURN_IF_ERROR(read_expected(MsgType::kDescriptor, desc));
+  RRS_RETURN_IF_ERROR(read_expected(MsgType::kDescriptor, desc, timeout));
   auto d = control::decode_descriptor(desc);
   if (!d.ok()) return d.status().as(ErrorKind::kBadData);
   descriptor_ = *d;
@@ -78,15 +83,16 @@ Status TcpTableReader::server_error(uint32_t body_len) {
       .as(e->code == control::ErrorCode::kNotReady ? ErrorKind::kUnavailable : ErrorKind::kBadData);
 }
 
-Status TcpTableReader::read_expected(MsgType want, std::span<std::byte> body) {
-  auto h = read_frame_header(io_timeout_);
+Status TcpTableReader::read_expected(MsgType want, std::span<std::byte> body,
+                                     std::chrono::milliseconds timeout) {
+  auto h = read_frame_header(timeout);
   if (!h.ok()) return h.status();
   if (h->type == MsgType::kError) return server_error(h->body_len);
   if (h->type != want || h->body_len != body.size())
     return Status::error("read from rdma-server", "unexpected message type " +
                                                       std::to_string(static_cast<int>(h->type)))
         .as(ErrorKind::kBadData);
-  return recv_all(fd_.get(), body, io_timeout_).as(ErrorKind::kUnavailable);
+  return recv_all(fd_.get(), body, timeout).as(ErrorKind::kUnavailable);
 }
 
 Status TcpTableReader::post_read(uint64_t id, uint64_t offset, std::span<std::byte> dst) {

@@ -29,10 +29,11 @@ class TcpTableReader final : public TableReader {
     uint64_t id;
     std::span<std::byte> dst;
   };
-  Status handshake();
+  Status handshake(std::chrono::milliseconds timeout);
   // Reads one frame header; the body is left for the caller.
   Result<control::FrameHeader> read_frame_header(std::chrono::milliseconds timeout);
-  Status read_expected(control::MsgType want, std::span<std::byte> body);
+  Status read_expected(control::MsgType want, std::span<std::byte> body,
+                       std::chrono::milliseconds timeout);
   Status server_error(uint32_t body_len);
 
   Endpoint server_;

@@ -1,0 +1,63 @@
+// Bad invocations exit 2 (usage) with a message, before touching anything.
+#include <gtest/gtest.h>
+
+#include "common/exit_codes.h"
+#include "tests/support/process.h"
+#include "tests/support/redis_process.h"
+#include "tests/support/sidecar.h"
+
+namespace rrs::test {
+namespace {
+
+using std::chrono::seconds;
+
+class UsageTest : public SidecarTest {};
+
+int run_server(std::vector<std::string> args, std::string* err) {
+  args.insert(args.begin(), server_binary());
+  Process p(std::move(args));
+  int code = p.wait(seconds(20));
+  *err = p.describe();
+  return code;
+}
+
+TEST_F(UsageTest, ServerUnknownFlag) {
+  std::string err;
+  EXPECT_EQ(run_server({"--redis", "127.0.0.1:1", "--no-such-flag"}, &err), exit_code::kUsage)
+      << err;
+}
+
+TEST_F(UsageTest, ServerBadPort) {
+  std::string err;
+  EXPECT_EQ(run_server({"--redis", "127.0.0.1:1", "--port", "70000"}, &err), exit_code::kUsage)
+      << err;
+}
+
+TEST_F(UsageTest, ServerBadTransport) {
+  std::string err;
+  EXPECT_EQ(run_server({"--redis", "127.0.0.1:1", "--transport", "carrier-pigeon"}, &err),
+            exit_code::kUsage)
+      << err;
+}
+
+TEST_F(UsageTest, ClientWithoutArguments) {
+  ClientRun run = run_client({}, {}, seconds(20));
+  EXPECT_EQ(run.exit_code, exit_code::kUsage) << run.describe();
+  EXPECT_FALSE(run.err.empty()) << run.describe();
+}
+
+TEST_F(UsageTest, ClientFlushAndMergeTogether) {
+  RedisProcess target;
+  ASSERT_TRUE(target.started()) << target.start_error();
+  ClientRun run = run_client({"127.0.0.1", "1", "--redis", target.address(), "--flush", "--merge"},
+                             {}, seconds(20));
+  EXPECT_EQ(run.exit_code, exit_code::kUsage) << run.describe();
+}
+
+TEST_F(UsageTest, ClientBadPort) {
+  ClientRun run = run_client({"127.0.0.1", "not-a-port"}, {}, seconds(20));
+  EXPECT_EQ(run.exit_code, exit_code::kUsage) << run.describe();
+}
+
+}  // namespace
+}  // namespace rrs::test

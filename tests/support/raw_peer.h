@@ -1,0 +1,60 @@
+// A hand-driven TCP peer of rdma-server for robustness tests: sends any bytes
+// (valid frames built with proto/control.h, or garbage) and reads the answers
+// frame by frame, with deadlines, so a misbehaving server fails the test
+// instead of hanging it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "proto/control.h"
+
+namespace rrs::test {
+
+class RawPeer {
+ public:
+  static Result<RawPeer> connect(uint16_t port);
+  ~RawPeer();
+  RawPeer(RawPeer&& other) noexcept;
+  RawPeer& operator=(RawPeer&& other) noexcept;
+  RawPeer(const RawPeer&) = delete;
+  RawPeer& operator=(const RawPeer&) = delete;
+
+  // Writes all of `bytes`. False once the server has closed the connection
+  // (a close-on-garbage server may do so before we finish).
+  bool send(std::string_view bytes);
+
+  struct Frame {
+    control::FrameHeader header;
+    std::string body;
+  };
+  enum class Got {
+    kFrame,    // a whole frame is in `out`
+    kClosed,   // EOF or reset before a whole frame
+    kTimeout,  // nothing conclusive before the deadline
+    kGarbage,  // bytes that are not a frame header
+  };
+  // Reads one frame (bodies up to control::kMaxReadLength).
+  Got read_frame(Frame& out, std::chrono::milliseconds timeout);
+
+  // Reads until EOF or reset; true if that happened within `timeout`.
+  // Bytes read on the way are appended to `received`.
+  bool wait_closed(std::chrono::milliseconds timeout, std::string* received = nullptr);
+
+  // HELLO then GET_DESCRIPTOR, as rdma-client starts.
+  Result<control::Descriptor> handshake(std::chrono::milliseconds timeout);
+
+ private:
+  explicit RawPeer(int fd) : fd_(fd) {}
+  enum class Io { kOk, kClosed, kTimeout };
+  Io read_exact(std::string& buf, size_t n, std::chrono::steady_clock::time_point deadline);
+
+  int fd_ = -1;
+};
+
+const char* to_string(RawPeer::Got g);
+
+}  // namespace rrs::test

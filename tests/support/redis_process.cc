@@ -1,0 +1,82 @@
+#include "tests/support/redis_process.h"
+
+#include <thread>
+
+#include "tests/support/ports.h"
+
+#ifndef RRS_REDIS_SERVER_BIN
+#define RRS_REDIS_SERVER_BIN "redis-server"
+#endif
+
+namespace rrs::test {
+namespace {
+
+// Another test may take the port between our probe and redis-server's bind.
+constexpr int kStartAttempts = 5;
+
+}  // namespace
+
+RedisProcess::RedisProcess(RedisOptions opts) : opts_(std::move(opts)), dir_("redis") {
+  for (int attempt = 1; attempt <= kStartAttempts; ++attempt) {
+    std::string error;
+    if (try_start(error)) return;
+    start_error_ += "attempt " + std::to_string(attempt) + ": " + error + "\n";
+    bool port_taken = error.find("Address already in use") != std::string::npos;
+    if (!port_taken) return;
+  }
+}
+
+RedisProcess::~RedisProcess() {
+  admin_.reset();
+  if (server_) server_->terminate(std::chrono::seconds(5));
+}
+
+bool RedisProcess::try_start(std::string& error) {
+  port_ = free_loopback_port();
+  std::vector<std::string> argv = {RRS_REDIS_SERVER_BIN,
+                                   "--port", std::to_string(port_),
+                                   "--bind", "127.0.0.1",
+                                   "--dir", dir_.path(),
+                                   "--save", "",
+                                   "--appendonly", "no",
+                                   "--enable-debug-command", "yes",
+                                   "--daemonize", "no",
+                                   "--logfile", ""};
+  if (!opts_.password.empty()) {
+    argv.push_back("--requirepass");
+    argv.push_back(opts_.password);
+  }
+  argv.insert(argv.end(), opts_.extra_args.begin(), opts_.extra_args.end());
+  server_.emplace(std::move(argv));
+
+  auto deadline = std::chrono::steady_clock::now() + opts_.start_timeout;
+  std::string last;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!server_->running()) {
+      server_->wait(std::chrono::seconds(1));
+      error = "redis-server exited early:\n" + server_->describe();
+      server_.reset();
+      return false;
+    }
+    auto c = RedisClient::connect(port_, opts_.password, std::chrono::seconds(2));
+    if (c.ok()) {
+      Reply pong = c->command({"PING"});
+      if (pong && pong->type == REDIS_REPLY_STATUS) {
+        admin_.emplace(std::move(c.value()));
+        return true;
+      }
+      last = to_string(pong);
+    } else {
+      last = c.status().message();
+    }
+    // Polling is the only readiness signal redis-server gives a plain client.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  error = "no PONG within " + std::to_string(opts_.start_timeout.count()) + " ms (last: " +
+          last + ")\n" + server_->describe();
+  server_->terminate(std::chrono::seconds(5));
+  server_.reset();
+  return false;
+}
+
+}  // namespace rrs::test

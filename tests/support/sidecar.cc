@@ -1,0 +1,124 @@
+#include "tests/support/sidecar.h"
+
+#include <algorithm>
+#include <charconv>
+#include <sstream>
+
+#include "tests/support/ports.h"
+
+namespace rrs::test {
+namespace {
+
+constexpr const char* kServerBin =
+#ifdef RRS_SERVER_BIN
+    RRS_SERVER_BIN;
+#else
+    "";
+#endif
+constexpr const char* kClientBin =
+#ifdef RRS_CLIENT_BIN
+    RRS_CLIENT_BIN;
+#else
+    "";
+#endif
+
+std::vector<std::string> server_argv(uint16_t port, const std::string& redis,
+                                     std::vector<std::string> extra) {
+  std::vector<std::string> argv = {kServerBin, "--redis", redis, "--listen", "127.0.0.1",
+                                   "--port", std::to_string(port)};
+  if (std::find(extra.begin(), extra.end(), "--transport") == extra.end()) {
+    argv.push_back("--transport");
+    argv.push_back("tcp");
+  }
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
+}  // namespace
+
+std::string server_binary() { return kServerBin; }
+std::string client_binary() { return kClientBin; }
+
+Fields parse_fields(const std::string& line) {
+  Fields f;
+  std::istringstream in(line);
+  for (std::string tok; in >> tok;) {
+    size_t eq = tok.find('=');
+    if (eq != std::string::npos && eq > 0) f[tok.substr(0, eq)] = tok.substr(eq + 1);
+  }
+  return f;
+}
+
+std::optional<uint64_t> field_u64(const Fields& f, const std::string& key) {
+  auto it = f.find(key);
+  if (it == f.end()) return std::nullopt;
+  uint64_t v = 0;
+  const std::string& s = it->second;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+SidecarServer::SidecarServer(const std::string& redis, std::vector<std::string> extra,
+                             Process::Env env)
+    : port_(free_loopback_port()), proc_(server_argv(port_, redis, std::move(extra)), std::move(env)) {}
+
+bool SidecarServer::wait_ready(std::chrono::milliseconds timeout) {
+  auto line = proc_.wait_for_line("ready", timeout);
+  if (!line) return false;
+  ready_line_ = *line;
+  ready_fields_ = parse_fields(ready_line_);
+  auto it = ready_fields_.find("listening");
+  if (it != ready_fields_.end()) {
+    size_t colon = it->second.rfind(':');
+    if (colon != std::string::npos) {
+      Fields one = {{"p", it->second.substr(colon + 1)}};
+      if (auto p = field_u64(one, "p"); p && *p > 0 && *p < 65536) port_ = static_cast<uint16_t>(*p);
+    }
+  }
+  return true;
+}
+
+std::string ClientRun::describe() const {
+  return "$ " + command + " (exit " + std::to_string(exit_code) + ", " +
+         std::to_string(elapsed.count()) + " ms)\n--- stdout ---\n" + out + "\n--- stderr ---\n" +
+         (err.size() > 8192 ? "[...]" + err.substr(err.size() - 8192) : err);
+}
+
+ClientRun run_client(std::vector<std::string> args, Process::Env env,
+                     std::chrono::milliseconds timeout) {
+  args.insert(args.begin(), kClientBin);
+  auto start = std::chrono::steady_clock::now();
+  Process p(std::move(args), std::move(env));
+  ClientRun r;
+  r.exit_code = p.wait(timeout);
+  r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  r.out = p.stdout_text();
+  r.err = p.stderr_text();
+  r.command = p.command_line();
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("synced", 0) == 0) {
+      r.summary = parse_fields(line);
+      r.has_summary = true;
+    }
+  }
+  return r;
+}
+
+ClientRun sync_to(uint16_t server_port, const RedisProcess& target,
+                  std::vector<std::string> extra, Process::Env env,
+                  std::chrono::milliseconds timeout) {
+  std::vector<std::string> args = {"127.0.0.1", std::to_string(server_port), "--redis",
+                                   target.address()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_client(std::move(args), std::move(env), timeout);
+}
+
+void SidecarTest::SetUp() {
+  if (server_binary().empty() || client_binary().empty())
+    GTEST_SKIP() << "CMake defines no rdma-server/rdma-client target yet";
+}
+
+}  // namespace rrs::test

@@ -1,0 +1,82 @@
+// Running the shipped binaries the way a user does: rdma-server against a
+// master, rdma-client into a target, with their output and exit codes.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tests/support/process.h"
+#include "tests/support/redis_process.h"
+
+namespace rrs::test {
+
+// Paths from CMake ($<TARGET_FILE:...>); empty when the target is not defined.
+std::string server_binary();
+std::string client_binary();
+
+// "key=value" tokens of a line such as the server's `ready ...` or the
+// client's `synced ...`; other tokens are ignored.
+using Fields = std::map<std::string, std::string>;
+Fields parse_fields(const std::string& line);
+// A field as a number; nullopt if absent or not a number.
+std::optional<uint64_t> field_u64(const Fields& f, const std::string& key);
+
+// rdma-server on 127.0.0.1 at a free port reading `redis` ("HOST:PORT"), with
+// --transport tcp unless `extra` names a transport. `extra` goes last.
+class SidecarServer {
+ public:
+  explicit SidecarServer(const std::string& redis, std::vector<std::string> extra = {},
+                         Process::Env env = {});
+
+  // Waits for the `ready` line. On failure returns false; describe() says why.
+  bool wait_ready(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  const std::string& ready_line() const { return ready_line_; }
+  const Fields& ready_fields() const { return ready_fields_; }
+  // The port it listens on (from `listening=` once ready, else the one we chose).
+  uint16_t port() const { return port_; }
+  Process& process() { return proc_; }
+  std::string describe() const { return proc_.describe(); }
+
+ private:
+  uint16_t port_;
+  Process proc_;
+  std::string ready_line_;
+  Fields ready_fields_;
+};
+
+// One finished rdma-client run.
+struct ClientRun {
+  int exit_code = -1;
+  std::string out, err;
+  std::chrono::milliseconds elapsed{0};
+  std::string command;
+  Fields summary;  // from the stdout line starting with "synced"; empty if none
+  bool has_summary = false;
+
+  std::optional<uint64_t> count(const std::string& key) const { return field_u64(summary, key); }
+  std::string describe() const;
+};
+
+// Runs rdma-client with exactly `args` and waits (killing it after `timeout`).
+ClientRun run_client(std::vector<std::string> args, Process::Env env = {},
+                     std::chrono::milliseconds timeout = std::chrono::seconds(90));
+
+// rdma-client 127.0.0.1 <server_port> --redis <target> <extra...>
+ClientRun sync_to(uint16_t server_port, const RedisProcess& target,
+                  std::vector<std::string> extra = {}, Process::Env env = {},
+                  std::chrono::milliseconds timeout = std::chrono::seconds(90));
+
+// Base fixture for tests of the shipped binaries: skips when CMake did not
+// define the rdma-server / rdma-client targets.
+class SidecarTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+};
+
+}  // namespace rrs::test
