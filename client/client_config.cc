@@ -44,41 +44,26 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
   ArgReader args(argc, argv);
   std::vector<std::string> positional;
   std::string v;
-  Status bad;
-  auto keep = [&](const Status& s) {
-    if (!s.ok() && bad.ok()) bad = s;
-  };
-  while (!args.done() && args.error().empty() && bad.ok()) {
+  uint64_t connect_s = c.connect_timeout.count(), io_s = c.io_timeout.count();
+  while (!args.done() && args.error().empty()) {
     if (args.flag("-h") || args.flag("--help")) {
       c.help = true;
-    } else if (args.option("--redis", v)) {
-      auto e = parse_endpoint(v);
-      if (e.ok()) c.redis = *e; else keep(e.status().wrap("--redis"));
-    } else if (args.option("--redis-auth-file", v)) {
-      c.redis_auth_file = v;
-    } else if (args.flag("--flush")) {
-      if (c.policy == TargetPolicy::kMerge) keep(Status::error("--flush", "conflicts with --merge"));
-      c.policy = TargetPolicy::kFlush;
-    } else if (args.flag("--merge")) {
-      if (c.policy == TargetPolicy::kFlush) keep(Status::error("--merge", "conflicts with --flush"));
-      c.policy = TargetPolicy::kMerge;
-    } else if (args.option("--connect-timeout", v)) {
-      auto n = parse_uint("--connect-timeout", v, 0, 86400);
-      if (n.ok()) c.connect_timeout = std::chrono::seconds(*n); else keep(n.status());
-    } else if (args.option("--io-timeout", v)) {
-      auto n = parse_uint("--io-timeout", v, 1, 86400);
-      if (n.ok()) c.io_timeout = std::chrono::seconds(*n); else keep(n.status());
-    } else if (args.option("--chunk-size", v)) {
-      auto n = parse_size("--chunk-size", v, 4096, control::kMaxReadLength);
-      if (n.ok()) c.chunk_size = static_cast<uint32_t>(*n); else keep(n.status());
-    } else if (args.option("--in-flight", v)) {
-      auto n = parse_uint("--in-flight", v, 1, 1024);
-      if (n.ok()) c.in_flight = static_cast<uint32_t>(*n); else keep(n.status());
+    } else if (args.endpoint("--redis", c.redis) ||
+               args.option("--redis-auth-file", c.redis_auth_file) ||
+               args.number("--connect-timeout", 0, 86400, connect_s) ||
+               args.number("--io-timeout", 1, 86400, io_s) ||
+               args.size("--chunk-size", 4096, control::kMaxReadLength, c.chunk_size) ||
+               args.number("--in-flight", 1, 1024, c.in_flight)) {
+    } else if (args.flag("--flush") || args.flag("--merge")) {
+      TargetPolicy p = args.previous() == "--flush" ? TargetPolicy::kFlush : TargetPolicy::kMerge;
+      if (c.policy != TargetPolicy::kRequireEmpty && c.policy != p)
+        args.fail("--flush conflicts with --merge: pick one");
+      c.policy = p;
     } else if (args.option("--transport", v)) {
       if (v == "verbs")
-        keep(Status::error("--transport", "verbs is not built yet; use tcp or auto"));
+        args.fail("--transport: verbs is not built yet; use tcp or auto");
       else if (v != "auto" && v != "tcp")
-        keep(Status::error("--transport", "expected auto, tcp or verbs, got '" + v + "'"));
+        args.fail("--transport: expected auto, tcp or verbs, got '" + v + "'");
       c.transport = v;
     } else if (args.flag("--quiet")) {
       c.quiet = true;
@@ -89,7 +74,8 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
     }
   }
   if (!args.error().empty()) return Status::error("arguments", args.error());
-  if (!bad.ok()) return bad;
+  c.connect_timeout = std::chrono::seconds(connect_s);
+  c.io_timeout = std::chrono::seconds(io_s);
   if (c.help) return c;
   if (positional.size() != 2)
     return Status::error("arguments", "expected <server-ip> <server-port>, got " +

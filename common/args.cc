@@ -28,6 +28,37 @@ bool ArgReader::option(std::string_view name, std::string& value) {
   return true;
 }
 
+namespace {
+// Parses the value of option `name`, if that is the current argument.
+template <typename T, typename Parse>
+bool typed_option(ArgReader& args, std::string_view name, T& out, Parse parse) {
+  std::string v;
+  if (!args.option(name, v)) return false;
+  if (!args.error().empty()) return true;
+  auto r = parse(v);
+  if (r.ok())
+    out = static_cast<T>(*r);
+  else
+    args.fail(std::string(name) + ": " + r.status().reason());
+  return true;
+}
+}  // namespace
+
+bool ArgReader::endpoint(std::string_view name, Endpoint& out) {
+  return typed_option(*this, name, out, [](std::string_view v) { return parse_endpoint(v); });
+}
+bool ArgReader::port(std::string_view name, uint16_t& out) {
+  return typed_option(*this, name, out, [](std::string_view v) { return parse_port(v); });
+}
+bool ArgReader::number_u64(std::string_view name, uint64_t lo, uint64_t hi, uint64_t& out) {
+  return typed_option(*this, name, out,
+                      [&](std::string_view v) { return parse_uint(name, v, lo, hi); });
+}
+bool ArgReader::size_u64(std::string_view name, uint64_t lo, uint64_t hi, uint64_t& out) {
+  return typed_option(*this, name, out,
+                      [&](std::string_view v) { return parse_size(name, v, lo, hi); });
+}
+
 Result<uint64_t> parse_uint(std::string_view flag, std::string_view text, uint64_t lo,
                             uint64_t hi) {
   uint64_t v = 0;

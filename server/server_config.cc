@@ -41,40 +41,26 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
   ServerConfig c;
   ArgReader args(argc, argv);
   std::string v;
-  Status bad;
-  auto keep = [&](const Status& s) {
-    if (!s.ok() && bad.ok()) bad = s;
-  };
-  while (!args.done() && args.error().empty() && bad.ok()) {
+  while (!args.done() && args.error().empty()) {
     if (args.flag("-h") || args.flag("--help")) {
       c.help = true;
-    } else if (args.option("--redis", v)) {
-      auto e = parse_endpoint(v);
-      if (e.ok()) c.redis = *e; else keep(e.status().wrap("--redis"));
-    } else if (args.option("--redis-auth-file", v)) {
-      c.redis_auth_file = v;
-    } else if (args.option("--listen", v)) {
-      c.listen_host = v;
-    } else if (args.option("--port", v)) {
-      auto p = parse_port(v);
-      if (p.ok()) c.port = *p; else keep(p.status().wrap("--port"));
+    } else if (args.endpoint("--redis", c.redis) || args.port("--port", c.port) ||
+               args.option("--redis-auth-file", c.redis_auth_file) ||
+               args.option("--listen", c.listen_host) ||
+               args.number("--scan-count", 1, 1000000, c.scan_count)) {
     } else if (args.option("--source", v)) {
       if (v != "scan")
-        keep(Status::error("--source", v == "psync" ? "psync is not built yet; use --source scan"
-                                                    : "expected scan, got '" + v + "'"));
+        args.fail(v == "psync" ? "--source: psync is not built yet; use --source scan"
+                               : "--source: expected scan, got '" + v + "'");
       c.source = v;
     } else if (args.option("--transport", v)) {
       auto t = parse_transport(v);
-      if (t.ok()) c.transport = *t; else keep(t.status());
-    } else if (args.option("--scan-count", v)) {
-      auto n = parse_uint("--scan-count", v, 1, 1000000);
-      if (n.ok()) c.scan_count = static_cast<uint32_t>(*n); else keep(n.status());
+      if (t.ok()) c.transport = *t; else args.fail(t.status().message());
     } else {
       args.unknown();
     }
   }
   if (!args.error().empty()) return Status::error("arguments", args.error());
-  if (!bad.ok()) return bad;
   return c;
 }
 
