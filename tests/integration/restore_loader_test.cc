@@ -1,0 +1,119 @@
+// The RESTORE loader against a real redis-server: version checks before any
+// write, per-key failures that name the key and carry on, and failures that
+// stop the load at once with the reason.
+#include "client/restore_loader.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/clock.h"
+#include "tests/support/redis_process.h"
+
+namespace rrs {
+namespace {
+
+using test::RedisProcess;
+using test::RedisOptions;
+
+class RestoreLoaderTest : public ::testing::Test {
+ protected:
+  // A real DUMP payload of a string value, from the target itself.
+  std::string dump_of(RedisProcess& redis, const std::string& value) {
+    redis.run({"SET", "tmp", value});
+    test::Reply r = redis.run({"DUMP", "tmp"});
+    redis.run({"DEL", "tmp"});
+    return std::string(r->str, r->len);
+  }
+
+  Result<RestoreLoader> connect(RedisProcess& redis) {
+    return RestoreLoader::connect({"127.0.0.1", redis.port()}, {}, std::chrono::seconds(10));
+  }
+
+  TableInfo info_for(uint32_t rdb_version, std::string redis_version = "7.0.15") {
+    TableInfo info;
+    info.header.rdb_version = rdb_version;
+    info.header.redis_version = std::move(redis_version);
+    return info;
+  }
+};
+
+TEST_F(RestoreLoaderTest, RefusesPayloadsNewerThanTheTarget) {
+  RedisProcess target;
+  ASSERT_TRUE(target.started()) << target.start_error();
+  auto loader = connect(target);
+  ASSERT_TRUE(loader.ok()) << loader.status().message();
+  Status s = loader->prepare(info_for(12, "7.4.1"), TargetPolicy::kRequireEmpty);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(loader->refused());
+  EXPECT_NE(s.message().find("RDB version 12"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("7.0.15"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("upgrade the target to Redis 7.4"), std::string::npos) << s.message();
+}
+
+TEST_F(RestoreLoaderTest, ABadPayloadNamesItsKeyAndTheRestStillLoads) {
+  RedisProcess target;
+  ASSERT_TRUE(target.started()) << target.start_error();
+  std::string good = dump_of(target, "value");
+  std::string bad = good;
+  bad.back() ^= 0x01;  // break the CRC64
+  auto loader = connect(target);
+  ASSERT_TRUE(loader.ok());
+  ASSERT_TRUE(loader->prepare(info_for(10), TargetPolicy::kRequireEmpty).ok());
+  RecordBatch batch;
+  batch.records = {{0, 0, -1, "k1", good},
+                   {1, 0, -1, std::string_view("k\r\n2", 4), bad},
+                   {2, 3, unix_ms() + 600000, "k3", good},
+                   {3, 3, unix_ms() - 1000, "expired", good}};
+  ASSERT_TRUE(loader->load(batch).ok());
+  ASSERT_TRUE(loader->finish().ok());
+  const LoadStats& st = loader->stats();
+  EXPECT_EQ(st.keys, 2u);
+  EXPECT_EQ(st.failed, 1u);
+  EXPECT_EQ(st.skipped_expired, 1u);
+  ASSERT_EQ(st.errors.size(), 1u);
+  EXPECT_NE(st.errors[0].find("k\\x0d\\x0a2"), std::string::npos) << st.errors[0];
+  EXPECT_NE(st.errors[0].find("checksum"), std::string::npos) << st.errors[0];
+  EXPECT_EQ(st.per_db.at(0), 1u);
+  EXPECT_EQ(st.per_db.at(3), 1u);
+  target.client().select(3);
+  test::Reply ttl = target.run({"PTTL", "k3"});
+  EXPECT_GT(ttl->integer, 590000);
+}
+
+TEST_F(RestoreLoaderTest, TargetOutOfMemoryStopsTheLoadWithTheReason) {
+  RedisProcess target(RedisOptions().with_args({"--maxmemory", "2mb"}));
+  ASSERT_TRUE(target.started()) << target.start_error();
+  std::string payload = dump_of(target, std::string(10000, 'x'));
+  auto loader = connect(target);
+  ASSERT_TRUE(loader.ok());
+  ASSERT_TRUE(loader->prepare(info_for(10), TargetPolicy::kRequireEmpty).ok());
+  std::vector<std::string> keys;
+  for (int i = 0; i < 2000; ++i) keys.push_back("key" + std::to_string(i));
+  RecordBatch batch;
+  for (uint64_t i = 0; i < keys.size(); ++i) batch.records.push_back({i, 0, -1, keys[i], payload});
+  Status s = loader->load(batch);
+  if (s.ok()) s = loader->finish();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("out of memory"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("maxmemory"), std::string::npos) << s.message();
+}
+
+TEST_F(RestoreLoaderTest, ReadOnlyReplicaTargetIsNamed) {
+  RedisProcess master, target;
+  ASSERT_TRUE(master.started() && target.started());
+  std::string payload = dump_of(target, "v");
+  target.run({"REPLICAOF", "127.0.0.1", std::to_string(master.port())});
+  auto loader = connect(target);
+  ASSERT_TRUE(loader.ok());
+  ASSERT_TRUE(loader->prepare(info_for(10), TargetPolicy::kMerge).ok());
+  RecordBatch batch;
+  batch.records = {{0, 0, -1, "k", payload}};
+  Status s = loader->load(batch);
+  if (s.ok()) s = loader->finish();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("REPLICAOF NO ONE"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace rrs
