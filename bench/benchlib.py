@@ -1,0 +1,228 @@
+"""Plumbing for the benchmarks: a tiny RESP client, a registry that stops every
+process it started, and a redis-server on a free loopback port.
+
+Standard library only. Every wall time in the benchmarks is time.monotonic()
+(CLOCK_MONOTONIC): never CPU time.
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+LOOPBACK = "127.0.0.1"
+POLL_S = 0.010  # how often a wait loop looks again
+
+
+class BenchError(Exception):
+    """A step of the benchmark failed; the message says which and why."""
+
+
+class RespError(BenchError):
+    """Redis answered with an error reply."""
+
+
+class Resp:
+    """A blocking RESP2 client: call(*args) sends one command, returns its reply.
+
+    Replies map to Python as: +status -> str, :n -> int, $bulk -> bytes,
+    $-1 -> None, *array -> list; -error raises RespError.
+    """
+
+    def __init__(self, port, host=LOOPBACK, timeout=30.0):
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.rfile = self.sock.makefile("rb")
+
+    def close(self):
+        self.rfile.close()
+        self.sock.close()
+
+    def call(self, *args):
+        out = [b"*%d\r\n" % len(args)]
+        for a in args:
+            b = a if isinstance(a, bytes) else str(a).encode()
+            out.append(b"$%d\r\n%s\r\n" % (len(b), b))
+        self.sock.sendall(b"".join(out))
+        return self._reply()
+
+    def _reply(self):
+        line = self.rfile.readline()
+        if not line.endswith(b"\r\n"):
+            raise BenchError("redis closed the connection")
+        kind, rest = line[:1], line[1:-2]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            raise RespError(rest.decode(errors="replace"))
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            data = self.rfile.read(n + 2)
+            return data[:-2]
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self._reply() for _ in range(n)]
+        raise BenchError(f"bad RESP line {line[:40]!r}")
+
+    def info(self, section):
+        """INFO <section> as a dict of str -> str."""
+        text = self.call("INFO", section).decode()
+        fields = {}
+        for ln in text.splitlines():
+            if ln and not ln.startswith("#") and ":" in ln:
+                k, v = ln.split(":", 1)
+                fields[k] = v
+        return fields
+
+
+def free_port():
+    """A TCP port free on loopback right now (the caller retries on a race)."""
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        return s.getsockname()[1]
+
+
+def wait_until(what, predicate, timeout_s, poll_s=POLL_S):
+    """Polls predicate() until true; returns time.monotonic() when it was seen."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if predicate():
+            return time.monotonic()
+        if time.monotonic() > deadline:
+            raise BenchError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(poll_s)
+
+
+def cpu_busy(interval_s=0.5):
+    """Fraction of the machine's CPU time not idle over interval_s (/proc/stat):
+    on a shared box, anything else running skews a benchmark."""
+    def snap():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v), v[3] + v[4]  # total, idle + iowait
+    t1, i1 = snap()
+    time.sleep(interval_s)
+    t2, i2 = snap()
+    return 1.0 - (i2 - i1) / max(1, t2 - t1)
+
+
+def tail(path, lines=15):
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def pin_prefix(cpu):
+    """argv prefix that pins a process to one CPU, or [] for unpinned."""
+    return [] if cpu is None else ["taskset", "-c", str(cpu)]
+
+
+class Procs:
+    """Every process the benchmark starts, so that all are stopped at exit.
+
+    Children run in their own session, so a Ctrl-C reaches only the harness,
+    which then stops them here in reverse start order.
+    """
+
+    def __init__(self):
+        self.running = []  # (name, Popen), start order
+
+    def start(self, name, argv, **popen_kw):
+        p = subprocess.Popen(argv, start_new_session=True, **popen_kw)
+        self.running.append((name, p))
+        return p
+
+    def stop(self, p, grace_s=15.0):
+        """SIGTERM, then SIGKILL after grace_s. Safe to call twice."""
+        if p.poll() is None:
+            try:
+                p.send_signal(signal.SIGTERM)
+                p.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            except ProcessLookupError:
+                pass
+        self.running = [(n, q) for (n, q) in self.running if q is not p]
+
+    def stop_all(self):
+        for _, p in reversed(list(self.running)):
+            self.stop(p)
+
+    def alive(self):
+        return [(n, p) for (n, p) in self.running if p.poll() is None]
+
+
+class RedisServer:
+    """A redis-server on a free loopback port with its own directory and log."""
+
+    BASE_ARGS = [
+        "--bind", LOOPBACK,
+        "--save", "",
+        "--appendonly", "no",
+        "--daemonize", "no",
+        "--enable-debug-command", "yes",  # DEBUG DIGEST, to compare keyspaces
+    ]
+
+    def __init__(self, procs, name, workdir, cpu=None, extra_args=()):
+        self.procs, self.name, self.cpu = procs, name, cpu
+        self.dir = os.path.join(workdir, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.log = os.path.join(self.dir, "redis.log")
+        self.extra_args = list(extra_args)
+        self.port = None
+        self.proc = None
+        self.conn = None
+
+    def start(self, timeout_s=20.0):
+        for _ in range(3):  # a free port can be taken between probe and bind
+            self.port = free_port()
+            argv = pin_prefix(self.cpu) + [
+                shutil.which("redis-server") or "redis-server",
+                "--port", str(self.port), "--dir", self.dir, "--logfile", self.log,
+            ] + self.BASE_ARGS + self.extra_args
+            self.proc = self.procs.start(self.name, argv, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.STDOUT)
+            try:
+                wait_until(f"{self.name} to answer PING", self._pings, timeout_s)
+                return self
+            except BenchError:
+                if self.proc.poll() is None:
+                    raise
+                self.procs.stop(self.proc)
+                if "Address already in use" not in tail(self.log):
+                    raise BenchError(f"{self.name} exited at start:\n{tail(self.log)}")
+        raise BenchError(f"{self.name}: no free port after 3 tries")
+
+    def _pings(self):
+        if self.proc.poll() is not None:
+            raise BenchError(f"{self.name} exited (status {self.proc.returncode}):\n"
+                             f"{tail(self.log)}")
+        try:
+            self.conn = Resp(self.port)
+            return self.conn.call("PING") == "PONG"
+        except (OSError, BenchError):
+            return False
+
+    def call(self, *args):
+        return self.conn.call(*args)
+
+    def info(self, section):
+        return self.conn.info(section)
+
+    def stop(self):
+        if self.conn:
+            try:
+                self.conn.close()
+            except OSError:
+                pass
+            self.conn = None
+        if self.proc:
+            self.procs.stop(self.proc)
