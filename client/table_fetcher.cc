@@ -79,15 +79,19 @@ Status TableFetcher::stream(size_t count, const std::function<Range(size_t)>& pl
   std::deque<InFlight> window;
   std::vector<uint64_t> completed;
   size_t next = 0;
+  std::vector<TableRead> batch;
   while (next < count || !window.empty()) {
+    // Refill the window in one batch (one doorbell, selective signaling on verbs).
+    batch.clear();
     while (next < count && window.size() < opts_.in_flight) {
       BufferPool::Lease lease = pool_->take();
       if (!lease) return cancelled();
       Range r = plan(next);
-      RRS_RETURN_IF_ERROR(reader_.post_read(next, r.offset, lease.bytes.first(r.length)));
+      batch.push_back({next, r.offset, lease.bytes.first(r.length)});
       window.push_back({next, r.length, std::move(lease)});
       ++next;
     }
+    if (!batch.empty()) RRS_RETURN_IF_ERROR(reader_.post_reads(batch));
     completed.clear();
     RRS_RETURN_IF_ERROR(reader_.poll(completed, opts_.io_timeout));
     for (uint64_t id : completed) {

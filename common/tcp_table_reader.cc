@@ -95,16 +95,18 @@ Status TcpTableReader::read_expected(MsgType want, std::span<std::byte> body,
   return recv_all(fd_.get(), body, timeout).as(ErrorKind::kUnavailable);
 }
 
-Status TcpTableReader::post_read(uint64_t id, uint64_t offset, std::span<std::byte> dst) {
-  if (dst.size() == 0 || dst.size() > hello_.max_read_len)
-    return Status::error("post read", "length " + std::to_string(dst.size()) + " outside 1.." +
-                                          std::to_string(hello_.max_read_len));
-  if (pending_.size() >= hello_.max_in_flight)
-    return Status::error("post read", "more than max_in_flight reads outstanding");
-  uint32_t rid = next_request_id_++;
-  control::append_read(out_, rid,
-                       {descriptor_.epoch, offset, static_cast<uint32_t>(dst.size())});
-  pending_.emplace(rid, Pending{id, dst});
+Status TcpTableReader::post_reads(std::span<const TableRead> batch) {
+  for (const TableRead& r : batch) {
+    if (r.dst.size() == 0 || r.dst.size() > hello_.max_read_len)
+      return Status::error("post read", "length " + std::to_string(r.dst.size()) + " outside 1.." +
+                                            std::to_string(hello_.max_read_len));
+    if (pending_.size() >= hello_.max_in_flight)
+      return Status::error("post read", "more than max_in_flight reads outstanding");
+    uint32_t rid = next_request_id_++;
+    control::append_read(out_, rid,
+                         {descriptor_.epoch, r.offset, static_cast<uint32_t>(r.dst.size())});
+    pending_.emplace(rid, Pending{r.id, r.dst});
+  }
   return {};
 }
 

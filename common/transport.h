@@ -19,6 +19,13 @@
 
 namespace rrs {
 
+// One read of a remote table range into local memory.
+struct TableRead {
+  uint64_t id;
+  uint64_t offset;
+  std::span<std::byte> dst;
+};
+
 class TableServer {
  public:
   virtual ~TableServer() = default;
@@ -45,10 +52,11 @@ class TableReader {
   // nothing to do). Call once per buffer before posting reads into it.
   virtual Status register_buffer(std::span<std::byte> memory) = 0;
 
-  // Like an RDMA READ: starts copying table bytes [offset, offset+dst.size())
-  // into dst, which must stay valid until `id` completes. At most
+  // Like a chain of RDMA READs: starts copying, for each request, table bytes
+  // [offset, offset+dst.size()) into dst, which must stay valid until its id
+  // completes. Reads complete in the order they were posted. At most
   // max_in_flight() reads may be outstanding; dst.size() <= max_read_length().
-  virtual Status post_read(uint64_t id, uint64_t offset, std::span<std::byte> dst) = 0;
+  virtual Status post_reads(std::span<const TableRead> batch) = 0;
 
   // Waits up to `timeout` for at least one completion and appends the ids of
   // every completed read to `done`. A failed read fails the whole call: the

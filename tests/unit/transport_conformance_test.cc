@@ -192,7 +192,8 @@ TEST_P(TransportConformance, ReadsOfAReplacedEpochAreRefused) {
   harness_->publish(sample_table(21));
   std::vector<std::byte> buf(256);
   ASSERT_TRUE(reader->register_buffer(buf).ok());
-  ASSERT_TRUE(reader->post_read(1, 0, buf).ok());
+  TableRead read{1, 0, buf};
+  ASSERT_TRUE(reader->post_reads({&read, 1}).ok());
   std::vector<uint64_t> done;
   Status s = reader->poll(done, std::chrono::milliseconds(5000));
   ASSERT_FALSE(s.ok());
@@ -205,7 +206,9 @@ TEST_P(TransportConformance, OutOfRangeReadIsRefused) {
   auto reader = harness_->make_reader();
   ASSERT_TRUE(reader->connect(Clock::now() + std::chrono::seconds(5)).ok());
   std::vector<std::byte> buf(4096);
-  ASSERT_TRUE(reader->post_read(1, t->header.total_size - 100, buf).ok());
+  TableRead read{1, t->header.total_size - 100, buf};
+  ASSERT_TRUE(reader->register_buffer(buf).ok());
+  ASSERT_TRUE(reader->post_reads({&read, 1}).ok());
   std::vector<uint64_t> done;
   Status s = reader->poll(done, std::chrono::milliseconds(5000));
   ASSERT_FALSE(s.ok());
