@@ -26,7 +26,10 @@ Options:
   --io-timeout SECS       longest wait for any answer once connected (default 30)
   --chunk-size BYTES      bytes per read, suffix k/M allowed (default 1M)
   --in-flight N           reads outstanding at once (default 8)
-  --transport auto|tcp    auto (default) uses TCP until the verbs transport lands
+  --transport auto|tcp|verbs
+                          auto (default): verbs when a local RDMA device with
+                          an active port reaches the server and it accepts
+                          RDMA connections, else TCP; says which and why
   --quiet                 no progress output
   -h, --help              this text
 
@@ -60,9 +63,7 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
         args.fail("--flush conflicts with --merge: pick one");
       c.policy = p;
     } else if (args.option("--transport", v)) {
-      if (v == "verbs")
-        args.fail("--transport: verbs is not built yet; use tcp or auto");
-      else if (v != "auto" && v != "tcp")
+      if (v != "auto" && v != "tcp" && v != "verbs")
         args.fail("--transport: expected auto, tcp or verbs, got '" + v + "'");
       c.transport = v;
     } else if (args.flag("--quiet")) {

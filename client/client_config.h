@@ -32,7 +32,7 @@ struct ClientConfig {
   uint32_t chunk_size = 1u << 20;
   // --in-flight: READs outstanding at once (capped by what the server allows).
   uint32_t in_flight = 8;
-  // --transport: auto uses TCP until the verbs transport lands.
+  // --transport: auto (verbs if reachable, else TCP), tcp, or verbs.
   std::string transport = "auto";
   // --quiet: no progress output, only the summary and errors.
   bool quiet = false;

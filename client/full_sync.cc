@@ -6,6 +6,7 @@
 #include "client/progress.h"
 #include "client/restore_loader.h"
 #include "client/table_fetcher.h"
+#include "client/transport_choice.h"
 #include "common/exit_codes.h"
 #include "common/log.h"
 
@@ -35,7 +36,7 @@ std::string db_counts(const LoadStats& st) {
 
 }  // namespace
 
-int run_full_sync(const ClientConfig& config, TableReader& reader) {
+int run_full_sync(const ClientConfig& config) {
   const auto t0 = Clock::now();
   auto creds = load_credentials(config.redis_auth_file, kClientAuthEnv);
   if (!creds.ok()) return fail(creds.status());
@@ -43,9 +44,11 @@ int run_full_sync(const ClientConfig& config, TableReader& reader) {
   auto loader = RestoreLoader::connect(config.redis, *creds, io_timeout);
   if (!loader.ok()) return fail(loader.status().wrap("connect to the target"));
 
+  auto reader = connect_transport(config, t0 + config.connect_timeout);
+  if (!reader.ok()) return fail(reader.status());
   BlockingQueue<RecordBatch> queue(8);
-  TableFetcher fetcher(reader, {config.chunk_size, config.in_flight, io_timeout, 8}, queue);
-  auto info = fetcher.open(t0 + config.connect_timeout);
+  TableFetcher fetcher(**reader, {config.chunk_size, config.in_flight, io_timeout, 8}, queue);
+  auto info = fetcher.open();
   if (!info.ok()) return fail(info.status());
   const table::Header& h = info->header;
   log::info("table epoch " + std::to_string(h.epoch) + ": " + std::to_string(h.record_count) +

@@ -4,10 +4,9 @@
 #pragma once
 
 #include "client/client_config.h"
-#include "common/transport.h"
 
 namespace rrs {
 
-int run_full_sync(const ClientConfig& config, TableReader& reader);
+int run_full_sync(const ClientConfig& config);
 
 }  // namespace rrs

@@ -6,7 +6,6 @@
 #include "client/full_sync.h"
 #include "common/exit_codes.h"
 #include "common/log.h"
-#include "common/tcp_table_reader.h"
 
 using namespace rrs;
 
@@ -22,6 +21,5 @@ int main(int argc, char** argv) {
     return exit_code::kOk;
   }
   std::signal(SIGPIPE, SIG_IGN);
-  TcpTableReader reader(config->server, config->io_timeout);
-  return run_full_sync(*config, reader);
+  return run_full_sync(*config);
 }

@@ -11,8 +11,7 @@ Status cancelled() { return Status::error("fetch table", "cancelled"); }
 
 }  // namespace
 
-Result<TableInfo> TableFetcher::open(Clock::time_point deadline) {
-  RRS_RETURN_IF_ERROR(reader_.connect(deadline));
+Result<TableInfo> TableFetcher::open() {
   info_.descriptor = reader_.descriptor();
   if (info_.descriptor.layout_version != table::kLayoutVersion)
     return Status::error("read table descriptor",

@@ -36,8 +36,8 @@ class TableFetcher {
   TableFetcher(TableReader& reader, FetchOptions opts, BlockingQueue<RecordBatch>& out)
       : reader_(reader), opts_(opts), out_(out) {}
 
-  // Connects and reads + validates the header and DB directory.
-  Result<TableInfo> open(Clock::time_point deadline);
+  // Reads and validates the header and DB directory (the reader is connected).
+  Result<TableInfo> open();
   // Streams every record into the queue and closes it (also on failure).
   Status run();
   void cancel();

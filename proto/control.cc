@@ -1,5 +1,6 @@
 #include "proto/control.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "proto/byte_order.h"
@@ -201,6 +202,72 @@ Result<uint16_t> negotiate_version(const Hello& m) {
                              std::to_string(m.max_version) + ", server speaks " +
                              std::to_string(kProtocolVersion));
   return kProtocolVersion;
+}
+
+namespace {
+
+// The frame of type `want` at the start of `bytes`; its body is returned and
+// `bytes` advanced past it.
+Result<std::span<const std::byte>> take_frame(std::span<const std::byte>& bytes, MsgType want,
+                                              uint32_t max_body, const char* what) {
+  if (bytes.size() < kFrameHeaderSize) return bad(what, "private data too short");
+  auto h = decode_frame_header(bytes.first(kFrameHeaderSize), max_body);
+  if (!h.ok()) return h.status();
+  if (h->type != want)
+    return bad(what, "unexpected message type " + std::to_string(static_cast<int>(h->type)));
+  if (bytes.size() - kFrameHeaderSize < h->body_len) return bad(what, "private data too short");
+  auto body = bytes.subspan(kFrameHeaderSize, h->body_len);
+  bytes = bytes.subspan(kFrameHeaderSize + h->body_len);
+  return body;
+}
+
+}  // namespace
+
+std::string encode_connect(const Hello& m) {
+  std::string out;
+  append_hello(out, 0, m);
+  return out;
+}
+
+std::string encode_accept(const Accept& m) {
+  std::string out;
+  append_hello_ok(out, 0, m.hello);
+  append_descriptor(out, 0, m.descriptor);
+  return out;
+}
+
+std::string encode_reject(const ErrorMsg& m) {
+  ErrorMsg cut = m;
+  cut.text.resize(std::min(cut.text.size(),
+                           kRejectPrivateDataMax - kFrameHeaderSize - kErrorFixedSize));
+  std::string out;
+  append_error(out, 0, cut);
+  return out;
+}
+
+Result<Hello> decode_connect(std::span<const std::byte> private_data) {
+  auto body = take_frame(private_data, MsgType::kHello, kHelloSize, "connect private data");
+  if (!body.ok()) return body.status();
+  return decode_hello(*body);
+}
+
+Result<Accept> decode_accept(std::span<const std::byte> private_data) {
+  auto hello = take_frame(private_data, MsgType::kHelloOk, kHelloOkSize, "accept private data");
+  if (!hello.ok()) return hello.status();
+  auto desc = take_frame(private_data, MsgType::kDescriptor, kDescriptorSize, "accept private data");
+  if (!desc.ok()) return desc.status();
+  auto h = decode_hello_ok(*hello);
+  if (!h.ok()) return h.status();
+  auto d = decode_descriptor(*desc);
+  if (!d.ok()) return d.status();
+  return Accept{*h, *d};
+}
+
+Result<ErrorMsg> decode_reject(std::span<const std::byte> private_data) {
+  auto body = take_frame(private_data, MsgType::kError, kErrorFixedSize + kMaxErrorText,
+                         "reject private data");
+  if (!body.ok()) return body.status();
+  return decode_error(*body);
 }
 
 }  // namespace rrs::control

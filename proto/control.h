@@ -131,4 +131,25 @@ Result<ErrorMsg> decode_error(std::span<const std::byte> body);
 // Picks the protocol version both sides speak.
 Result<uint16_t> negotiate_version(const Hello& m);
 
+// --- The same frames as rdmacm private data (verbs transport) --------------
+// CONNECT_REQUEST carries a HELLO frame; the accept carries HELLO_OK then
+// DESCRIPTOR; a reject carries an ERROR frame. rdma_cm may pad private data
+// with zeros, so decoders ignore bytes after the frames they expect.
+inline constexpr size_t kConnectPrivateDataMax = 56;   // IB CM REQ, less rdma_cm's header
+inline constexpr size_t kAcceptPrivateDataMax = 196;   // IB CM REP
+inline constexpr size_t kRejectPrivateDataMax = 148;   // IB CM REJ
+static_assert(kFrameHeaderSize + kHelloSize <= kConnectPrivateDataMax);
+static_assert(2 * kFrameHeaderSize + kHelloOkSize + kDescriptorSize <= kAcceptPrivateDataMax);
+
+struct Accept {
+  HelloOk hello;
+  Descriptor descriptor;
+};
+std::string encode_connect(const Hello& m);
+std::string encode_accept(const Accept& m);
+std::string encode_reject(const ErrorMsg& m);  // text cut to fit
+Result<Hello> decode_connect(std::span<const std::byte> private_data);
+Result<Accept> decode_accept(std::span<const std::byte> private_data);
+Result<ErrorMsg> decode_reject(std::span<const std::byte> private_data);
+
 }  // namespace rrs::control

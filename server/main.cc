@@ -8,7 +8,9 @@
 #include "common/clock.h"
 #include "common/exit_codes.h"
 #include "common/log.h"
+#include "common/rdma_device.h"
 #include "common/tcp_table_server.h"
+#include "common/verbs_table_server.h"
 #include "server/scan_source.h"
 #include "server/server_config.h"
 
@@ -24,6 +26,37 @@ int fail(const Status& s) {
 // A new epoch number: the creation time in ms, so a restarted sidecar never
 // reuses an epoch a client may still hold.
 uint64_t next_epoch() { return static_cast<uint64_t>(unix_ms()); }
+
+using Servers = std::vector<std::pair<std::string, std::unique_ptr<TableServer>>>;
+
+// TCP always serves unless --transport verbs; verbs serves when asked, or in
+// auto mode when an RDMA device is up (same port number: rdmacm has its own
+// port space).
+Result<Servers> start_servers(event_base* base, const ServerConfig& config) {
+  Servers servers;
+  Endpoint at{config.listen_host, config.port};
+  if (config.transport != TransportChoice::kVerbs) {
+    auto tcp = TcpTableServer::listen(base, at);
+    if (!tcp.ok()) return tcp.status();
+    at.port = (*tcp)->port();  // --port 0: verbs takes the port TCP was given
+    servers.emplace_back("tcp", std::move(*tcp));
+  }
+  std::string why;
+  if (config.transport == TransportChoice::kVerbs ||
+      (config.transport == TransportChoice::kAuto && rdma_device_active(why))) {
+    auto verbs = VerbsTableServer::listen(base, at);
+    if (verbs.ok()) {
+      servers.emplace_back("verbs", std::move(*verbs));
+    } else if (config.transport == TransportChoice::kVerbs) {
+      return verbs.status();
+    } else {
+      log::warn(verbs.status().message() + "; serving over TCP only");
+    }
+  } else if (config.transport == TransportChoice::kAuto) {
+    log::info("verbs: " + why + "; serving over TCP only");
+  }
+  return servers;
+}
 
 void on_signal(evutil_socket_t sig, short, void* base) {
   log::info(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", stopping");
@@ -43,10 +76,6 @@ int main(int argc, char** argv) {
     std::fputs(server_usage(), stdout);
     return exit_code::kOk;
   }
-  if (config->transport == TransportChoice::kVerbs) {
-    log::error("--transport verbs is not built yet; use --transport tcp (or auto)");
-    return exit_code::kUsage;
-  }
   std::signal(SIGPIPE, SIG_IGN);
 
   auto creds = load_credentials(config->redis_auth_file, kServerAuthEnv);
@@ -65,9 +94,13 @@ int main(int argc, char** argv) {
   double build_s = seconds_since(t0);
 
   std::unique_ptr<event_base, void (*)(event_base*)> base(event_base_new(), event_base_free);
-  auto server = TcpTableServer::listen(base.get(), {config->listen_host, config->port});
-  if (!server.ok()) return fail(server.status());
-  if (Status s = (*server)->publish(*table); !s.ok()) return fail(s);
+  auto servers = start_servers(base.get(), *config);
+  if (!servers.ok()) return fail(servers.status());
+  std::string names;
+  for (auto& [name, server] : *servers) {
+    if (Status s = server->publish(*table); !s.ok()) return fail(s.wrap("publish over " + name));
+    names += (names.empty() ? "" : "+") + name;
+  }
 
   const table::Header& h = (*table)->header;
   const table::SlotSizeChoice& c = builder.slot_choice();
@@ -76,11 +109,11 @@ int main(int argc, char** argv) {
               std::to_string(stats->failed) + " could not be dumped");
   std::printf(
       "ready epoch=%llu records=%llu bytes=%llu slot_size=%u heap_records=%llu build_s=%.3f "
-      "listening=%s transport=tcp\n",
+      "listening=%s transport=%s\n",
       static_cast<unsigned long long>(h.epoch), static_cast<unsigned long long>(h.record_count),
       static_cast<unsigned long long>(h.total_size), h.slot_size,
       static_cast<unsigned long long>(c.heap_records), build_s,
-      (*server)->address().c_str());
+      servers->front().second->address().c_str(), names.c_str());
   std::fflush(stdout);
   if (config->listen_host == "0.0.0.0" || config->listen_host == "::")
     log::warn("serving on all interfaces without authentication: anyone who can connect can "
@@ -93,7 +126,7 @@ int main(int argc, char** argv) {
   event_base_dispatch(base.get());
   event_free(sigint);
   event_free(sigterm);
-  server->reset();
+  servers->clear();
   // One more turn lets libevent finish freeing the connections it deferred.
   event_base_loop(base.get(), EVLOOP_NONBLOCK);
   return exit_code::kOk;

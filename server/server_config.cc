@@ -28,7 +28,8 @@ Options:
   --port PORT             port to serve on (default 12345)
   --source scan           how to snapshot: SCAN + DUMP (default; the only one yet)
   --transport auto|tcp|verbs
-                          auto (default) uses TCP until the verbs transport lands
+                          auto (default): TCP, plus verbs (rdmacm, same port
+                          number) when an RDMA device has an active port
   --scan-count N          SCAN COUNT hint per round trip (default 1000)
   -h, --help              this text
 

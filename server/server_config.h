@@ -23,7 +23,7 @@ struct ServerConfig {
   uint16_t port = 12345;
   // --source: only "scan" exists today.
   std::string source = "scan";
-  // --transport: auto picks verbs when built and a device is up, else TCP.
+  // --transport: auto serves TCP, and verbs too when an RDMA device is up.
   TransportChoice transport = TransportChoice::kAuto;
   // --scan-count: SCAN COUNT hint, keys per round trip to the master.
   uint32_t scan_count = 1000;

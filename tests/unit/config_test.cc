@@ -97,7 +97,7 @@ TEST(ClientConfig, RejectsBadFlagsWithReasons) {
            {{"1.2.3.4", "0"}, "port"},
            {{"h", "1", "--flush", "--merge"}, "conflicts"},
            {{"h", "1", "--chunk-size", "1G"}, "--chunk-size"},
-           {{"h", "1", "--transport", "verbs"}, "not built yet"},
+           {{"h", "1", "--transport", "ib"}, "auto, tcp or verbs"},
            {{"h", "1", "--nope"}, "unknown option"}}) {
     Argv a(args);
     auto c = parse_client_args(a.argc(), a.argv());

@@ -109,7 +109,11 @@ Fetched fetch(TableReader& reader, uint32_t chunk = 1u << 20) {
   Fetched f;
   BlockingQueue<RecordBatch> q(4);
   TableFetcher fetcher(reader, {chunk, 4, std::chrono::milliseconds(5000), 4}, q);
-  auto info = fetcher.open(Clock::now() + std::chrono::seconds(5));
+  if (Status s = reader.connect(Clock::now() + std::chrono::seconds(5)); !s.ok()) {
+    f.open = s;
+    return f;
+  }
+  auto info = fetcher.open();
   if (!info.ok()) {
     f.open = info.status();
     return f;

@@ -1,0 +1,47 @@
+#include "client/transport_choice.h"
+
+#include "common/log.h"
+#include "common/rdma_device.h"
+#include "common/tcp_table_reader.h"
+#include "common/verbs_table_reader.h"
+
+namespace rrs {
+namespace {
+
+// How long auto mode gives an RDMA connection before trying TCP.
+constexpr auto kVerbsProbe = std::chrono::seconds(3);
+
+Result<std::unique_ptr<TableReader>> connect_with(std::unique_ptr<TableReader> reader,
+                                                  Clock::time_point deadline) {
+  RRS_RETURN_IF_ERROR(reader->connect(deadline));
+  return reader;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<TableReader>> connect_transport(const ClientConfig& config,
+                                                       Clock::time_point deadline) {
+  const auto io = std::chrono::milliseconds(config.io_timeout);
+  if (config.transport == "tcp") {
+    return connect_with(std::make_unique<TcpTableReader>(config.server, io), deadline);
+  }
+  if (config.transport == "verbs") {
+    log::info("transport: verbs (--transport verbs)");
+    return connect_with(std::make_unique<VerbsTableReader>(config.server, io), deadline);
+  }
+  std::string why;
+  if (rdma_can_reach(config.server.host, config.server.port, why)) {
+    auto verbs = connect_with(std::make_unique<VerbsTableReader>(config.server, io),
+                              std::min(deadline, Clock::now() + kVerbsProbe));
+    if (verbs.ok()) {
+      log::info("transport: verbs (" + why + ")");
+      return verbs;
+    }
+    log::info("transport: tcp (" + why + ", but " + verbs.status().message() + ")");
+  } else {
+    log::info("transport: tcp (" + why + ")");
+  }
+  return connect_with(std::make_unique<TcpTableReader>(config.server, io), deadline);
+}
+
+}  // namespace rrs

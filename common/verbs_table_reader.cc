@@ -1,0 +1,340 @@
+#include "common/verbs_table_reader.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+namespace rrs {
+namespace {
+
+constexpr int kResolveTimeoutMs = 2000;
+constexpr uint8_t kInitiatorDepthCap = 16;
+
+std::span<const std::byte> private_data(const rdma_cm_event& ev) {
+  if (!ev.param.conn.private_data) return {};
+  return {static_cast<const std::byte*>(ev.param.conn.private_data), ev.param.conn.private_data_len};
+}
+
+void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+}  // namespace
+
+VerbsTableReader::VerbsTableReader(Endpoint server, std::chrono::milliseconds io_timeout)
+    : server_(std::move(server)), io_timeout_(io_timeout) {}
+
+VerbsTableReader::~VerbsTableReader() { close(); }
+
+Status VerbsTableReader::connect(Clock::time_point deadline) {
+  auto backoff = std::chrono::milliseconds(100);
+  for (;;) {
+    bool retryable = false;
+    Status s = attempt(deadline, retryable);
+    if (s.ok()) {
+      for (auto span : registered_spans_) {
+        ibv_mr* mr = ibv_reg_mr(pd_.get(), span.data(), span.size(), IBV_ACCESS_LOCAL_WRITE);
+        if (!mr) return Status::from_errno("register a read buffer");
+        mrs_.emplace_back(mr);
+      }
+      return {};
+    }
+    close();
+    if (!retryable || Clock::now() + backoff >= deadline)
+      return s.wrap("connect to rdma-server at " + server_.to_string() + " over RDMA");
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  }
+}
+
+Result<verbs::CmEvent> VerbsTableReader::wait_cm_event(rdma_cm_event_type want,
+                                                       std::chrono::milliseconds timeout,
+                                                       bool& retryable) {
+  pollfd p{channel_->fd, POLLIN, 0};
+  int n = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(timeout.count(), 1)));
+  if (n <= 0) {
+    retryable = true;
+    return Status::error(std::string("wait for ") + rdma_event_str(want), "timed out", ETIMEDOUT)
+        .as(ErrorKind::kUnavailable);
+  }
+  rdma_cm_event* raw = nullptr;
+  if (rdma_get_cm_event(channel_.get(), &raw) != 0)
+    return Status::from_errno("rdma_get_cm_event").as(ErrorKind::kUnavailable);
+  verbs::CmEvent ev(raw);
+  if (ev->event == want) return ev;
+
+  std::string step = std::string("wait for ") + rdma_event_str(want);
+  std::string why = std::string(rdma_event_str(ev->event)) + " (status " +
+                    std::to_string(ev->status) + ")";
+  switch (ev->event) {
+    case RDMA_CM_EVENT_REJECTED: {
+      auto err = control::decode_reject(private_data(*ev));
+      if (err.ok()) {
+        // The server answered: "not ready" is worth waiting for, the rest is not.
+        retryable = err->code == control::ErrorCode::kNotReady;
+        return Status::error("rdma-server rejected us",
+                             std::string(control::error_code_name(err->code)) + ": " + err->text)
+            .as(retryable ? ErrorKind::kUnavailable : ErrorKind::kBadData);
+      }
+      retryable = true;  // no listener on that port (yet)
+      why += ": nothing is listening for RDMA connections on that port";
+      break;
+    }
+    case RDMA_CM_EVENT_UNREACHABLE:
+    case RDMA_CM_EVENT_CONNECT_ERROR:
+      retryable = true;
+      break;
+    case RDMA_CM_EVENT_ADDR_ERROR:
+      why += ": no RDMA device can reach that address";
+      break;
+    case RDMA_CM_EVENT_ROUTE_ERROR:
+      why += ": no route to that address over RDMA";
+      break;
+    default:
+      break;
+  }
+  return Status::error(step, why).as(ErrorKind::kUnavailable);
+}
+
+Status VerbsTableReader::attempt(Clock::time_point deadline, bool& retryable) {
+  auto left = [&] {
+    return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
+                    std::chrono::milliseconds(kResolveTimeoutMs));
+  };
+  channel_.reset(rdma_create_event_channel());
+  if (!channel_) return Status::from_errno("rdma_create_event_channel");
+  set_nonblocking(channel_->fd);
+  rdma_cm_id* id = nullptr;
+  if (rdma_create_id(channel_.get(), &id, nullptr, RDMA_PS_TCP) != 0)
+    return Status::from_errno("rdma_create_id");
+  id_.reset(id);
+
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  std::string port = std::to_string(server_.port);
+  if (int rc = getaddrinfo(server_.host.c_str(), port.c_str(), &hints, &res); rc != 0)
+    return Status::error("resolve " + server_.host, gai_strerror(rc));
+  int rc = rdma_resolve_addr(id, nullptr, res->ai_addr, kResolveTimeoutMs);
+  freeaddrinfo(res);
+  if (rc != 0) return Status::from_errno("rdma_resolve_addr").as(ErrorKind::kUnavailable);
+  if (auto ev = wait_cm_event(RDMA_CM_EVENT_ADDR_RESOLVED, left(), retryable); !ev.ok())
+    return ev.status();
+  if (rdma_resolve_route(id, kResolveTimeoutMs) != 0)
+    return Status::from_errno("rdma_resolve_route").as(ErrorKind::kUnavailable);
+  if (auto ev = wait_cm_event(RDMA_CM_EVENT_ROUTE_RESOLVED, left(), retryable); !ev.ok())
+    return ev.status();
+
+  pd_.reset(ibv_alloc_pd(id->verbs));
+  if (!pd_) return Status::from_errno("ibv_alloc_pd");
+  comp_channel_.reset(ibv_create_comp_channel(id->verbs));
+  if (!comp_channel_) return Status::from_errno("ibv_create_comp_channel");
+  set_nonblocking(comp_channel_->fd);
+  cq_ = verbs::CompletionQueue(
+      ibv_create_cq(id->verbs, kMaxSendWr + 1, nullptr, comp_channel_.get(), 0));
+  if (!cq_.get()) return Status::from_errno("ibv_create_cq");
+  if (ibv_req_notify_cq(cq_.get(), 0) != 0) return Status::from_errno("ibv_req_notify_cq");
+  ibv_qp_init_attr qpa{};
+  qpa.send_cq = qpa.recv_cq = cq_.get();
+  qpa.qp_type = IBV_QPT_RC;
+  qpa.cap = {kMaxSendWr, 1, 1, 1, 0};
+  if (rdma_create_qp(id, pd_.get(), &qpa) != 0) return Status::from_errno("rdma_create_qp");
+  qp_ = verbs::QueuePair(id);
+
+  ibv_device_attr dev{};
+  if (ibv_query_device(id->verbs, &dev) != 0) return Status::from_errno("ibv_query_device");
+  ibv_port_attr port_attr{};
+  if (ibv_query_port(id->verbs, id->port_num, &port_attr) != 0)
+    return Status::from_errno("ibv_query_port");
+
+  std::string hello = control::encode_connect(control::Hello{});
+  rdma_conn_param cp{};
+  cp.private_data = hello.data();
+  cp.private_data_len = static_cast<uint8_t>(hello.size());
+  // We issue READs: ask for as many outstanding as the device allows.
+  cp.initiator_depth =
+      static_cast<uint8_t>(std::min<int>(dev.max_qp_init_rd_atom, kInitiatorDepthCap));
+  cp.responder_resources = 0;
+  cp.retry_count = 7;
+  cp.rnr_retry_count = 7;
+  if (rdma_connect(id, &cp) != 0) return Status::from_errno("rdma_connect").as(ErrorKind::kUnavailable);
+  auto ev = wait_cm_event(RDMA_CM_EVENT_ESTABLISHED, left(), retryable);
+  if (!ev.ok()) return ev.status();
+  auto accept = control::decode_accept(private_data(**ev));
+  if (!accept.ok()) return accept.status().as(ErrorKind::kBadData);
+  accept_ = *accept;
+  if (accept_.descriptor.transport != control::TransportKind::kVerbs || accept_.descriptor.rkey == 0)
+    return Status::error("read descriptor", "server did not publish an RDMA region")
+        .as(ErrorKind::kBadData);
+  max_in_flight_ = std::min(accept_.hello.max_in_flight, kMaxSendWr);
+  max_read_len_ = std::min<uint32_t>(accept_.hello.max_read_len, port_attr.max_msg_sz);
+  broken_ = false;
+  return {};
+}
+
+Status VerbsTableReader::register_buffer(std::span<std::byte> memory) {
+  registered_spans_.push_back(memory);
+  if (!pd_) return {};  // registered when connected
+  ibv_mr* mr = ibv_reg_mr(pd_.get(), memory.data(), memory.size(), IBV_ACCESS_LOCAL_WRITE);
+  if (!mr)
+    return Status::from_errno("register a " + std::to_string(memory.size() >> 10) +
+                              " KiB read buffer (check `ulimit -l`)");
+  mrs_.emplace_back(mr);
+  return {};
+}
+
+uint32_t VerbsTableReader::lkey_for(const std::byte* p, size_t len) const {
+  for (const verbs::MemoryRegion& mr : mrs_) {
+    auto* base = static_cast<const std::byte*>(mr->addr);
+    if (p >= base && p + len <= base + mr->length) return mr->lkey;
+  }
+  return 0;
+}
+
+Status VerbsTableReader::post_reads(std::span<const TableRead> batch) {
+  if (broken_) return Status::error("post RDMA READ", "connection is broken").as(ErrorKind::kUnavailable);
+  if (outstanding_.size() + batch.size() > max_in_flight_)
+    return Status::error("post RDMA READ", "more than max_in_flight reads outstanding");
+  std::vector<ibv_send_wr> wrs(batch.size());
+  std::vector<ibv_sge> sges(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const TableRead& r = batch[i];
+    if (r.dst.empty() || r.dst.size() > max_read_len_ || r.offset > accept_.descriptor.table_length ||
+        r.dst.size() > accept_.descriptor.table_length - r.offset)
+      return Status::error("post RDMA READ", "range " + std::to_string(r.offset) + "+" +
+                                                 std::to_string(r.dst.size()) +
+                                                 " is outside the published table");
+    uint32_t lkey = lkey_for(r.dst.data(), r.dst.size());
+    if (lkey == 0) return Status::error("post RDMA READ", "destination is not a registered buffer");
+    sges[i] = {reinterpret_cast<uint64_t>(r.dst.data()), static_cast<uint32_t>(r.dst.size()), lkey};
+    bool signal = ++posted_since_signal_ >= kSignalEvery || i + 1 == batch.size();
+    if (signal) posted_since_signal_ = 0;
+    ibv_send_wr& wr = wrs[i];
+    wr.wr_id = r.id;
+    wr.sg_list = &sges[i];
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_READ;
+    wr.send_flags = signal ? IBV_SEND_SIGNALED : 0;
+    wr.wr.rdma.remote_addr = accept_.descriptor.remote_addr + r.offset;
+    wr.wr.rdma.rkey = accept_.descriptor.rkey;
+    wr.next = i + 1 < batch.size() ? &wrs[i + 1] : nullptr;
+  }
+  if (batch.empty()) return {};
+  ibv_send_wr* bad = nullptr;
+  if (int rc = ibv_post_send(qp_.get(), wrs.data(), &bad); rc != 0)
+    return Status::from_errno("ibv_post_send", rc).as(ErrorKind::kUnavailable);
+  for (size_t i = 0; i < batch.size(); ++i)
+    outstanding_.push_back({batch[i].id, (wrs[i].send_flags & IBV_SEND_SIGNALED) != 0});
+  return {};
+}
+
+Status VerbsTableReader::check_cm_channel() {
+  rdma_cm_event* raw = nullptr;
+  while (rdma_get_cm_event(channel_.get(), &raw) == 0) {
+    verbs::CmEvent ev(raw);
+    if (ev->event == RDMA_CM_EVENT_DISCONNECTED || ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+      broken_ = true;
+      return Status::error("read from rdma-server",
+                           std::string("connection lost: ") + rdma_event_str(ev->event))
+          .as(ErrorKind::kUnavailable);
+    }
+  }
+  return {};
+}
+
+Status VerbsTableReader::poll(std::vector<uint64_t>& done, std::chrono::milliseconds timeout) {
+  if (broken_) return Status::error("poll RDMA READs", "connection is broken").as(ErrorKind::kUnavailable);
+  const auto deadline = Clock::now() + timeout;
+  const size_t before = done.size();
+  bool armed = false;
+  for (;;) {
+    ibv_wc wc[16];
+    int n = ibv_poll_cq(cq_.get(), 16, wc);
+    if (n < 0) return Status::error("ibv_poll_cq", "failed").as(ErrorKind::kUnavailable);
+    for (int i = 0; i < n; ++i) {
+      if (wc[i].status != IBV_WC_SUCCESS) {
+        broken_ = true;
+        std::string why = ibv_wc_status_str(wc[i].status);
+        if (wc[i].status == IBV_WC_REM_ACCESS_ERR)
+          why += ": the server no longer exposes that table (epoch gone); start over";
+        drain();
+        return Status::error("RDMA READ from " + server_.to_string(), why).as(ErrorKind::kUnavailable);
+      }
+      // In-order completion: this signaled WR retires every WR posted before it.
+      while (!outstanding_.empty()) {
+        Outstanding o = outstanding_.front();
+        outstanding_.pop_front();
+        done.push_back(o.id);
+        if (o.signaled && o.id == wc[i].wr_id) break;
+      }
+    }
+    if (done.size() > before || outstanding_.empty()) return {};
+    if (!armed) {
+      // Arm, then poll once more: a completion may have landed in between.
+      if (ibv_req_notify_cq(cq_.get(), 0) != 0) return Status::from_errno("ibv_req_notify_cq");
+      armed = true;
+      continue;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0)
+      return Status::error("RDMA READ from " + server_.to_string(),
+                           "no completion within " + std::to_string(timeout.count()) + " ms", ETIMEDOUT)
+          .as(ErrorKind::kUnavailable);
+    pollfd fds[2] = {{comp_channel_->fd, POLLIN, 0}, {channel_->fd, POLLIN, 0}};
+    int r = ::poll(fds, 2, static_cast<int>(left.count()));
+    if (r < 0 && errno != EINTR) return Status::from_errno("poll");
+    if (fds[1].revents & POLLIN) RRS_RETURN_IF_ERROR(check_cm_channel());
+    if (fds[0].revents & POLLIN) {
+      ibv_cq* ev_cq = nullptr;
+      void* ctx = nullptr;
+      while (ibv_get_cq_event(comp_channel_.get(), &ev_cq, &ctx) == 0) cq_.event_taken();
+      armed = false;
+    }
+  }
+}
+
+void VerbsTableReader::drain() {
+  if (!qp_) return;
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_ERR;
+  ibv_modify_qp(qp_.get(), &attr, IBV_QP_STATE);
+  // Flushed WRs complete with an error status; wait (bounded) for the last
+  // signaled one so nothing is in flight when the QP goes.
+  bool pending_signal = false;
+  for (const Outstanding& o : outstanding_) pending_signal |= o.signaled;
+  auto until = Clock::now() + std::chrono::seconds(1);
+  while (pending_signal && Clock::now() < until) {
+    ibv_wc wc[16];
+    int n = ibv_poll_cq(cq_.get(), 16, wc);
+    for (int i = 0; i < n; ++i)
+      while (!outstanding_.empty()) {
+        Outstanding o = outstanding_.front();
+        outstanding_.pop_front();
+        if (o.signaled && o.id == wc[i].wr_id) break;
+      }
+    pending_signal = false;
+    for (const Outstanding& o : outstanding_) pending_signal |= o.signaled;
+    if (n == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  outstanding_.clear();
+}
+
+void VerbsTableReader::close() {
+  if (qp_) {
+    drain();
+    rdma_disconnect(id_.get());
+  }
+  mrs_.clear();
+  qp_.reset();
+  cq_.reset();
+  comp_channel_.reset();
+  pd_.reset();
+  id_.reset();
+  channel_.reset();
+  posted_since_signal_ = 0;
+}
+
+}  // namespace rrs

@@ -1,0 +1,73 @@
+// TableReader over RDMA: rdmacm connects (HELLO in the private data, the
+// descriptor in the accept's), then every read is a one-sided RDMA READ from
+// the server's registered table into a locally registered buffer. Reads are
+// posted as chains with selective signaling: only every kSignalEvery-th WR
+// and the last of each batch ask for a completion, and since an RC QP
+// completes in order, one completion retires every WR posted before it.
+//
+// Single-threaded, no event loop: poll() sleeps on the completion channel's
+// and the CM channel's fds (no busy-waiting).
+#pragma once
+
+#include <deque>
+#include <vector>
+
+#include "common/endpoint.h"
+#include "common/transport.h"
+#include "common/verbs_owners.h"
+
+namespace rrs {
+
+class VerbsTableReader final : public TableReader {
+ public:
+  static constexpr uint32_t kSignalEvery = 4;
+  static constexpr uint32_t kMaxSendWr = 64;
+  static_assert(kMaxSendWr >= 2 * kSignalEvery);
+
+  VerbsTableReader(Endpoint server, std::chrono::milliseconds io_timeout);
+  ~VerbsTableReader() override;
+
+  Status connect(Clock::time_point deadline) override;
+  const control::Descriptor& descriptor() const override { return accept_.descriptor; }
+  uint32_t max_read_length() const override { return max_read_len_; }
+  uint32_t max_in_flight() const override { return max_in_flight_; }
+  Status register_buffer(std::span<std::byte> memory) override;
+  Status post_reads(std::span<const TableRead> batch) override;
+  Status poll(std::vector<uint64_t>& done, std::chrono::milliseconds timeout) override;
+
+ private:
+  struct Outstanding {
+    uint64_t id;
+    bool signaled;
+  };
+  Status attempt(Clock::time_point deadline, bool& retryable);
+  Result<verbs::CmEvent> wait_cm_event(rdma_cm_event_type want, std::chrono::milliseconds timeout,
+                                       bool& retryable);
+  Status check_cm_channel();
+  // Moves the QP to the error state and collects the flushed WRs, so the QP
+  // can be destroyed with nothing in flight (two-phase teardown).
+  void drain();
+  void close();
+  uint32_t lkey_for(const std::byte* p, size_t len) const;
+
+  Endpoint server_;
+  std::chrono::milliseconds io_timeout_;
+  control::Accept accept_;
+  uint32_t max_read_len_ = 0;
+  uint32_t max_in_flight_ = 0;
+  uint32_t posted_since_signal_ = 0;
+  std::deque<Outstanding> outstanding_;
+  bool broken_ = false;
+  std::vector<std::span<std::byte>> registered_spans_;  // re-registered after a reconnect
+
+  // Creation order; destroyed in reverse (MRs first, event channel last).
+  verbs::EventChannel channel_;
+  verbs::CmId id_;
+  verbs::ProtectionDomain pd_;
+  verbs::CompletionChannel comp_channel_;
+  verbs::CompletionQueue cq_;
+  verbs::QueuePair qp_;
+  std::vector<verbs::MemoryRegion> mrs_;
+};
+
+}  // namespace rrs

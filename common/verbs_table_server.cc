@@ -1,0 +1,265 @@
+#include "common/verbs_table_server.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+
+#include "common/log.h"
+#include "common/rdma_device.h"
+
+namespace rrs {
+
+using control::ErrorCode;
+
+namespace {
+
+std::string peer_of(const rdma_cm_id* id) {
+  const sockaddr* a = rdma_get_peer_addr(const_cast<rdma_cm_id*>(id));
+  char host[NI_MAXHOST] = "?";
+  getnameinfo(a, a->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in), host,
+              sizeof host, nullptr, 0, NI_NUMERICHOST);
+  return host;
+}
+
+std::span<const std::byte> private_data(const rdma_conn_param& p) {
+  return {static_cast<const std::byte*>(p.private_data), p.private_data_len};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<VerbsTableServer>> VerbsTableServer::listen(event_base* base,
+                                                                   const Endpoint& at,
+                                                                   VerbsServerLimits limits) {
+  const std::string step = "listen for RDMA on " + at.to_string();
+  std::string why;
+  if (!rdma_device_active(why))
+    return Status::error(step, why + " (use --transport tcp)").as(ErrorKind::kUnavailable);
+  std::unique_ptr<VerbsTableServer> s(new VerbsTableServer(base, limits));
+  s->channel_.reset(rdma_create_event_channel());
+  if (!s->channel_) return Status::from_errno(step + ": rdma_create_event_channel");
+  rdma_cm_id* id = nullptr;
+  if (rdma_create_id(s->channel_.get(), &id, nullptr, RDMA_PS_TCP) != 0)
+    return Status::from_errno(step + ": rdma_create_id");
+  s->listen_id_.reset(id);
+
+  addrinfo hints{};
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  std::string port = std::to_string(at.port);
+  if (int rc = getaddrinfo(at.host.c_str(), port.c_str(), &hints, &res); rc != 0)
+    return Status::error(step, std::string("cannot resolve address: ") + gai_strerror(rc));
+  int rc = rdma_bind_addr(id, res->ai_addr);
+  int err = errno;
+  freeaddrinfo(res);
+  if (rc != 0)
+    return Status::from_errno(step + ": rdma_bind_addr", err)
+        .wrap(err == EADDRNOTAVAIL ? "is this an address of an RDMA interface?" : "bind");
+  if (rdma_listen(id, 64) != 0) return Status::from_errno(step + ": rdma_listen");
+  s->bound_ = {at.host, ntohs(rdma_get_src_port(id))};
+
+  int fd = s->channel_->fd;
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  s->cm_event_.reset(event_new(base, fd, EV_READ | EV_PERSIST, on_cm_readable, s.get()));
+  event_add(s->cm_event_.get(), nullptr);
+  s->retire_timer_.reset(evtimer_new(base, on_retire_timer, s.get()));
+  return s;
+}
+
+VerbsTableServer::~VerbsTableServer() {
+  // Connections (QP, CQ, cm_id) go before the registrations and PDs they use.
+  cm_event_.reset();
+  retire_timer_.reset();
+  connections_.clear();
+  registrations_.clear();
+}
+
+Status VerbsTableServer::publish(TablePtr table) {
+  RRS_RETURN_IF_ERROR(check_memlock(table->bytes.size()));
+  for (Registration& r : registrations_)
+    if (r.retired_at == Clock::time_point{}) r.retired_at = Clock::now();
+  current_ = std::move(table);
+  // Register now where the device is known, so the first client does not pay for it.
+  if (listen_id_->verbs) {
+    auto r = registration_for(listen_id_->verbs);
+    if (!r.ok()) return r.status();
+  }
+  timeval tv{static_cast<time_t>(limits_.retire_grace.count()), 0};
+  evtimer_add(retire_timer_.get(), &tv);
+  prune_retired();
+  return {};
+}
+
+void VerbsTableServer::on_cm_readable(evutil_socket_t, short, void* arg) {
+  auto* self = static_cast<VerbsTableServer*>(arg);
+  for (;;) {
+    rdma_cm_event* raw = nullptr;
+    if (rdma_get_cm_event(self->channel_.get(), &raw) != 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK)
+        log::error("rdma_get_cm_event: " + std::string(std::strerror(errno)));
+      return;
+    }
+    // Copy what we need and ack at once: rdma_destroy_id waits for every
+    // event of its id to be acked.
+    rdma_cm_event ev = *raw;
+    std::string data(static_cast<const char*>(raw->param.conn.private_data),
+                     raw->param.conn.private_data ? raw->param.conn.private_data_len : 0);
+    ev.param.conn.private_data = data.data();
+    ev.param.conn.private_data_len = static_cast<uint8_t>(data.size());
+    rdma_ack_cm_event(raw);
+    self->handle(ev);
+  }
+}
+
+void VerbsTableServer::handle(rdma_cm_event& ev) {
+  switch (ev.event) {
+    case RDMA_CM_EVENT_CONNECT_REQUEST:
+      return on_connect_request(ev.id, ev.param.conn);
+    case RDMA_CM_EVENT_ESTABLISHED:
+      if (auto it = connections_.find(ev.id); it != connections_.end())
+        log::info("verbs client " + it->second->peer + " connected (epoch " +
+                  std::to_string(it->second->epoch) + ")");
+      return;
+    case RDMA_CM_EVENT_DISCONNECTED:
+      return drop(ev.id, "disconnected");
+    case RDMA_CM_EVENT_REJECTED:
+    case RDMA_CM_EVENT_CONNECT_ERROR:
+    case RDMA_CM_EVENT_UNREACHABLE:
+      return drop(ev.id, rdma_event_str(ev.event));
+    case RDMA_CM_EVENT_DEVICE_REMOVAL:
+      log::error("RDMA device removed: dropping its clients; restart rdma-server to serve over "
+                 "verbs again");
+      if (ev.id == listen_id_.get()) {
+        connections_.clear();
+        registrations_.clear();
+        pds_.clear();
+        cm_event_.reset();
+      } else {
+        drop(ev.id, "device removed");
+      }
+      return;
+    case RDMA_CM_EVENT_ADDR_CHANGE:
+      log::warn("the RDMA interface's address changed; clients may need to reconnect");
+      return;
+    case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+      return;
+    default:
+      log::warn(std::string("unexpected RDMA CM event ") + rdma_event_str(ev.event));
+      return;
+  }
+}
+
+bool VerbsTableServer::admit(const rdma_cm_id*, const control::Hello&, std::string&) {
+  return true;
+}
+
+void VerbsTableServer::reject(rdma_cm_id* id, ErrorCode code, const std::string& why) {
+  log::warn("verbs client " + peer_of(id) + ": " + control::error_code_name(code) + ": " + why +
+            "; rejecting it");
+  std::string data = control::encode_reject({code, why});
+  rdma_reject(id, data.data(), static_cast<uint8_t>(data.size()));
+  rdma_destroy_id(id);
+}
+
+void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param& param) {
+  auto hello = control::decode_connect(private_data(param));
+  if (!hello.ok()) return reject(id, ErrorCode::kBadMessage, hello.status().reason());
+  auto version = control::negotiate_version(*hello);
+  if (!version.ok()) return reject(id, ErrorCode::kUnsupportedVersion, version.status().reason());
+  if (std::string why; !admit(id, *hello, why)) return reject(id, ErrorCode::kBadMessage, why);
+  if (!current_) return reject(id, ErrorCode::kNotReady, "no table published yet");
+  auto reg = registration_for(id->verbs);
+  if (!reg.ok()) return reject(id, ErrorCode::kInternal, reg.status().message());
+  auto pd = pd_for(id->verbs);
+  if (!pd.ok()) return reject(id, ErrorCode::kInternal, pd.status().message());
+
+  auto c = std::make_unique<Connection>();
+  c->id.reset(id);
+  c->peer = peer_of(id);
+  c->epoch = current_->epoch();
+  // The server posts nothing: a minimal CQ and QP whose only job is to let
+  // the client's READs in.
+  c->cq = verbs::CompletionQueue(ibv_create_cq(id->verbs, 2, nullptr, nullptr, 0));
+  if (!c->cq.get()) return drop_new(std::move(c), "ibv_create_cq");
+  ibv_qp_init_attr qpa{};
+  qpa.send_cq = qpa.recv_cq = c->cq.get();
+  qpa.qp_type = IBV_QPT_RC;
+  qpa.cap = {1, 1, 1, 1, 0};
+  if (rdma_create_qp(id, *pd, &qpa) != 0) return drop_new(std::move(c), "rdma_create_qp");
+  c->qp = verbs::QueuePair(id);
+
+  ibv_device_attr dev{};
+  ibv_query_device(id->verbs, &dev);
+  control::Accept accept;
+  accept.hello.max_read_len = control::kMaxReadLength;
+  accept.hello.max_in_flight = limits_.max_in_flight;
+  accept.descriptor = {current_->epoch(), current_->header.total_size,
+                       reinterpret_cast<uint64_t>(current_->bytes.data()), (*reg)->mr->rkey,
+                       current_->header.layout_version, control::TransportKind::kVerbs};
+  std::string data = control::encode_accept(accept);
+  rdma_conn_param cp{};
+  cp.private_data = data.data();
+  cp.private_data_len = static_cast<uint8_t>(data.size());
+  // We answer READs (responder); we never issue them.
+  cp.responder_resources =
+      static_cast<uint8_t>(std::min<int>(param.initiator_depth, dev.max_qp_rd_atom));
+  cp.initiator_depth = 0;
+  if (rdma_accept(id, &cp) != 0) return drop_new(std::move(c), "rdma_accept");
+  connections_.emplace(id, std::move(c));
+}
+
+void VerbsTableServer::drop_new(std::unique_ptr<Connection> c, const char* step) {
+  log::error("verbs client " + c->peer + ": " + step + ": " + std::strerror(errno));
+  rdma_reject(c->id.get(), nullptr, 0);
+}
+
+void VerbsTableServer::drop(rdma_cm_id* id, const char* reason) {
+  auto it = connections_.find(id);
+  if (it == connections_.end()) return;
+  log::info("verbs client " + it->second->peer + " " + reason);
+  connections_.erase(it);
+  prune_retired();
+}
+
+Result<ibv_pd*> VerbsTableServer::pd_for(ibv_context* device) {
+  auto& pd = pds_[device];
+  if (!pd) {
+    pd.reset(ibv_alloc_pd(device));
+    if (!pd) return Status::from_errno("ibv_alloc_pd");
+  }
+  return pd.get();
+}
+
+Result<const VerbsTableServer::Registration*> VerbsTableServer::registration_for(
+    ibv_context* device) {
+  for (const Registration& r : registrations_)
+    if (r.table == current_ && r.device == device) return &r;
+  auto pd = pd_for(device);
+  if (!pd.ok()) return pd.status();
+  // Remote read only: no peer can ever write the table.
+  ibv_mr* mr = ibv_reg_mr(*pd, const_cast<std::byte*>(current_->bytes.data()),
+                          current_->bytes.size(), IBV_ACCESS_REMOTE_READ);
+  if (!mr)
+    return Status::from_errno("register the " + std::to_string(current_->bytes.size() >> 20) +
+                              " MiB table with " + ibv_get_device_name(device->device));
+  registrations_.push_back({current_, device, verbs::MemoryRegion(mr), {}});
+  return &registrations_.back();
+}
+
+void VerbsTableServer::on_retire_timer(evutil_socket_t, short, void* arg) {
+  static_cast<VerbsTableServer*>(arg)->prune_retired();
+}
+
+// A replaced epoch stays registered while a client that was given it is
+// still connected, or until the grace period ends. After that its READs fail
+// with a remote access error, which the client reports as "epoch gone".
+void VerbsTableServer::prune_retired() {
+  const auto now = Clock::now();
+  std::erase_if(registrations_, [&](const Registration& r) {
+    if (r.retired_at == Clock::time_point{}) return false;
+    bool in_use = false;
+    for (const auto& [id, c] : connections_) in_use |= c->epoch == r.table->epoch();
+    return !in_use || now - r.retired_at >= limits_.retire_grace;
+  });
+}
+
+}  // namespace rrs

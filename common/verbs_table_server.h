@@ -1,0 +1,90 @@
+// TableServer over RDMA (rdmacm + one-sided READ). The table of each epoch is
+// registered once per device with IBV_ACCESS_REMOTE_READ only, shared by every
+// client; a client's CONNECT_REQUEST carries HELLO in its private data and the
+// accept answers with HELLO_OK + DESCRIPTOR (address, rkey, length, epoch).
+// After that the server's CPU does nothing per byte: clients READ directly.
+//
+// Driven by the caller's libevent loop (every method on that thread): the CM
+// event channel is a non-blocking fd, drained until EAGAIN on each wakeup.
+#pragma once
+
+#include <event2/event.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "common/endpoint.h"
+#include "common/transport.h"
+#include "common/verbs_owners.h"
+
+namespace rrs {
+
+struct VerbsServerLimits {
+  uint32_t max_in_flight = 16;  // READs a client may keep outstanding
+  // How long a replaced epoch stays registered for clients still reading it.
+  std::chrono::seconds retire_grace{60};
+};
+
+class VerbsTableServer final : public TableServer {
+ public:
+  // Binds and listens on `at` (an address of an RDMA-capable interface, or
+  // 0.0.0.0). Fails with a clear reason when there is no RDMA device.
+  static Result<std::unique_ptr<VerbsTableServer>> listen(event_base* base, const Endpoint& at,
+                                                          VerbsServerLimits limits = {});
+  ~VerbsTableServer() override;
+
+  Status publish(TablePtr table) override;
+  std::string address() const override { return bound_.to_string(); }
+  size_t client_count() const { return connections_.size(); }
+
+ private:
+  // One registration of one epoch's table on one device.
+  struct Registration {
+    TablePtr table;
+    ibv_context* device = nullptr;
+    verbs::MemoryRegion mr;
+    Clock::time_point retired_at{};  // zero while current
+  };
+  struct Connection {
+    verbs::CmId id;
+    verbs::CompletionQueue cq;
+    verbs::QueuePair qp;
+    uint64_t epoch = 0;
+    std::string peer;
+  };
+
+  VerbsTableServer(event_base* base, VerbsServerLimits limits) : base_(base), limits_(limits) {}
+  static void on_cm_readable(evutil_socket_t, short, void* arg);
+  static void on_retire_timer(evutil_socket_t, short, void* arg);
+  void handle(rdma_cm_event& ev);
+  void on_connect_request(rdma_cm_id* id, const rdma_conn_param& param);
+  // Authentication hook: decides, before the rkey is revealed, whether this
+  // peer may read the table. Today it admits every peer that speaks our
+  // protocol; the shared-secret challenge (a later stage) plugs in here.
+  bool admit(const rdma_cm_id* peer, const control::Hello& hello, std::string& why_not);
+  void reject(rdma_cm_id* id, control::ErrorCode code, const std::string& why);
+  void drop(rdma_cm_id* id, const char* reason);
+  // Gives up on a connection that failed while being set up.
+  void drop_new(std::unique_ptr<Connection> c, const char* step);
+  Result<ibv_pd*> pd_for(ibv_context* device);
+  Result<const Registration*> registration_for(ibv_context* device);
+  void prune_retired();
+
+  event_base* base_;
+  VerbsServerLimits limits_;
+  Endpoint bound_;
+  TablePtr current_;
+  // Declared in creation order; destroyed in reverse (connections first,
+  // event channel last), as rdma-core's examples clean up.
+  verbs::EventChannel channel_;
+  verbs::CmId listen_id_;
+  std::map<ibv_context*, verbs::ProtectionDomain> pds_;
+  std::vector<Registration> registrations_;
+  std::map<rdma_cm_id*, std::unique_ptr<Connection>> connections_;
+  std::unique_ptr<event, void (*)(event*)> cm_event_{nullptr, event_free};
+  std::unique_ptr<event, void (*)(event*)> retire_timer_{nullptr, event_free};
+};
+
+}  // namespace rrs
