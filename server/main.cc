@@ -81,8 +81,14 @@ int main(int argc, char** argv) {
   auto creds = load_credentials(config->redis_auth_file, kServerAuthEnv);
   if (!creds.ok()) return fail(creds.status());
 
-  // Build the table before listening: a client that starts first retries
-  // until --connect-timeout instead of seeing a half-built table.
+  // Listen first, so a taken port or a missing RDMA device is reported before
+  // a long snapshot. The loop does not run until the table is published:
+  // clients that connect early simply wait in the backlog (within their
+  // --connect-timeout), and never see a half-built table.
+  std::unique_ptr<event_base, void (*)(event_base*)> base(event_base_new(), event_base_free);
+  auto servers = start_servers(base.get(), *config);
+  if (!servers.ok()) return fail(servers.status());
+
   auto t0 = Clock::now();
   ScanSource source(config->redis, *creds, {config->scan_count});
   TableBuilder builder;
@@ -93,9 +99,6 @@ int main(int argc, char** argv) {
   if (!table.ok()) return fail(table.status());
   double build_s = seconds_since(t0);
 
-  std::unique_ptr<event_base, void (*)(event_base*)> base(event_base_new(), event_base_free);
-  auto servers = start_servers(base.get(), *config);
-  if (!servers.ok()) return fail(servers.status());
   std::string names;
   for (auto& [name, server] : *servers) {
     if (Status s = server->publish(*table); !s.ok()) return fail(s.wrap("publish over " + name));
