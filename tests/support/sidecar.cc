@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <sstream>
 
+#include "common/rdma_device.h"
 #include "tests/support/ports.h"
 
 namespace rrs::test {
@@ -22,19 +24,33 @@ constexpr const char* kClientBin =
     "";
 #endif
 
+bool names_transport(const std::vector<std::string>& args) {
+  return std::find(args.begin(), args.end(), "--transport") != args.end();
+}
+
 std::vector<std::string> server_argv(uint16_t port, const std::string& redis,
                                      std::vector<std::string> extra) {
-  std::vector<std::string> argv = {kServerBin, "--redis", redis, "--listen", "127.0.0.1",
+  std::vector<std::string> argv = {kServerBin, "--redis", redis, "--listen", sidecar_host(),
                                    "--port", std::to_string(port)};
-  if (std::find(extra.begin(), extra.end(), "--transport") == extra.end()) {
+  if (!names_transport(extra)) {
     argv.push_back("--transport");
-    argv.push_back("tcp");
+    argv.push_back(test_transport());
   }
   argv.insert(argv.end(), extra.begin(), extra.end());
   return argv;
 }
 
 }  // namespace
+
+std::string test_transport() {
+  const char* t = std::getenv("RRS_TEST_TRANSPORT");
+  return t && std::string(t) == "verbs" ? "verbs" : "tcp";
+}
+
+std::string sidecar_host() {
+  const char* a = std::getenv("RRS_VERBS_ADDR");
+  return test_transport() == "verbs" && a ? a : "127.0.0.1";
+}
 
 std::string server_binary() { return kServerBin; }
 std::string client_binary() { return kClientBin; }
@@ -110,8 +126,12 @@ ClientRun run_client(std::vector<std::string> args, Process::Env env,
 ClientRun sync_to(uint16_t server_port, const RedisProcess& target,
                   std::vector<std::string> extra, Process::Env env,
                   std::chrono::milliseconds timeout) {
-  std::vector<std::string> args = {"127.0.0.1", std::to_string(server_port), "--redis",
+  std::vector<std::string> args = {sidecar_host(), std::to_string(server_port), "--redis",
                                    target.address()};
+  if (!names_transport(extra)) {
+    args.push_back("--transport");
+    args.push_back(test_transport());
+  }
   args.insert(args.end(), extra.begin(), extra.end());
   return run_client(std::move(args), std::move(env), timeout);
 }
@@ -119,6 +139,10 @@ ClientRun sync_to(uint16_t server_port, const RedisProcess& target,
 void SidecarTest::SetUp() {
   if (server_binary().empty() || client_binary().empty())
     GTEST_SKIP() << "CMake defines no rdma-server/rdma-client target yet";
+  std::string why;
+  if (test_transport() == "verbs" && !rdma_device_active(why))
+    GTEST_SKIP() << "RRS_TEST_TRANSPORT=verbs but " << why
+                 << " (the Soft-RoCE suite runs these: bash tests/vm/run-in-vm.sh)";
 }
 
 }  // namespace rrs::test

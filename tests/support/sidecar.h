@@ -27,8 +27,17 @@ Fields parse_fields(const std::string& line);
 // A field as a number; nullopt if absent or not a number.
 std::optional<uint64_t> field_u64(const Fields& f, const std::string& key);
 
-// rdma-server on 127.0.0.1 at a free port reading `redis` ("HOST:PORT"), with
-// --transport tcp unless `extra` names a transport. `extra` goes last.
+// The transport the end-to-end tests run over: "tcp" unless
+// RRS_TEST_TRANSPORT=verbs (the Soft-RoCE suite, tests/vm/, sets it together
+// with RRS_VERBS_ADDR, the address of the rxe interface).
+std::string test_transport();
+// Where the sidecar listens and the client connects: 127.0.0.1 over TCP,
+// $RRS_VERBS_ADDR over verbs.
+std::string sidecar_host();
+
+// rdma-server on sidecar_host() at a free port reading `redis` ("HOST:PORT"),
+// with --transport test_transport() unless `extra` names a transport. `extra`
+// goes last.
 class SidecarServer {
  public:
   explicit SidecarServer(const std::string& redis, std::vector<std::string> extra = {},
@@ -67,13 +76,15 @@ struct ClientRun {
 ClientRun run_client(std::vector<std::string> args, Process::Env env = {},
                      std::chrono::milliseconds timeout = std::chrono::seconds(90));
 
-// rdma-client 127.0.0.1 <server_port> --redis <target> <extra...>
+// rdma-client <sidecar_host()> <server_port> --redis <target>
+//   [--transport test_transport() unless `extra` names one] <extra...>
 ClientRun sync_to(uint16_t server_port, const RedisProcess& target,
                   std::vector<std::string> extra = {}, Process::Env env = {},
                   std::chrono::milliseconds timeout = std::chrono::seconds(90));
 
 // Base fixture for tests of the shipped binaries: skips when CMake did not
-// define the rdma-server / rdma-client targets.
+// define the rdma-server / rdma-client targets, or when running over verbs
+// without an RDMA device (outside the Soft-RoCE VM).
 class SidecarTest : public ::testing::Test {
  protected:
   void SetUp() override;
