@@ -26,6 +26,9 @@ Options:
   --io-timeout SECS       longest wait for any answer once connected (default 30)
   --chunk-size BYTES      bytes per read, suffix k/M allowed (default 1M)
   --in-flight N           reads outstanding at once (default 8)
+  --retries N             reconnects after a lost connection (default 3); the
+                          sync resumes where it stopped if the server still
+                          serves the same epoch
   --transport auto|tcp|verbs
                           auto (default): verbs when a local RDMA device with
                           an active port reaches the server and it accepts
@@ -56,7 +59,8 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
                args.number("--connect-timeout", 0, 86400, connect_s) ||
                args.number("--io-timeout", 1, 86400, io_s) ||
                args.size("--chunk-size", 4096, control::kMaxReadLength, c.chunk_size) ||
-               args.number("--in-flight", 1, 1024, c.in_flight)) {
+               args.number("--in-flight", 1, 1024, c.in_flight) ||
+               args.number("--retries", 0, 1000, c.retries)) {
     } else if (args.flag("--flush") || args.flag("--merge")) {
       TargetPolicy p = args.previous() == "--flush" ? TargetPolicy::kFlush : TargetPolicy::kMerge;
       if (c.policy != TargetPolicy::kRequireEmpty && c.policy != p)

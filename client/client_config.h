@@ -32,6 +32,9 @@ struct ClientConfig {
   uint32_t chunk_size = 1u << 20;
   // --in-flight: READs outstanding at once (capped by what the server allows).
   uint32_t in_flight = 8;
+  // --retries: reconnects after a lost connection before giving up; the
+  // sync resumes where it stopped if the server still serves the same epoch.
+  uint32_t retries = 3;
   // --transport: auto (verbs if reachable, else TCP), tcp, or verbs.
   std::string transport = "auto";
   // --quiet: no progress output, only the summary and errors.

@@ -47,7 +47,13 @@ int run_full_sync(const ClientConfig& config) {
   auto reader = connect_transport(config, t0 + config.connect_timeout);
   if (!reader.ok()) return fail(reader.status());
   BlockingQueue<RecordBatch> queue(8);
-  TableFetcher fetcher(**reader, {config.chunk_size, config.in_flight, io_timeout, 8}, queue);
+  FetchOptions fetch;
+  fetch.chunk_size = config.chunk_size;
+  fetch.in_flight = config.in_flight;
+  fetch.io_timeout = io_timeout;
+  fetch.retries = config.retries;
+  fetch.reconnect_timeout = std::chrono::milliseconds(config.connect_timeout);
+  TableFetcher fetcher(**reader, fetch, queue);
   auto info = fetcher.open();
   if (!info.ok()) return fail(info.status());
   const table::Header& h = info->header;

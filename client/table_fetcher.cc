@@ -4,6 +4,8 @@
 #include <cstring>
 #include <deque>
 
+#include "common/log.h"
+
 namespace rrs {
 namespace {
 
@@ -90,9 +92,19 @@ Status TableFetcher::stream(size_t count, const std::function<Range(size_t)>& pl
       window.push_back({next, r.length, std::move(lease)});
       ++next;
     }
-    if (!batch.empty()) RRS_RETURN_IF_ERROR(reader_.post_reads(batch));
     completed.clear();
-    RRS_RETURN_IF_ERROR(reader_.poll(completed, opts_.io_timeout));
+    Status io = batch.empty() ? Status() : reader_.post_reads(batch);
+    if (io.ok()) io = reader_.poll(completed, opts_.io_timeout);
+    if (!io.ok()) {
+      // Reads in flight are lost with the connection; what was delivered is
+      // validated and stays. Reconnect and go on from the first read not
+      // delivered, if the server still serves the same epoch.
+      if (io.kind() != ErrorKind::kUnavailable) return io;
+      RRS_RETURN_IF_ERROR(reconnect(io));
+      next = window.empty() ? next : window.front().i;
+      window.clear();
+      continue;
+    }
     for (uint64_t id : completed) {
       if (id < window.front().i || id - window.front().i >= window.size())
         return Status::error("fetch table", "completion for a read that is not in flight");
@@ -106,6 +118,26 @@ Status TableFetcher::stream(size_t count, const std::function<Range(size_t)>& pl
       if (cancelled_) return cancelled();
     }
   }
+  return {};
+}
+
+Status TableFetcher::reconnect(const Status& cause) {
+  if (retries_left_ == 0)
+    return cause.wrap("fetch table (no --retries left)");
+  --retries_left_;
+  log::warn(cause.message() + "; reconnecting (" + std::to_string(retries_left_) +
+            " retries left after this one)");
+  RRS_RETURN_IF_ERROR(reader_.connect(Clock::now() + opts_.reconnect_timeout)
+                          .wrap("reconnect to rdma-server"));
+  uint64_t epoch = reader_.descriptor().epoch;
+  if (epoch != info_.header.epoch)
+    return Status::error("resume the sync",
+                         "the server now serves epoch " + std::to_string(epoch) + ", not " +
+                             std::to_string(info_.header.epoch) +
+                             "; what was loaded so far is from the old snapshot: run the client "
+                             "again with --flush to load the new one")
+        .as(ErrorKind::kUnavailable);
+  log::info("reconnected; resuming epoch " + std::to_string(epoch));
   return {};
 }
 

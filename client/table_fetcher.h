@@ -29,12 +29,15 @@ struct FetchOptions {
   uint32_t in_flight = 8;
   std::chrono::milliseconds io_timeout{30000};
   size_t queue_depth = 8;
+  // Reconnects allowed after a lost connection (--retries), and how long each may take.
+  uint32_t retries = 3;
+  std::chrono::milliseconds reconnect_timeout{30000};
 };
 
 class TableFetcher {
  public:
   TableFetcher(TableReader& reader, FetchOptions opts, BlockingQueue<RecordBatch>& out)
-      : reader_(reader), opts_(opts), out_(out) {}
+      : reader_(reader), opts_(opts), out_(out), retries_left_(opts.retries) {}
 
   // Reads and validates the header and DB directory (the reader is connected).
   Result<TableInfo> open();
@@ -60,6 +63,9 @@ class TableFetcher {
   // Reads `count` ranges with up to in_flight outstanding and hands each
   // completed one to `done`, in order.
   Status stream(size_t count, const std::function<Range(size_t)>& plan, const DoneFn& done);
+  // After a lost connection: reconnects if retries are left and the epoch is
+  // the same, else returns why not.
+  Status reconnect(const Status& cause);
   // Reads [offset, offset+dst.size()) of any length into `dst`.
   Status read_into(uint64_t offset, std::span<std::byte> dst);
 
@@ -82,6 +88,7 @@ class TableFetcher {
   std::vector<RecordFailure> failures_;
   std::atomic<uint64_t> bytes_read_{0};
   std::atomic<bool> cancelled_{false};
+  uint32_t retries_left_ = 0;
 };
 
 }  // namespace rrs

@@ -20,6 +20,9 @@ TcpTableReader::TcpTableReader(Endpoint server, std::chrono::milliseconds io_tim
     : server_(std::move(server)), io_timeout_(io_timeout) {}
 
 Status TcpTableReader::connect(Clock::time_point deadline) {
+  fd_.reset();
+  out_.clear();
+  pending_.clear();  // reads of a previous connection are lost with it
   auto backoff = std::chrono::milliseconds(100);
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());

@@ -224,6 +224,11 @@ void TcpTableServer::drop(Client* c) {
   if (clients_.erase(c)) delete c;
 }
 
+void TcpTableServer::disconnect_all() {
+  for (Client* c : clients_) delete c;
+  clients_.clear();
+}
+
 Status TcpTableServer::publish(TablePtr table) {
   table_ = std::move(table);
   return {};

@@ -33,6 +33,7 @@ class TcpTableServer final : public TableServer {
 
   Status publish(TablePtr table) override;
   std::string address() const override { return bound_.to_string(); }
+  void disconnect_all() override;
   uint16_t port() const { return bound_.port; }
   size_t client_count() const { return clients_.size(); }
 

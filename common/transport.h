@@ -34,6 +34,8 @@ class TableServer {
   virtual Status publish(TablePtr table) = 0;
   // "ADDR:PORT" clients connect to, for the ready line.
   virtual std::string address() const = 0;
+  // Closes every client connection (clients may reconnect). Loop thread only.
+  virtual void disconnect_all() = 0;
 };
 
 // Client side. One thread drives a reader; it is not thread safe.

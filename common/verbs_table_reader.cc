@@ -103,6 +103,7 @@ Status VerbsTableReader::attempt(Clock::time_point deadline, bool& retryable) {
     return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
                     std::chrono::milliseconds(kResolveTimeoutMs));
   };
+  close();  // a previous connection's objects, in order
   channel_.reset(rdma_create_event_channel());
   if (!channel_) return Status::from_errno("rdma_create_event_channel");
   set_nonblocking(channel_->fd);

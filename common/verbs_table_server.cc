@@ -207,6 +207,12 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
   connections_.emplace(id, std::move(c));
 }
 
+void VerbsTableServer::disconnect_all() {
+  for (auto& [id, c] : connections_) rdma_disconnect(id);
+  connections_.clear();
+  prune_retired();
+}
+
 void VerbsTableServer::drop_new(std::unique_ptr<Connection> c, const char* step) {
   log::error("verbs client " + c->peer + ": " + step + ": " + std::strerror(errno));
   rdma_reject(c->id.get(), nullptr, 0);

@@ -37,6 +37,7 @@ class VerbsTableServer final : public TableServer {
 
   Status publish(TablePtr table) override;
   std::string address() const override { return bound_.to_string(); }
+  void disconnect_all() override;
   size_t client_count() const { return connections_.size(); }
 
  private:

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Boots Debian's stock kernel (installed by install-vm-deps.sh) under QEMU/TCG
+# with virtme-ng, over the host's own root file system, brings up Soft-RoCE in
+# the guest (guest-setup.sh) and runs COMMAND there, as root, in the current
+# directory. /tmp and the repository are shared read-write with the host.
+#
+#   bash tests/vm/run-in-vm.sh [--timeout SECS] [--memory SIZE] [--cpus N] -- COMMAND...
+#
+# COMMAND's words are passed as they are (no shell re-parsing); use
+# `-- bash -c '...'` for a pipeline. RRS_*, GTEST_* and CTEST_* variables of
+# the caller are passed into the guest.
+#
+# Exit status: COMMAND's; 124 if COMMAND (or the whole VM) ran out of time;
+# 125 if the VM did not boot, or the guest setup failed, so that "the tests
+# failed" and "there was nothing to run them on" never look alike.
+#
+# Knobs (environment): RRS_VM_KERNEL (a vmlinuz; default the newest
+# /boot/vmlinuz-*-amd64), RRS_VM_BOOT_TIMEOUT (s, default 300),
+# RRS_VM_VERBOSE=1 (show the guest kernel's console).
+set -uo pipefail
+
+EXIT_TIMEOUT=124
+EXIT_NO_VM=125
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+
+cmd_timeout=600
+memory=2G
+cpus=2
+boot_timeout=${RRS_VM_BOOT_TIMEOUT:-300}
+
+say() { echo "run-in-vm: $*" >&2; }
+usage() { sed -n '7,8p' "${BASH_SOURCE[0]}" | sed 's/^# *//' >&2; exit 2; }
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    --timeout) [ $# -ge 2 ] || usage; cmd_timeout=$2; shift 2 ;;
+    --timeout=*) cmd_timeout=${1#*=}; shift ;;
+    --memory) [ $# -ge 2 ] || usage; memory=$2; shift 2 ;;
+    --cpus) [ $# -ge 2 ] || usage; cpus=$2; shift 2 ;;
+    --) shift; break ;;
+    -h|--help) usage ;;
+    *) say "unexpected argument '$1' (COMMAND goes after --)"; usage ;;
+  esac
+done
+[ $# -gt 0 ] || { say "no COMMAND given"; usage; }
+[[ $cmd_timeout =~ ^[1-9][0-9]*$ ]] || { say "--timeout wants whole seconds > 0, got '$cmd_timeout'"; exit 2; }
+
+command -v vng >/dev/null || { say "vng not found: run tests/vm/install-vm-deps.sh first"; exit $EXIT_NO_VM; }
+if [ -n "${RRS_VM_KERNEL:-}" ]; then
+  kernel=$RRS_VM_KERNEL
+else
+  # Newest by version order: linux-image-amd64 may leave older kernels behind.
+  kernel=$(ls /boot/vmlinuz-*-amd64 2>/dev/null | sort -V | tail -n 1)
+fi
+[ -n "$kernel" ] && [ -r "$kernel" ] ||
+  { say "no readable kernel (/boot/vmlinuz-*-amd64): run tests/vm/install-vm-deps.sh first"; exit $EXIT_NO_VM; }
+kver=${kernel##*/vmlinuz-}
+[ -d "/lib/modules/$kver" ] || { say "no /lib/modules/$kver for $kernel"; exit $EXIT_NO_VM; }
+
+# The guest reports back through files in a directory on the shared /tmp:
+# vng's own exit status is not a reliable carrier of COMMAND's.
+state=$(mktemp -d /tmp/rrs-vm.XXXXXX)
+trap 'rm -rf "$state"' EXIT
+
+printf '%q ' "$@" >"$state/cmd"
+env | grep -E '^(RRS|GTEST|CTEST)_[A-Za-z0-9_]*=' | grep -v '^RRS_VERBS_' |
+  while IFS= read -r kv; do printf 'export %q\n' "$kv"; done >"$state/env"
+
+q() { printf '%q' "$1"; }
+# The guest's only program: setup, then COMMAND under its own timeout.
+cat >"$state/guest.sh" <<EOF
+echo "\$(cut -d' ' -f1 /proc/uptime)" >$state/booted
+cd $(q "$PWD") || exit $EXIT_NO_VM
+. $state/env
+bash $(q "$here/guest-setup.sh") bash $state/command.sh
+rc=\$?
+[ -e $state/setup-done ] || echo setup >$state/failed
+exit \$rc
+EOF
+# Run by guest-setup.sh once rxe0 is up, with RRS_VERBS_ADDR exported.
+cat >"$state/command.sh" <<EOF
+touch $state/setup-done
+start=\$SECONDS
+timeout -k 10 $cmd_timeout $(cat "$state/cmd")
+rc=\$?
+echo "\$rc \$((SECONDS - start))" >$state/status
+exit \$rc
+EOF
+
+host_timeout=$((cmd_timeout + boot_timeout + 120))
+vng_args=(
+  # TCG: nested KVM hangs at kernel start on these machines.
+  --disable-kvm
+  # virtiofsd fails to start here and vng waits 3 s per share before
+  # falling back to 9p: go straight to 9p.
+  --force-9p
+  --run "$kernel" --memory "$memory" --cpus "$cpus" --user root
+  --rwdir /tmp --rwdir "$repo"
+)
+[ -n "${RRS_VM_VERBOSE:-}" ] && vng_args+=(--verbose)
+[[ $PWD == "$repo" || $PWD == "$repo"/* || $PWD == /tmp* ]] ||
+  say "note: $PWD is read-only in the guest (only /tmp and $repo are writable)"
+
+say "kernel $kernel, $cpus CPUs, $memory, TCG; COMMAND timeout ${cmd_timeout}s, whole VM ${host_timeout}s"
+say "running: $*"
+t0=$(date +%s.%N)
+# QEMU opens /proc/self/fd/1 and /proc/self/fd/2 with O_TRUNC: when they are
+# files (a CI log) it would wipe what was written before. Hand it pipes.
+timeout -k 10 "$host_timeout" vng "${vng_args[@]}" -- "bash $state/guest.sh" \
+  </dev/null > >(cat) 2> >(cat >&2) &
+vng_pid=$!
+# Forward an interrupt (ctest's timeout, ^C) so QEMU does not outlive us.
+trap 'kill -TERM $vng_pid 2>/dev/null; wait $vng_pid; exit 130' INT TERM
+
+elapsed() { echo "$(date +%s.%N) $t0" | awk '{printf "%.1f", $1 - $2}'; }
+announced=""
+while kill -0 "$vng_pid" 2>/dev/null; do
+  if [ -z "$announced" ] && [ -s "$state/booted" ]; then
+    say "VM up after $(elapsed)s (guest kernel uptime $(cat "$state/booted")s); setting up rxe0"
+    announced=1
+  fi
+  sleep 0.2
+done
+wait "$vng_pid"
+vng_rc=$?
+total=$(elapsed)
+
+if [ ! -s "$state/booted" ]; then
+  [ "$vng_rc" -eq 124 ] && say "VM did not boot within ${host_timeout}s" ||
+    say "VM failed to boot (vng status $vng_rc after ${total}s; RRS_VM_VERBOSE=1 shows the console)"
+  exit $EXIT_NO_VM
+fi
+if [ -e "$state/failed" ]; then
+  say "guest setup failed (see guest-setup's message above) after ${total}s"
+  exit $EXIT_NO_VM
+fi
+if [ ! -s "$state/status" ]; then
+  if [ "$vng_rc" -eq 124 ]; then
+    say "TIMEOUT: the VM was stopped after ${host_timeout}s without COMMAND finishing"
+    exit $EXIT_TIMEOUT
+  fi
+  say "COMMAND left no status (guest crashed? vng status $vng_rc after ${total}s)"
+  exit $EXIT_NO_VM
+fi
+read -r rc ran <"$state/status"
+if [ "$rc" -eq 124 ] || { [ "$rc" -eq 137 ] && [ "$ran" -ge "$cmd_timeout" ]; }; then
+  say "TIMEOUT: COMMAND killed after ${ran}s (--timeout $cmd_timeout); total ${total}s"
+  exit $EXIT_TIMEOUT
+fi
+say "COMMAND exited $rc after ${ran}s in the guest; total ${total}s"
+exit "$rc"
