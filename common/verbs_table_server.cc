@@ -199,9 +199,10 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
   rdma_conn_param cp{};
   cp.private_data = data.data();
   cp.private_data_len = static_cast<uint8_t>(data.size());
-  // We answer READs (responder); we never issue them.
+  // We answer READs (responder); we never issue them. In a CONNECT_REQUEST,
+  // responder_resources is what the peer asks of us (its initiator depth).
   cp.responder_resources =
-      static_cast<uint8_t>(std::min<int>(param.initiator_depth, dev.max_qp_rd_atom));
+      static_cast<uint8_t>(std::min<int>(param.responder_resources, dev.max_qp_rd_atom));
   cp.initiator_depth = 0;
   if (rdma_accept(id, &cp) != 0) return drop_new(std::move(c), "rdma_accept");
   connections_.emplace(id, std::move(c));
