@@ -231,11 +231,12 @@ bool Process::running() const {
 }
 
 std::optional<std::string> Process::wait_for_line(std::string_view needle,
-                                                  std::chrono::milliseconds timeout) {
+                                                  std::chrono::milliseconds timeout,
+                                                  Stream stream) {
   std::unique_lock lock(state_->mu);
   std::optional<std::string> found;
   auto search = [&] {
-    const std::string& out = state_->out;
+    const std::string& out = stream == Stream::kStdout ? state_->out : state_->err;
     size_t start = 0;
     for (;;) {
       size_t end = out.find('\n', start);

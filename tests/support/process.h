@@ -47,10 +47,12 @@ class Process {
   // True until the child has exited (or if spawning failed: false).
   bool running() const;
 
-  // Waits until a whole stdout line contains `needle` and returns that line
-  // (without '\n'); nullopt if the child exits or `timeout` passes first.
+  // Waits until a whole stdout (or stderr) line contains `needle` and returns
+  // that line (without '\n'); nullopt if the child exits or `timeout` passes first.
+  enum class Stream { kStdout, kStderr };
   std::optional<std::string> wait_for_line(std::string_view needle,
-                                           std::chrono::milliseconds timeout);
+                                           std::chrono::milliseconds timeout,
+                                           Stream stream = Stream::kStdout);
 
   // Waits for exit and returns the exit code. On timeout, records a gtest
   // failure naming the command, kills the child, and returns kTimedOut.

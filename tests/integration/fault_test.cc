@@ -1,0 +1,82 @@
+// Several replicas at once, and a sidecar that dies under a client: over
+// whichever transport the run uses (RRS_TEST_TRANSPORT).
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <thread>
+
+#include "tests/support/dataset.h"
+#include "tests/support/redis_process.h"
+#include "tests/support/sidecar.h"
+
+namespace rrs::test {
+namespace {
+
+class FaultTest : public SidecarTest {
+ protected:
+  void SetUp() override {
+    SidecarTest::SetUp();
+    if (IsSkipped()) return;
+    ASSERT_TRUE(master_.started()) << master_.start_error();
+  }
+  RedisProcess master_;
+};
+
+TEST_F(FaultTest, FourClientsSyncAtOnce) {
+  fill_strings(master_, 0, "k:", 2000, 1000);
+  fill_strings(master_, 2, "big:", 3, 300000);  // heap records
+  SidecarServer server(master_.address());
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+
+  std::vector<std::unique_ptr<RedisProcess>> replicas;
+  for (int i = 0; i < 4; ++i) {
+    replicas.push_back(std::make_unique<RedisProcess>());
+    ASSERT_TRUE(replicas.back()->started()) << replicas.back()->start_error();
+  }
+  std::vector<ClientRun> runs(replicas.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < replicas.size(); ++i)
+    threads.emplace_back([&, i] { runs[i] = sync_to(server.port(), *replicas[i]); });
+  for (auto& t : threads) t.join();
+  const std::string want = master_.digest();
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    EXPECT_EQ(runs[i].exit_code, 0) << runs[i].describe();
+    EXPECT_EQ(replicas[i]->digest(), want) << "replica " << i;
+  }
+}
+
+// The client must report a dead sidecar, within its timeouts, never hang.
+// CLIENT PAUSE WRITE on the target holds the loader, so the fetcher stops
+// reading with most of the table still unread when the sidecar is killed
+// (the table is larger than the loader's 8 MiB output buffer plus read-ahead).
+TEST_F(FaultTest, ServerKilledMidTransferIsReportedNotHung) {
+  fill_strings(master_, 0, "k:", 25000, 1000);
+  RedisProcess replica;
+  ASSERT_TRUE(replica.started()) << replica.start_error();
+  SidecarServer server(master_.address());
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+
+  replica.run({"CLIENT", "PAUSE", "20000", "WRITE"});
+  std::vector<std::string> args = {sidecar_host(), std::to_string(server.port()),
+                                   "--redis", replica.address(),
+                                   "--transport", test_transport(),
+                                   "--chunk-size", "64k", "--in-flight", "2",
+                                   "--connect-timeout", "3", "--retries", "1"};
+  args.insert(args.begin(), client_binary());
+  Process client(args);
+  ASSERT_TRUE(client.wait_for_line("table epoch", std::chrono::seconds(30),
+                                   Process::Stream::kStderr))
+      << client.describe();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // read-ahead fills up
+  server.process().signal(SIGKILL);
+  replica.run({"CLIENT", "UNPAUSE"});
+
+  auto t0 = std::chrono::steady_clock::now();
+  int code = client.wait(std::chrono::seconds(60));
+  EXPECT_EQ(code, 3) << client.describe();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30)) << client.describe();
+  EXPECT_NE(client.stderr_text().find("reconnect"), std::string::npos) << client.describe();
+}
+
+}  // namespace
+}  // namespace rrs::test
