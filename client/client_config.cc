@@ -33,6 +33,9 @@ Options:
                           auto (default): verbs when a local RDMA device with
                           an active port reaches the server and it accepts
                           RDMA connections, else TCP; says which and why
+  --no-load               fetch and validate the whole table but load nothing;
+                          prints `fetched keys=N table_bytes=B ... MBps=X`
+                          (the transfer alone, no Redis needed)
   --quiet                 no progress output
   -h, --help              this text
 
@@ -72,6 +75,8 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
       c.transport = v;
     } else if (args.flag("--quiet")) {
       c.quiet = true;
+    } else if (args.flag("--no-load")) {
+      c.no_load = true;
     } else if (args.is_flag()) {
       args.unknown();
     } else {

@@ -37,6 +37,8 @@ struct ClientConfig {
   uint32_t retries = 3;
   // --transport: auto (verbs if reachable, else TCP), tcp, or verbs.
   std::string transport = "auto";
+  // --no-load: fetch and validate the table, load nothing (transfer alone).
+  bool no_load = false;
   // --quiet: no progress output, only the summary and errors.
   bool quiet = false;
   bool help = false;

@@ -34,10 +34,57 @@ std::string db_counts(const LoadStats& st) {
   return out.empty() ? "-" : out;
 }
 
+FetchOptions fetch_options(const ClientConfig& config) {
+  FetchOptions fetch;
+  fetch.chunk_size = config.chunk_size;
+  fetch.in_flight = config.in_flight;
+  fetch.io_timeout = std::chrono::milliseconds(config.io_timeout);
+  fetch.retries = config.retries;
+  fetch.reconnect_timeout = std::chrono::milliseconds(config.connect_timeout);
+  return fetch;
+}
+
+void log_table(const table::Header& h) {
+  log::info("table epoch " + std::to_string(h.epoch) + ": " + std::to_string(h.record_count) +
+            " keys in " + std::to_string(h.db_count) + " DBs, " +
+            std::to_string(h.total_size) + " bytes, slot size " + std::to_string(h.slot_size) +
+            ", from Redis " + h.redis_version + " (RDB " + std::to_string(h.rdb_version) + ")");
+}
+
+// --no-load: fetch and validate every record, load nothing. Measures the
+// transfer alone and checks a table end to end without touching a Redis.
+int run_fetch_only(const ClientConfig& config, Clock::time_point t0) {
+  auto reader = connect_transport(config, t0 + config.connect_timeout);
+  if (!reader.ok()) return fail(reader.status());
+  BlockingQueue<RecordBatch> queue(8);
+  TableFetcher fetcher(**reader, fetch_options(config), queue);
+  auto info = fetcher.open();
+  if (!info.ok()) return fail(info.status());
+  log_table(info->header);
+  const auto t_fetch = Clock::now();
+  Status fetch_status;
+  std::thread fetch_thread([&] { fetch_status = fetcher.run(); });
+  uint64_t records = 0;
+  while (auto batch = queue.pop()) records += batch->records.size();
+  fetch_thread.join();
+  if (!fetch_status.ok()) return fail(fetch_status.wrap("fetch table"));
+  const double secs = seconds_since(t_fetch);
+  for (const RecordFailure& f : fetcher.failures())
+    log::error("record " + std::to_string(f.index) + " failed validation: " + f.reason);
+  std::printf("fetched keys=%llu table_bytes=%llu failed=%zu seconds=%.3f MBps=%.1f epoch=%llu\n",
+              static_cast<unsigned long long>(records),
+              static_cast<unsigned long long>(fetcher.bytes_read()), fetcher.failures().size(),
+              secs, static_cast<double>(fetcher.bytes_read()) / 1e6 / secs,
+              static_cast<unsigned long long>(info->header.epoch));
+  std::fflush(stdout);
+  return fetcher.failures().empty() ? exit_code::kOk : exit_code::kPartial;
+}
+
 }  // namespace
 
 int run_full_sync(const ClientConfig& config) {
   const auto t0 = Clock::now();
+  if (config.no_load) return run_fetch_only(config, t0);
   auto creds = load_credentials(config.redis_auth_file, kClientAuthEnv);
   if (!creds.ok()) return fail(creds.status());
   auto io_timeout = std::chrono::milliseconds(config.io_timeout);
@@ -47,20 +94,11 @@ int run_full_sync(const ClientConfig& config) {
   auto reader = connect_transport(config, t0 + config.connect_timeout);
   if (!reader.ok()) return fail(reader.status());
   BlockingQueue<RecordBatch> queue(8);
-  FetchOptions fetch;
-  fetch.chunk_size = config.chunk_size;
-  fetch.in_flight = config.in_flight;
-  fetch.io_timeout = io_timeout;
-  fetch.retries = config.retries;
-  fetch.reconnect_timeout = std::chrono::milliseconds(config.connect_timeout);
-  TableFetcher fetcher(**reader, fetch, queue);
+  TableFetcher fetcher(**reader, fetch_options(config), queue);
   auto info = fetcher.open();
   if (!info.ok()) return fail(info.status());
   const table::Header& h = info->header;
-  log::info("table epoch " + std::to_string(h.epoch) + ": " + std::to_string(h.record_count) +
-            " keys in " + std::to_string(h.db_count) + " DBs, " +
-            std::to_string(h.total_size) + " bytes, slot size " + std::to_string(h.slot_size) +
-            ", from Redis " + h.redis_version + " (RDB " + std::to_string(h.rdb_version) + ")");
+  log_table(h);
 
   if (Status s = loader->prepare(*info, config.policy); !s.ok()) {
     log::error(s.message());

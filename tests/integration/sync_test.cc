@@ -123,3 +123,20 @@ TEST_F(SyncTest, KeyExpiredBetweenSnapshotAndLoadIsSkipped) {
 
 }  // namespace
 }  // namespace rrs::test
+
+namespace rrs::test {
+namespace {
+
+TEST_F(SyncTest, NoLoadValidatesTheTableAndWritesNothing) {
+  fill_strings(master_, 0, "k:", 300, 2000);
+  SidecarServer server(master_.address());
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  ClientRun run = run_client({sidecar_host(), std::to_string(server.port()), "--transport",
+                              test_transport(), "--no-load", "--redis", "127.0.0.1:1"});
+  EXPECT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_NE(run.out.find("fetched keys=300 "), std::string::npos) << run.describe();
+  EXPECT_EQ(total_keys(replica_.keyspace()), 0u);
+}
+
+}  // namespace
+}  // namespace rrs::test
