@@ -140,9 +140,11 @@ void SidecarTest::SetUp() {
   if (server_binary().empty() || client_binary().empty())
     GTEST_SKIP() << "CMake defines no rdma-server/rdma-client target yet";
   std::string why;
-  if (test_transport() == "verbs" && !rdma_device_active(why))
+  if (test_transport() == "verbs" && !rdma_device_active(why)) {
+    if (std::getenv("RRS_REQUIRE_VERBS")) FAIL() << "RRS_REQUIRE_VERBS is set but " << why;
     GTEST_SKIP() << "RRS_TEST_TRANSPORT=verbs but " << why
                  << " (the Soft-RoCE suite runs these: bash tests/vm/run-in-vm.sh)";
+  }
 }
 
 }  // namespace rrs::test

@@ -190,7 +190,10 @@ class TransportConformance : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     if (GetParam() == "verbs") {
       std::string why;
-      if (!rdma_device_active(why) || verbs_address().empty())
+      bool usable = rdma_device_active(why) && !verbs_address().empty();
+      if (!usable && std::getenv("RRS_REQUIRE_VERBS"))
+        FAIL() << "RRS_REQUIRE_VERBS is set but " << (verbs_address().empty() ? "RRS_VERBS_ADDR is not set" : why);
+      if (!usable)
         GTEST_SKIP() << "verbs: " << (verbs_address().empty() ? "RRS_VERBS_ADDR is not set" : why)
                      << " (the Soft-RoCE suite runs these: bash tests/vm/run-in-vm.sh)";
     }

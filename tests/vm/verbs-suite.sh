@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The Soft-RoCE suite. Runs INSIDE the VM, after guest-setup.sh brought up
+# rxe0 and exported RRS_VERBS_ADDR:
+#
+#   bash tests/vm/run-in-vm.sh --timeout 1800 -- bash tests/vm/verbs-suite.sh [build-dir]
+#
+# The verbs half of the transport conformance suite, then the end-to-end tests
+# of the shipped binaries over verbs (RRS_TEST_TRANSPORT=verbs): every type,
+# TTLs, DBs, big values, digests equal; targets; auth; four clients at once; a
+# sidecar killed mid-transfer. RRS_REQUIRE_VERBS=1 turns "no RDMA device"
+# skips into failures: here a skip would hide a broken setup.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+export RRS_TEST_TRANSPORT=verbs RRS_REQUIRE_VERBS=1
+: "${RRS_VERBS_ADDR:?run me through tests/vm/run-in-vm.sh (guest-setup.sh sets RRS_VERBS_ADDR)}"
+
+failed=()
+run() {
+  echo "== $*"
+  local t0=$SECONDS
+  timeout 900 "$@" --gtest_brief=1 || failed+=("$(basename "$1")")
+  echo "   ($((SECONDS - t0)) s)"
+}
+
+run "$build/tests/unit/transport_conformance_test" --gtest_filter='*/verbs'
+for t in sync_test target_policy_test auth_test fault_test; do
+  run "$build/tests/integration/$t"
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "verbs-suite: FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+echo "verbs-suite: all passed"
