@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Builds everything with warnings as errors and runs every test (unit,
-# transport conformance, integration with real redis-server processes).
+# Builds everything with warnings as errors and runs every test: unit,
+# transport conformance, integration with real redis-server processes, then
+# the Soft-RoCE suite (verbs for real, on rxe in a small VM; tests/vm/).
 # Usage: bash tests/run.sh [build-dir]
+# RRS_SKIP_VM=1 leaves out the Soft-RoCE suite (about 6 minutes) for quick
+# local runs; CI always runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -12,3 +15,10 @@ cmake --build "$build"
 # Integration tests start many redis-server processes; two at a time suits a
 # 2-core machine without making the run take long.
 ctest --test-dir "$build" --output-on-failure -j 2
+
+if [ "${RRS_SKIP_VM:-}" = 1 ]; then
+  echo "tests/run.sh: RRS_SKIP_VM=1: the Soft-RoCE suite was NOT run" >&2
+  exit 0
+fi
+bash tests/vm/install-vm-deps.sh
+bash tests/vm/run-in-vm.sh --timeout 2400 -- bash tests/vm/verbs-suite.sh "$build"
