@@ -3,7 +3,7 @@
 # perftest's ib_read_bw server and client on one verbs device (loopback
 # through it, as in the VM) and prints one line per run:
 #
-#   ib_read_bw size=1048576 iters=200 run=1 avg_MBps=31.52 peak_MBps=39.76
+#   ib_read_bw size=1048576 iters=200 run=1 avg_MBps=31.52 peak_MBps=39.76 wall_s=10
 #
 #   bash tests/vm/ib-read-bw.sh [-s BYTES] [-n ITERS] [-r RUNS] [-- EXTRA ib_read_bw FLAGS]
 #
@@ -34,15 +34,16 @@ trap 'rm -rf "$log"' EXIT
 
 status=0
 for ((r = 1; r <= runs; r++)); do
-  timeout "$per_run_timeout" ib_read_bw "${flags[@]}" >"$log/server" 2>&1 &
+  t0=$SECONDS
+  # Line-buffered so that its "Waiting for client" shows once it listens;
+  # a client started before that fails with "Couldn't connect".
+  timeout -k 5 "$per_run_timeout" stdbuf -oL ib_read_bw "${flags[@]}" >"$log/server" 2>&1 &
   server=$!
-  # The server prints this once its socket listens; the client would fail
-  # with "Couldn't connect" before that.
-  for _ in $(seq 100); do
+  for _ in $(seq 300); do
     grep -q 'Waiting for client' "$log/server" 2>/dev/null && break
     sleep 0.1
   done
-  timeout "$per_run_timeout" ib_read_bw "${flags[@]}" "$addr" >"$log/client" 2>&1
+  timeout -k 5 "$per_run_timeout" ib_read_bw "${flags[@]}" "$addr" >"$log/client" 2>&1
   crc=$?
   wait "$server"
   src=$?
@@ -54,6 +55,6 @@ for ((r = 1; r <= runs; r++)); do
     status=1
     continue
   fi
-  echo "ib_read_bw size=$b iters=$it run=$r avg_MBps=$avg peak_MBps=$peak"
+  echo "ib_read_bw size=$b iters=$it run=$r avg_MBps=$avg peak_MBps=$peak wall_s=$((SECONDS - t0))"
 done
 exit "$status"
