@@ -51,21 +51,41 @@ void log_table(const table::Header& h) {
             ", from Redis " + h.redis_version + " (RDB " + std::to_string(h.rdb_version) + ")");
 }
 
+// The sidecar's table, connected and its header and directory validated; the
+// fetcher streams the records into `queue` once run on a thread.
+struct RemoteTable {
+  std::unique_ptr<TableReader> reader;
+  BlockingQueue<RecordBatch> queue{8};
+  std::unique_ptr<TableFetcher> fetcher;
+  TableInfo info;
+};
+
+Result<std::unique_ptr<RemoteTable>> open_remote_table(const ClientConfig& config,
+                                                       Clock::time_point t0) {
+  auto t = std::make_unique<RemoteTable>();
+  auto reader = connect_transport(config, t0 + config.connect_timeout);
+  if (!reader.ok()) return reader.status();
+  t->reader = std::move(*reader);
+  t->fetcher = std::make_unique<TableFetcher>(*t->reader, fetch_options(config), t->queue);
+  auto info = t->fetcher->open();
+  if (!info.ok()) return info.status();
+  t->info = std::move(*info);
+  log_table(t->info.header);
+  return t;
+}
+
 // --no-load: fetch and validate every record, load nothing. Measures the
 // transfer alone and checks a table end to end without touching a Redis.
 int run_fetch_only(const ClientConfig& config, Clock::time_point t0) {
-  auto reader = connect_transport(config, t0 + config.connect_timeout);
-  if (!reader.ok()) return fail(reader.status());
-  BlockingQueue<RecordBatch> queue(8);
-  TableFetcher fetcher(**reader, fetch_options(config), queue);
-  auto info = fetcher.open();
-  if (!info.ok()) return fail(info.status());
-  log_table(info->header);
+  auto remote = open_remote_table(config, t0);
+  if (!remote.ok()) return fail(remote.status());
+  TableFetcher& fetcher = *(*remote)->fetcher;
+  const TableInfo& info = (*remote)->info;
   const auto t_fetch = Clock::now();
   Status fetch_status;
   std::thread fetch_thread([&] { fetch_status = fetcher.run(); });
   uint64_t records = 0;
-  while (auto batch = queue.pop()) records += batch->records.size();
+  while (auto batch = (*remote)->queue.pop()) records += batch->records.size();
   fetch_thread.join();
   if (!fetch_status.ok()) return fail(fetch_status.wrap("fetch table"));
   const double secs = seconds_since(t_fetch);
@@ -75,7 +95,7 @@ int run_fetch_only(const ClientConfig& config, Clock::time_point t0) {
               static_cast<unsigned long long>(records),
               static_cast<unsigned long long>(fetcher.bytes_read()), fetcher.failures().size(),
               secs, static_cast<double>(fetcher.bytes_read()) / 1e6 / secs,
-              static_cast<unsigned long long>(info->header.epoch));
+              static_cast<unsigned long long>(info.header.epoch));
   std::fflush(stdout);
   return fetcher.failures().empty() ? exit_code::kOk : exit_code::kPartial;
 }
@@ -91,16 +111,13 @@ int run_full_sync(const ClientConfig& config) {
   auto loader = RestoreLoader::connect(config.redis, *creds, io_timeout);
   if (!loader.ok()) return fail(loader.status().wrap("connect to the target"));
 
-  auto reader = connect_transport(config, t0 + config.connect_timeout);
-  if (!reader.ok()) return fail(reader.status());
-  BlockingQueue<RecordBatch> queue(8);
-  TableFetcher fetcher(**reader, fetch_options(config), queue);
-  auto info = fetcher.open();
-  if (!info.ok()) return fail(info.status());
-  const table::Header& h = info->header;
-  log_table(h);
+  auto remote = open_remote_table(config, t0);
+  if (!remote.ok()) return fail(remote.status());
+  TableFetcher& fetcher = *(*remote)->fetcher;
+  const TableInfo& info = (*remote)->info;
+  const table::Header& h = info.header;
 
-  if (Status s = loader->prepare(*info, config.policy); !s.ok()) {
+  if (Status s = loader->prepare(info, config.policy); !s.ok()) {
     log::error(s.message());
     return loader->refused() ? exit_code::kRefused : exit_code_for(s);
   }
@@ -110,7 +127,7 @@ int run_full_sync(const ClientConfig& config) {
   Progress progress(h.record_count, h.total_size, config.quiet);
   Status load_status;
   uint64_t seen = 0;
-  while (auto batch = queue.pop()) {
+  while (auto batch = (*remote)->queue.pop()) {
     seen += batch->records.size();
     load_status = loader->load(*batch);
     if (!load_status.ok()) break;

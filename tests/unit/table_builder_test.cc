@@ -1,6 +1,7 @@
 // Tables built by the server decode, record for record, with the client-side
 // decoders alone: the layout is self-describing.
 #include "server/table_builder.h"
+#include "tests/unit/fake_payload.h"
 
 #include <gtest/gtest.h>
 
@@ -18,15 +19,6 @@ struct Rec {
   std::string key, payload;
   int64_t expire;
 };
-
-std::string payload_of(size_t n, char fill) {
-  // Shaped like a DUMP payload: type, value bytes, RDB version 10, 8 CRC bytes.
-  std::string p(1, '\0');
-  p += std::string(n, fill);
-  p += std::string("\x0a\x00", 2);
-  p += "CRC64xxx";
-  return p;
-}
 
 // Decodes every record of `t` using only proto/ functions.
 std::vector<Rec> walk(const Table& t) {
@@ -55,11 +47,11 @@ TEST(TableBuilder, RoundTripsInlineAndHeapRecordsAcrossDbs) {
   std::vector<Rec> in;
   for (int i = 0; i < 500; ++i)
     in.push_back({static_cast<uint32_t>(i % 3 == 0 ? 5 : 0), "key:" + std::to_string(i),
-                  payload_of(100, static_cast<char>('a' + i % 26)), i % 7 == 0 ? 1700000000000 + i : -1});
-  in.push_back({0, std::string("\0\r\n", 3), payload_of(1, 'x'), -1});  // binary key
-  in.push_back({0, "", payload_of(1, 'e'), -1});                         // empty key
-  in.push_back({15, "big", payload_of(9u << 20, 'B'), -1});              // heap
-  in.push_back({15, "medium", payload_of(100000, 'M'), 1800000000000});  // heap
+                  test::fake_payload(100, static_cast<char>('a' + i % 26)), i % 7 == 0 ? 1700000000000 + i : -1});
+  in.push_back({0, std::string("\0\r\n", 3), test::fake_payload(1, 'x'), -1});  // binary key
+  in.push_back({0, "", test::fake_payload(1, 'e'), -1});                         // empty key
+  in.push_back({15, "big", test::fake_payload(9u << 20, 'B'), -1});              // heap
+  in.push_back({15, "medium", test::fake_payload(100000, 'M'), 1800000000000});  // heap
 
   TableBuilder b;
   b.set_source({"7.0.15", table::SourceKind::kScan, 0, {}});
@@ -109,9 +101,9 @@ namespace {
 TEST(TableBuilder, SurvivesEveryByteFlipOfASmallTable) {
   TableBuilder b;
   b.set_source({"7.0.15", table::SourceKind::kScan, 0, {}});
-  b.add(0, "a", payload_of(5, 'x'), -1);
-  b.add(2, "bb", payload_of(30, 'y'), 1700000000000);
-  b.add(2, "heap", payload_of(400, 'z'), -1);
+  b.add(0, "a", test::fake_payload(5, 'x'), -1);
+  b.add(2, "bb", test::fake_payload(30, 'y'), 1700000000000);
+  b.add(2, "heap", test::fake_payload(400, 'z'), -1);
   auto t = b.build(5);
   ASSERT_TRUE(t.ok());
   const std::vector<Rec> want = walk(**t);

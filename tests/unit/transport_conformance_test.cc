@@ -20,24 +20,17 @@
 #include "common/verbs_table_server.h"
 #include "proto/byte_order.h"
 #include "server/table_builder.h"
+#include "tests/unit/fake_payload.h"
 
 namespace rrs {
 namespace {
-
-std::string payload_of(size_t n, char fill) {
-  std::string p(1, '\0');
-  p += std::string(n, fill);
-  p += std::string("\x0a\x00", 2);
-  p += "CRC64xxx";
-  return p;
-}
 
 std::shared_ptr<Table> sample_table(uint64_t epoch, int records = 300) {
   TableBuilder b;
   b.set_source({"7.0.15", table::SourceKind::kScan, 0, {}});
   for (int i = 0; i < records; ++i)
-    b.add(i % 2, "key:" + std::to_string(i), payload_of(200 + i % 50, static_cast<char>('a' + i % 26)), -1);
-  b.add(3, "huge", payload_of(3u << 20, 'H'), -1);  // bigger than a 1 MiB read
+    b.add(i % 2, "key:" + std::to_string(i), test::fake_payload(200 + i % 50, static_cast<char>('a' + i % 26)), -1);
+  b.add(3, "huge", test::fake_payload(3u << 20, 'H'), -1);  // bigger than a 1 MiB read
   auto t = b.build(epoch);
   EXPECT_TRUE(t.ok());
   return *t;
@@ -220,7 +213,7 @@ TEST_P(TransportConformance, FetchesEveryRecordIntact) {
     for (const Record& r : f.records) {
       if (r.key == "huge") {
         ++huge;
-        EXPECT_EQ(r.payload, payload_of(3u << 20, 'H'));
+        EXPECT_EQ(r.payload, test::fake_payload(3u << 20, 'H'));
       }
     }
     EXPECT_EQ(huge, 1u);
