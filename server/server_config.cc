@@ -33,8 +33,13 @@ Options:
   --scan-count N          SCAN COUNT hint per round trip (default 1000)
   -h, --help              this text
 
-Exit codes: 0 stopped by signal, 2 bad usage, 3 master unreachable or auth
-refused, 1 anything else.
+Over verbs the table is registered (pinned) once per epoch: RLIMIT_MEMLOCK
+must cover it (`ulimit -l unlimited`, or LimitMEMLOCK=infinity under systemd),
+unless the process has CAP_IPC_LOCK; the error says so if not.
+
+Exit codes: 0 stopped by signal, 2 bad usage, 3 master unreachable, auth
+refused, or no RDMA device for --transport verbs, 1 anything else (a port in
+use, a locked-memory limit too low, ...; the message names it).
 )";
 }
 
