@@ -18,11 +18,12 @@ VENV=${RRS_VNG_VENV:-/opt/rrs-vng}
 packages=(
   qemu-system-x86 linux-image-amd64 kmod
   rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest iproute2
-  # virtme-ng builds an initramfs around a static busybox to load the guest kernel's
-  # virtio/9p modules; udev gives the guest /dev/infiniband nodes.
+  # virtme-ng builds an initramfs around a static busybox to load the guest
+  # kernel's virtio/9p modules (busybox-static replaces busybox). udev comes
+  # with rdma-core anyway; the guest runs it at boot.
   busybox-static udev
-  # guest scripts use these: timeout (coreutils), redis-server for tests.
-  coreutils procps python3 python3-venv
+  # timeout and stdbuf (coreutils), taskset (util-linux), the venv for vng.
+  coreutils util-linux python3 python3-venv
 )
 
 sudo=""

@@ -90,7 +90,6 @@ echo "\$rc \$((SECONDS - start))" >$state/status
 exit \$rc
 EOF
 
-# Boot, then up to a minute of setup (TCG, loaded machine), then COMMAND.
 # udev would load drivers for QEMU's emulated hardware that nothing here uses
 # (kvm alone takes ~5 s under TCG), and CPU-accelerated crypto, whose
 # instructions TCG emulates slowly: rxe's per-packet ICRC (crc32) runs ~20%
@@ -98,6 +97,7 @@ EOF
 # udev's modprobe before it reads a module; module_blacklist any other loader.
 unused_modules=kvm,kvm_amd,kvm_intel,powernow_k8,ahci,libahci,sr_mod,cdrom,iTCO_wdt,iTCO_vendor_support,lpc_ich,i2c_i801,pcspkr
 unused_modules+=,aesni_intel,ghash_clmulni_intel,polyval_clmulni,sha1_ssse3,sha256_ssse3,sha512_ssse3,crc32_pclmul,crct10dif_pclmul
+# Boot, then up to a minute of setup (TCG, loaded machine), then COMMAND.
 host_timeout=${RRS_VM_HOST_TIMEOUT:-$((boot_timeout + 60 + cmd_timeout + 30))}
 vng_args=(
   # TCG: nested KVM hangs at kernel start on these machines.
