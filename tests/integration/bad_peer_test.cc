@@ -43,6 +43,8 @@ std::string raw_header(uint16_t type, uint32_t body_len, uint32_t request_id = 1
   return h;
 }
 
+const std::vector<std::string> kTcpOnLoopback = {"--transport", "tcp", "--listen", "127.0.0.1"};
+
 class BadPeerTest : public SidecarTest {
  protected:
   void SetUp() override {
@@ -53,7 +55,8 @@ class BadPeerTest : public SidecarTest {
     fill_strings(master_, 0, "k:", 300);
     fill_strings(master_, 0, "big:", 12, 400 * 1024);  // a table past socket buffers
     ASSERT_FALSE(HasFailure());
-    server_.emplace(master_.address());
+    // Raw frames go to the TCP control port, whatever transport the run tests.
+    server_.emplace(master_.address(), kTcpOnLoopback);
     ASSERT_TRUE(server_->wait_ready()) << server_->describe();
   }
 
@@ -61,7 +64,8 @@ class BadPeerTest : public SidecarTest {
     if (IsSkipped() || HasFatalFailure() || !server_) return;
     // Whatever the test sent, the server is still up and still serves.
     ASSERT_TRUE(server_->process().running()) << server_->describe();
-    ClientRun run = sync_to(server_->port(), replica_, {"--flush"});
+    ClientRun run = run_client({"127.0.0.1", std::to_string(server_->port()), "--redis",
+                                replica_.address(), "--transport", "tcp", "--flush"});
     EXPECT_EQ(run.exit_code, 0) << run.describe();
     EXPECT_EQ(replica_.digest(), master_.digest());
     EXPECT_TRUE(server_->process().running()) << server_->describe();
@@ -227,7 +231,9 @@ TEST_F(BadPeerTest, IdleConnectionsDoNotBlockOthers) {
   auto half = connect();  // a partial header, then nothing
   ASSERT_TRUE(idle.ok() && half.ok());
   half->send("RSC1");
-  ClientRun run = sync_to(server_->port(), replica_, {"--flush"}, {}, seconds(60));
+  ClientRun run = run_client({"127.0.0.1", std::to_string(server_->port()), "--redis",
+                              replica_.address(), "--transport", "tcp", "--flush"},
+                             {}, seconds(60));
   EXPECT_EQ(run.exit_code, 0) << run.describe();
 }
 
