@@ -30,7 +30,9 @@ class TableServer {
  public:
   virtual ~TableServer() = default;
   // Serves `table` to every client from now on. The previous epoch stays
-  // alive until the last read of it completes. Call on the server's loop thread.
+  // alive while it may still be read (TCP: until reads already queued are
+  // sent, later reads get "epoch gone"; verbs: while a client that was given
+  // it stays connected, at most a grace period). Call on the loop thread.
   virtual Status publish(TablePtr table) = 0;
   // "ADDR:PORT" clients connect to, for the ready line.
   virtual std::string address() const = 0;
