@@ -3,7 +3,7 @@
 # transport conformance, integration with real redis-server processes, then
 # the Soft-RoCE suite (verbs for real, on rxe in a small VM; tests/vm/).
 # Usage: bash tests/run.sh [build-dir]
-# RRS_SKIP_VM=1 leaves out the Soft-RoCE suite (about 6 minutes) for quick
+# RRS_SKIP_VM=1 leaves out the Soft-RoCE suite (2-6 minutes) for quick
 # local runs; CI always runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
