@@ -59,6 +59,8 @@ class TableFetcher {
     std::array<std::byte, table::kSlotHeaderSize> slot_header;
   };
   using DoneFn = std::function<Status(size_t i, BufferPool::Lease lease, uint32_t length)>;
+  // Slot chunks read but not yet decoded.
+  static constexpr size_t kDecodeQueueDepth = 4;
 
   // Reads `count` ranges with up to in_flight outstanding and hands each
   // completed one to `done`, in order.
