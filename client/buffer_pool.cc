@@ -14,9 +14,15 @@ Result<std::unique_ptr<BufferPool>> BufferPool::create(TableReader& reader, size
   return pool;
 }
 
-BufferPool::Lease BufferPool::take() {
+BufferPool::Lease BufferPool::take(const std::function<void()>& idle) {
   std::unique_lock lock(mu_);
-  freed_.wait(lock, [&] { return !free_.empty() || cancelled_; });
+  auto ready = [&] { return !free_.empty() || cancelled_; };
+  while (!freed_.wait_for(lock, kIdleEvery, ready))
+    if (idle) {
+      lock.unlock();
+      idle();
+      lock.lock();
+    }
   if (cancelled_) return {};
   size_t i = free_.back();
   free_.pop_back();

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <vector>
 
+#include "client/record_batch.h"
 #include "common/page_buffer.h"
 #include "common/transport.h"
 
@@ -25,8 +27,9 @@ class BufferPool {
 
   static Result<std::unique_ptr<BufferPool>> create(TableReader& reader, size_t count,
                                                     size_t buffer_size);
-  // Blocks until a buffer is free; an empty lease once cancelled.
-  Lease take();
+  // Blocks until a buffer is free, running `idle` (if given) about every
+  // kIdleEvery meanwhile; an empty lease once cancelled.
+  Lease take(const std::function<void()>& idle = {});
   void cancel();
   size_t buffer_size() const { return buffer_size_; }
 

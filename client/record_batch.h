@@ -3,9 +3,11 @@
 // the batch returns them to the fetcher's pool).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -33,16 +35,27 @@ struct RecordFailure {
   std::string reason;
 };
 
+// How often a thread blocked on the pipeline wakes to run its idle duty
+// (the fetcher: keepalives to the server).
+inline constexpr std::chrono::milliseconds kIdleEvery{250};
+
 // Bounded single-producer/single-consumer hand-off between the threads.
 template <typename T>
 class BlockingQueue {
  public:
   explicit BlockingQueue(size_t capacity) : capacity_(capacity) {}
 
-  // False if the queue was cancelled (the consumer gave up).
-  bool push(T item) {
+  // False if the queue was cancelled (the consumer gave up). While it waits
+  // for room, `idle` (if given) runs about every kIdleEvery, without the lock.
+  bool push(T item, const std::function<void()>& idle = {}) {
     std::unique_lock lock(mu_);
-    not_full_.wait(lock, [&] { return items_.size() < capacity_ || cancelled_; });
+    auto room = [&] { return items_.size() < capacity_ || cancelled_; };
+    while (!not_full_.wait_for(lock, kIdleEvery, room))
+      if (idle) {
+        lock.unlock();
+        idle();
+        lock.lock();
+      }
     if (cancelled_) return false;
     items_.push_back(std::move(item));
     not_empty_.notify_one();

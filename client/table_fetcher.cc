@@ -59,9 +59,9 @@ void TableFetcher::cancel() {
   out_.cancel();
 }
 
-bool TableFetcher::push(RecordBatch batch) {
+bool TableFetcher::push(RecordBatch batch, const std::function<void()>& idle) {
   if (batch.records.empty()) return true;
-  return out_.push(std::move(batch));
+  return out_.push(std::move(batch), idle);
 }
 
 Status TableFetcher::run() {
@@ -88,7 +88,7 @@ Status TableFetcher::stream(size_t count, const std::function<Range(size_t)>& pl
     // Refill the window in one batch (one doorbell, selective signaling on verbs).
     batch.clear();
     while (next < count && window.size() < opts_.in_flight) {
-      BufferPool::Lease lease = pool_->take();
+      BufferPool::Lease lease = pool_->take(keepalive_);
       if (!lease) return cancelled();
       Range r = plan(next);
       batch.push_back({next, r.offset, lease.bytes.first(r.length)});
@@ -220,7 +220,9 @@ Status TableFetcher::fetch_slots() {
         return Range{h.slot_offset(first), static_cast<uint32_t>(n * h.slot_size)};
       },
       [&](size_t i, BufferPool::Lease lease, uint32_t length) {
-        return raw.push({i * per_read, std::move(lease), length}) ? Status() : cancelled();
+        return raw.push({i * per_read, std::move(lease), length}, keepalive_)
+                   ? Status()
+                   : cancelled();
       });
   if (s.ok()) raw.close(); else raw.cancel();
   decoder.join();
@@ -271,7 +273,7 @@ Status TableFetcher::fetch_heap() {
               {ref.index, ref.view.db, ref.view.expire_at_ms, ref.view.key, ref.view.payload});
         }
         batch.keepalive = std::move(lease.hold);
-        return push(std::move(batch)) ? Status() : cancelled();
+        return push(std::move(batch), keepalive_) ? Status() : cancelled();
       });
   RRS_RETURN_IF_ERROR(s);
   for (size_t i : big) RRS_RETURN_IF_ERROR(fetch_big_record(heap_refs_[i]));
@@ -291,7 +293,7 @@ Status TableFetcher::fetch_big_record(HeapRef& ref) {
   batch.records.push_back(
       {ref.index, ref.view.db, ref.view.expire_at_ms, ref.view.key, ref.view.payload});
   batch.keepalive = buf;
-  return push(std::move(batch)) ? Status() : cancelled();
+  return push(std::move(batch), keepalive_) ? Status() : cancelled();
 }
 
 Status TableFetcher::retry_failed() {
@@ -321,7 +323,7 @@ Status TableFetcher::retry_failed() {
       batch.keepalive = slot;
     }
     batch.records.push_back({index, v->db, v->expire_at_ms, v->key, v->payload});
-    if (!push(std::move(batch))) return cancelled();
+    if (!push(std::move(batch), keepalive_)) return cancelled();
   }
   return {};
 }

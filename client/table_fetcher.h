@@ -78,9 +78,14 @@ class TableFetcher {
   // Decodes one slot; heap slots are queued for pass 2, bad ones for pass 3.
   void take_slot(uint64_t index, std::span<const std::byte> bytes, RecordBatch& batch);
   uint32_t db_of(uint64_t index) const;
-  bool push(RecordBatch batch);
+  // Hands a batch to the loader. From the fetch thread pass keepalive_ as
+  // `idle`, so the server keeps hearing from us while the loader is behind.
+  bool push(RecordBatch batch, const std::function<void()>& idle = {});
 
   TableReader& reader_;
+  // The fetch thread's idle duty while it waits on the pipeline; a failure
+  // shows on the next read, which reconnects.
+  const std::function<void()> keepalive_ = [this] { (void)reader_.keepalive(); };
   FetchOptions opts_;
   BlockingQueue<RecordBatch>& out_;
   TableInfo info_;

@@ -66,9 +66,18 @@ Result<UniqueFd> tcp_connect(const Endpoint& at, std::chrono::milliseconds timeo
     }
     int one = 1;
     setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    enable_tcp_keepalive(fd.get());
     return fd;
   }
   return last;
+}
+
+void enable_tcp_keepalive(int fd) {
+  int on = 1, idle = 10, interval = 2, count = 5;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
 }
 
 Status send_all(int fd, std::string_view data, std::chrono::milliseconds timeout) {

@@ -23,6 +23,8 @@ class TcpTableReader final : public TableReader {
   Status register_buffer(std::span<std::byte>) override { return {}; }
   Status post_reads(std::span<const TableRead> batch) override;
   Status poll(std::vector<uint64_t>& done, std::chrono::milliseconds timeout) override;
+  // TCP's own keepalive (enable_tcp_keepalive) covers a silent connection.
+  Status keepalive() override { return {}; }
 
  private:
   struct Pending {

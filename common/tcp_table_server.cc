@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/socket.h"
 
 namespace rrs {
 
@@ -211,6 +212,7 @@ TcpTableServer::~TcpTableServer() {
 void TcpTableServer::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* addr, int,
                                void* arg) {
   auto* self = static_cast<TcpTableServer*>(arg);
+  enable_tcp_keepalive(fd);  // a client whose host dies goes away on its own
   bufferevent* bev =
       bufferevent_socket_new(self->base_, fd, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
   if (bev == nullptr) {

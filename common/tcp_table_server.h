@@ -35,7 +35,7 @@ class TcpTableServer final : public TableServer {
   std::string address() const override { return bound_.to_string(); }
   void disconnect_all() override;
   uint16_t port() const { return bound_.port; }
-  size_t client_count() const { return clients_.size(); }
+  size_t client_count() const override { return clients_.size(); }
 
   class Client;  // one connection; defined in the .cc
 

@@ -38,6 +38,8 @@ class TableServer {
   virtual std::string address() const = 0;
   // Closes every client connection (clients may reconnect). Loop thread only.
   virtual void disconnect_all() = 0;
+  // Clients connected now. Loop thread only.
+  virtual size_t client_count() const = 0;
 };
 
 // Client side. One thread drives a reader; it is not thread safe.
@@ -66,6 +68,13 @@ class TableReader {
   // every completed read to `done`. A failed read fails the whole call: the
   // connection is unusable afterwards.
   virtual Status poll(std::vector<uint64_t>& done, std::chrono::milliseconds timeout) = 0;
+
+  // Call at least once a second while not calling poll() for a while (e.g.
+  // waiting for buffers): keeps the server told that this client is alive
+  // (verbs: a KEEPALIVE message; TCP: nothing, the kernel's keepalive does
+  // it). Reads already complete are kept for the next poll(). An error means
+  // the connection is gone; post_reads/poll report it too.
+  virtual Status keepalive() = 0;
 };
 
 }  // namespace rrs

@@ -134,16 +134,21 @@ Status VerbsTableReader::attempt(Clock::time_point deadline, bool& retryable) {
   comp_channel_.reset(ibv_create_comp_channel(id->verbs));
   if (!comp_channel_) return Status::from_errno("ibv_create_comp_channel");
   set_nonblocking(comp_channel_->fd);
+  // Send queue: the READs plus one keepalive; receive queue: its answers.
   cq_ = verbs::CompletionQueue(
-      ibv_create_cq(id->verbs, kMaxSendWr + 1, nullptr, comp_channel_.get(), 0));
+      ibv_create_cq(id->verbs, kMaxSendWr + 1 + kRecvSlots, nullptr, comp_channel_.get(), 0));
   if (!cq_.get()) return Status::from_errno("ibv_create_cq");
   if (ibv_req_notify_cq(cq_.get(), 0) != 0) return Status::from_errno("ibv_req_notify_cq");
+  msgs_mr_.reset(ibv_reg_mr(pd_.get(), msgs_.data(), msgs_.size(), IBV_ACCESS_LOCAL_WRITE));
+  if (!msgs_mr_) return Status::from_errno("register keepalive buffers");
   ibv_qp_init_attr qpa{};
   qpa.send_cq = qpa.recv_cq = cq_.get();
   qpa.qp_type = IBV_QPT_RC;
-  qpa.cap = {kMaxSendWr, 1, 1, 1, 0};
+  qpa.cap = {kMaxSendWr + 1, kRecvSlots, 1, 1, 0};
   if (rdma_create_qp(id, pd_.get(), &qpa) != 0) return Status::from_errno("rdma_create_qp");
   qp_ = verbs::QueuePair(id);
+  for (uint32_t slot = 0; slot < kRecvSlots; ++slot)
+    if (!post_recv(slot)) return Status::from_errno("post a receive");
 
   ibv_device_attr dev{};
   if (ibv_query_device(id->verbs, &dev) != 0) return Status::from_errno("ibv_query_device");
@@ -172,8 +177,22 @@ Status VerbsTableReader::attempt(Clock::time_point deadline, bool& retryable) {
         .as(ErrorKind::kBadData);
   max_in_flight_ = std::min(accept_.hello.max_in_flight, kMaxSendWr);
   max_read_len_ = std::min<uint32_t>(accept_.hello.max_read_len, port_attr.max_msg_sz);
+  keepalive_interval_ = std::chrono::milliseconds(accept_.hello.keepalive_interval_ms);
+  keepalive_seq_ = keepalive_acked_ = 0;
+  heard_at_ = Clock::now();
   broken_ = false;
   return {};
+}
+
+bool VerbsTableReader::post_recv(uint32_t slot) {
+  ibv_sge sge{reinterpret_cast<uint64_t>(msgs_.data() + slot * kMsgSlot), kMsgSlot,
+              msgs_mr_->lkey};
+  ibv_recv_wr wr{};
+  wr.wr_id = kRecvWrBit | slot;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  ibv_recv_wr* bad = nullptr;
+  return ibv_post_recv(qp_.get(), &wr, &bad) == 0;
 }
 
 Status VerbsTableReader::register_buffer(std::span<std::byte> memory) {
@@ -197,7 +216,7 @@ uint32_t VerbsTableReader::lkey_for(const std::byte* p, size_t len) const {
 
 Status VerbsTableReader::post_reads(std::span<const TableRead> batch) {
   if (broken_) return Status::error("post RDMA READ", "connection is broken").as(ErrorKind::kUnavailable);
-  if (outstanding_.size() + batch.size() > max_in_flight_)
+  if (reads_outstanding_ + batch.size() > max_in_flight_)
     return Status::error("post RDMA READ", "more than max_in_flight reads outstanding");
   std::vector<ibv_send_wr> wrs(batch.size());
   std::vector<ibv_sge> sges(batch.size());
@@ -229,6 +248,7 @@ Status VerbsTableReader::post_reads(std::span<const TableRead> batch) {
     return Status::from_errno("ibv_post_send", rc).as(ErrorKind::kUnavailable);
   for (size_t i = 0; i < batch.size(); ++i)
     outstanding_.push_back({batch[i].id, (wrs[i].send_flags & IBV_SEND_SIGNALED) != 0});
+  reads_outstanding_ += batch.size();
   return {};
 }
 
@@ -246,33 +266,103 @@ Status VerbsTableReader::check_cm_channel() {
   return {};
 }
 
-Status VerbsTableReader::poll(std::vector<uint64_t>& done, std::chrono::milliseconds timeout) {
-  if (broken_) return Status::error("poll RDMA READs", "connection is broken").as(ErrorKind::kUnavailable);
-  const auto deadline = Clock::now() + timeout;
-  const size_t before = done.size();
-  bool armed = false;
-  for (;;) {
-    ibv_wc wc[16];
-    int n = ibv_poll_cq(cq_.get(), 16, wc);
-    if (n < 0) return Status::error("ibv_poll_cq", "failed").as(ErrorKind::kUnavailable);
+Status VerbsTableReader::fail(std::string why) {
+  broken_ = true;
+  drain();
+  return Status::error("RDMA connection to rdma-server at " + server_.to_string(), std::move(why))
+      .as(ErrorKind::kUnavailable);
+}
+
+Status VerbsTableReader::reap(std::vector<uint64_t>& done) {
+  ibv_wc wc[16];
+  int n;
+  while ((n = ibv_poll_cq(cq_.get(), 16, wc)) > 0) {
     for (int i = 0; i < n; ++i) {
       if (wc[i].status != IBV_WC_SUCCESS) {
-        broken_ = true;
         std::string why = ibv_wc_status_str(wc[i].status);
         if (wc[i].status == IBV_WC_REM_ACCESS_ERR)
           why += ": the server no longer exposes that table (epoch gone); start over";
-        drain();
-        return Status::error("RDMA READ from " + server_.to_string(), why).as(ErrorKind::kUnavailable);
+        return fail(why);
+      }
+      if (wc[i].wr_id & kRecvWrBit) {
+        auto slot = static_cast<uint32_t>(wc[i].wr_id & ~kRecvWrBit);
+        auto seq = control::decode_keepalive(
+            std::span<const std::byte>(msgs_.data() + slot * kMsgSlot,
+                                       std::min<size_t>(wc[i].byte_len, kMsgSlot)),
+            control::MsgType::kKeepaliveAck);
+        if (!seq.ok()) return fail("server sent a bad message: " + seq.status().reason());
+        if (*seq == keepalive_seq_) {
+          keepalive_acked_ = *seq;
+          heard_at_ = Clock::now();
+        }
+        if (!post_recv(slot)) return fail("could not post a receive");
+        continue;
       }
       // In-order completion: this signaled WR retires every WR posted before it.
       while (!outstanding_.empty()) {
         Outstanding o = outstanding_.front();
         outstanding_.pop_front();
-        done.push_back(o.id);
+        if (o.id != kKeepaliveWrId) {
+          done.push_back(o.id);
+          --reads_outstanding_;
+        }
         if (o.signaled && o.id == wc[i].wr_id) break;
       }
     }
-    if (done.size() > before || outstanding_.empty()) return {};
+  }
+  if (n < 0) return fail("ibv_poll_cq failed");
+  return {};
+}
+
+Status VerbsTableReader::tick() {
+  if (keepalive_interval_.count() == 0) return {};
+  const auto now = Clock::now();
+  if (now - heard_at_ > keepalive_interval_ * control::kKeepaliveMisses)
+    return fail("rdma-server answered no keepalive for " +
+                std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now - heard_at_)
+                                   .count()) +
+                " ms");
+  // One outstanding at a time; the next is due an interval after the last.
+  if (keepalive_acked_ != keepalive_seq_ || now - keepalive_sent_at_ < keepalive_interval_)
+    return {};
+  std::string msg = control::encode_keepalive(control::MsgType::kKeepalive, keepalive_seq_ + 1);
+  std::byte* buf = msgs_.data() + kRecvSlots * kMsgSlot;
+  std::memcpy(buf, msg.data(), msg.size());
+  ibv_sge sge{reinterpret_cast<uint64_t>(buf), static_cast<uint32_t>(msg.size()), msgs_mr_->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = kKeepaliveWrId;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* bad = nullptr;
+  if (int rc = ibv_post_send(qp_.get(), &wr, &bad); rc != 0)
+    return fail(std::string("could not send a keepalive: ") + std::strerror(rc));
+  outstanding_.push_back({kKeepaliveWrId, true});
+  posted_since_signal_ = 0;
+  ++keepalive_seq_;
+  keepalive_sent_at_ = now;
+  return {};
+}
+
+Status VerbsTableReader::keepalive() {
+  if (broken_) return Status::error("keepalive", "connection is broken").as(ErrorKind::kUnavailable);
+  RRS_RETURN_IF_ERROR(reap(reaped_early_));
+  RRS_RETURN_IF_ERROR(check_cm_channel());
+  return tick();
+}
+
+Status VerbsTableReader::poll(std::vector<uint64_t>& done, std::chrono::milliseconds timeout) {
+  if (broken_) return Status::error("poll RDMA READs", "connection is broken").as(ErrorKind::kUnavailable);
+  const auto deadline = Clock::now() + timeout;
+  const size_t before = done.size();
+  done.insert(done.end(), reaped_early_.begin(), reaped_early_.end());
+  reaped_early_.clear();
+  bool armed = false;
+  for (;;) {
+    RRS_RETURN_IF_ERROR(reap(done));
+    RRS_RETURN_IF_ERROR(tick());
+    if (done.size() > before || reads_outstanding_ == 0) return {};
     if (!armed) {
       // Arm, then poll once more: a completion may have landed in between.
       if (ibv_req_notify_cq(cq_.get(), 0) != 0) return Status::from_errno("ibv_req_notify_cq");
@@ -284,6 +374,8 @@ Status VerbsTableReader::poll(std::vector<uint64_t>& done, std::chrono::millisec
       return Status::error("RDMA READ from " + server_.to_string(),
                            "no completion within " + std::to_string(timeout.count()) + " ms", ETIMEDOUT)
           .as(ErrorKind::kUnavailable);
+    // Wake up for the next keepalive too.
+    if (keepalive_interval_.count() > 0) left = std::min(left, keepalive_interval_);
     pollfd fds[2] = {{comp_channel_->fd, POLLIN, 0}, {channel_->fd, POLLIN, 0}};
     int r = ::poll(fds, 2, static_cast<int>(left.count()));
     if (r < 0 && errno != EINTR) return Status::from_errno("poll");
@@ -311,7 +403,7 @@ void VerbsTableReader::drain() {
     ibv_wc wc[16];
     int n = ibv_poll_cq(cq_.get(), 16, wc);
     for (int i = 0; i < n; ++i)
-      while (!outstanding_.empty()) {
+      while (!(wc[i].wr_id & kRecvWrBit) && !outstanding_.empty()) {
         Outstanding o = outstanding_.front();
         outstanding_.pop_front();
         if (o.signaled && o.id == wc[i].wr_id) break;
@@ -321,6 +413,8 @@ void VerbsTableReader::drain() {
     if (n == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   outstanding_.clear();
+  reads_outstanding_ = 0;
+  reaped_early_.clear();
 }
 
 void VerbsTableReader::close() {
@@ -330,6 +424,7 @@ void VerbsTableReader::close() {
   }
   mrs_.clear();
   qp_.reset();
+  msgs_mr_.reset();
   cq_.reset();
   comp_channel_.reset();
   pd_.reset();

@@ -7,8 +7,15 @@
 //
 // Single-threaded, no event loop: poll() sleeps on the completion channel's
 // and the CM channel's fds (no busy-waiting).
+//
+// Keepalive: the server cannot see one-sided READs, so the reader SENDs a
+// KEEPALIVE every interval the server announced (from poll() while reading,
+// from keepalive() while the caller waits for something else) and expects
+// each to be answered; a server silent for kKeepaliveMisses intervals is
+// declared gone.
 #pragma once
 
+#include <array>
 #include <deque>
 #include <vector>
 
@@ -34,12 +41,26 @@ class VerbsTableReader final : public TableReader {
   Status register_buffer(std::span<std::byte> memory) override;
   Status post_reads(std::span<const TableRead> batch) override;
   Status poll(std::vector<uint64_t>& done, std::chrono::milliseconds timeout) override;
+  Status keepalive() override;
 
  private:
+  // Work requests on the send queue, oldest first: READs and keepalive SENDs.
+  static constexpr uint64_t kKeepaliveWrId = (uint64_t{1} << 63) - 1;
+  // Receive WRs are told apart from sends by this bit in wr_id (READ ids are small).
+  static constexpr uint64_t kRecvWrBit = uint64_t{1} << 63;
+  static constexpr uint32_t kRecvSlots = 2;
+  static constexpr size_t kMsgSlot = 64;
   struct Outstanding {
     uint64_t id;
     bool signaled;
   };
+  // Takes every completion already queued, without waiting: finished READs
+  // go to `done`, keepalive answers are noted.
+  Status reap(std::vector<uint64_t>& done);
+  Status fail(std::string why);
+  // Sends a keepalive if one is due; fails if the last one went unanswered too long.
+  Status tick();
+  bool post_recv(uint32_t slot);
   Status attempt(Clock::time_point deadline, bool& retryable);
   Result<verbs::CmEvent> wait_cm_event(rdma_cm_event_type want, std::chrono::milliseconds timeout,
                                        bool& retryable);
@@ -57,6 +78,14 @@ class VerbsTableReader final : public TableReader {
   uint32_t max_in_flight_ = 0;
   uint32_t posted_since_signal_ = 0;
   std::deque<Outstanding> outstanding_;
+  size_t reads_outstanding_ = 0;
+  std::vector<uint64_t> reaped_early_;  // READs found done by keepalive()
+
+  std::chrono::milliseconds keepalive_interval_{0};  // 0: the server wants none
+  uint64_t keepalive_seq_ = 0;       // last sent
+  uint64_t keepalive_acked_ = 0;     // last answered
+  Clock::time_point keepalive_sent_at_{};
+  Clock::time_point heard_at_{};     // connect or last answer
   bool broken_ = false;
   std::vector<std::span<std::byte>> registered_spans_;  // re-registered after a reconnect
 
@@ -66,6 +95,8 @@ class VerbsTableReader final : public TableReader {
   verbs::ProtectionDomain pd_;
   verbs::CompletionChannel comp_channel_;
   verbs::CompletionQueue cq_;
+  std::array<std::byte, (kRecvSlots + 1) * kMsgSlot> msgs_{};  // receive slots, then the send slot
+  verbs::MemoryRegion msgs_mr_;
   verbs::QueuePair qp_;
   std::vector<verbs::MemoryRegion> mrs_;
 };

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <netdb.h>
 
+#include <cstring>
+
 #include "common/log.h"
 #include "common/rdma_device.h"
 
@@ -62,6 +64,11 @@ Result<std::unique_ptr<VerbsTableServer>> VerbsTableServer::listen(event_base* b
   s->cm_event_.reset(event_new(base, fd, EV_READ | EV_PERSIST, on_cm_readable, s.get()));
   event_add(s->cm_event_.get(), nullptr);
   s->retire_timer_.reset(evtimer_new(base, on_retire_timer, s.get()));
+  s->keepalive_timer_.reset(
+      event_new(base, -1, EV_PERSIST, on_keepalive_timer, s.get()));
+  auto ms = limits.keepalive_interval.count();
+  timeval every{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>(ms % 1000 * 1000)};
+  event_add(s->keepalive_timer_.get(), &every);
   return s;
 }
 
@@ -69,6 +76,7 @@ VerbsTableServer::~VerbsTableServer() {
   // Connections (QP, CQ, cm_id) go before the registrations and PDs they use.
   cm_event_.reset();
   retire_timer_.reset();
+  keepalive_timer_.reset();
   connections_.clear();
   registrations_.clear();
 }
@@ -173,25 +181,19 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
   if (!pd.ok()) return reject(id, ErrorCode::kInternal, pd.status().message());
 
   auto c = std::make_unique<Connection>();
+  c->server = this;
   c->id.reset(id);
   c->peer = peer_of(id);
   c->epoch = current_->epoch();
-  // The server posts nothing: a minimal CQ and QP whose only job is to let
-  // the client's READs in.
-  c->cq = verbs::CompletionQueue(ibv_create_cq(id->verbs, 2, nullptr, nullptr, 0));
-  if (!c->cq.get()) return drop_new(std::move(c), "ibv_create_cq");
-  ibv_qp_init_attr qpa{};
-  qpa.send_cq = qpa.recv_cq = c->cq.get();
-  qpa.qp_type = IBV_QPT_RC;
-  qpa.cap = {1, 1, 1, 1, 0};
-  if (rdma_create_qp(id, *pd, &qpa) != 0) return drop_new(std::move(c), "rdma_create_qp");
-  c->qp = verbs::QueuePair(id);
+  c->last_heard = Clock::now();
+  if (!prepare(*c, *pd)) return drop_new(std::move(c), "set up its queue pair");
 
   ibv_device_attr dev{};
   ibv_query_device(id->verbs, &dev);
   control::Accept accept;
   accept.hello.max_read_len = control::kMaxReadLength;
   accept.hello.max_in_flight = limits_.max_in_flight;
+  accept.hello.keepalive_interval_ms = static_cast<uint32_t>(limits_.keepalive_interval.count());
   accept.descriptor = {current_->epoch(), current_->header.total_size,
                        reinterpret_cast<uint64_t>(current_->bytes.data()), (*reg)->mr->rkey,
                        current_->header.layout_version, control::TransportKind::kVerbs};
@@ -206,6 +208,120 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
   cp.initiator_depth = 0;
   if (rdma_accept(id, &cp) != 0) return drop_new(std::move(c), "rdma_accept");
   connections_.emplace(id, std::move(c));
+}
+
+// The server posts only keepalive answers: a small CQ on a completion
+// channel of its own (driven by the loop), RECVs posted before the accept so
+// the client's first keepalive always finds one.
+bool VerbsTableServer::prepare(Connection& c, ibv_pd* pd) {
+  ibv_context* device = c.id->verbs;
+  c.channel.reset(ibv_create_comp_channel(device));
+  if (!c.channel) return false;
+  int fd = c.channel->fd;
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  c.cq = verbs::CompletionQueue(
+      ibv_create_cq(device, kRecvSlots + kSendSlots, &c, c.channel.get(), 0));
+  if (!c.cq.get() || ibv_req_notify_cq(c.cq.get(), 0) != 0) return false;
+  c.msgs_mr.reset(ibv_reg_mr(pd, c.msgs.data(), c.msgs.size(), IBV_ACCESS_LOCAL_WRITE));
+  if (!c.msgs_mr) return false;
+  ibv_qp_init_attr qpa{};
+  qpa.send_cq = qpa.recv_cq = c.cq.get();
+  qpa.qp_type = IBV_QPT_RC;
+  qpa.cap = {kSendSlots, kRecvSlots, 1, 1, 0};
+  if (rdma_create_qp(c.id.get(), pd, &qpa) != 0) return false;
+  c.qp = verbs::QueuePair(c.id.get());
+  for (uint32_t slot = 0; slot < kRecvSlots; ++slot)
+    if (!post_recv(c, slot)) return false;
+  c.cq_event.reset(event_new(base_, fd, EV_READ | EV_PERSIST, on_cq_readable, &c));
+  return c.cq_event && event_add(c.cq_event.get(), nullptr) == 0;
+}
+
+bool VerbsTableServer::post_recv(Connection& c, uint32_t slot) {
+  ibv_sge sge{reinterpret_cast<uint64_t>(c.msgs.data() + slot * kMsgSlot), kMsgSlot,
+              c.msgs_mr->lkey};
+  ibv_recv_wr wr{};
+  wr.wr_id = slot;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  ibv_recv_wr* bad = nullptr;
+  return ibv_post_recv(c.qp.get(), &wr, &bad) == 0;
+}
+
+void VerbsTableServer::on_cq_readable(evutil_socket_t, short, void* arg) {
+  auto& c = *static_cast<Connection*>(arg);
+  VerbsTableServer& self = *c.server;
+  rdma_cm_id* id = c.id.get();
+  ibv_cq* cq = nullptr;
+  void* ctx = nullptr;
+  while (ibv_get_cq_event(c.channel.get(), &cq, &ctx) == 0) c.cq.event_taken();
+  // Re-arm first, then poll empty: nothing that lands in between is missed.
+  if (ibv_req_notify_cq(c.cq.get(), 0) != 0) return self.drop(id, "could not re-arm its CQ");
+  ibv_wc wc[8];
+  int n;
+  while ((n = ibv_poll_cq(c.cq.get(), 8, wc)) > 0) {
+    for (int i = 0; i < n; ++i) {
+      // Any failure (a malformed or oversized message, a peer gone) ends the
+      // connection; drop() destroys `c`, so return at once.
+      if (wc[i].status != IBV_WC_SUCCESS) {
+        std::string why = std::string("completion error: ") + ibv_wc_status_str(wc[i].status);
+        return self.drop(id, why.c_str());
+      }
+      if (wc[i].wr_id < kRecvSlots) {
+        self.answer_keepalive(c, static_cast<uint32_t>(wc[i].wr_id), wc[i].byte_len);
+        if (!self.connections_.contains(id)) return;
+      } else {
+        --c.sends_in_flight;
+      }
+    }
+  }
+  if (n < 0) self.drop(id, "could not poll its CQ");
+}
+
+void VerbsTableServer::answer_keepalive(Connection& c, uint32_t slot, uint32_t length) {
+  auto seq = control::decode_keepalive(
+      std::span<const std::byte>(c.msgs.data() + slot * kMsgSlot, std::min<size_t>(length, kMsgSlot)),
+      control::MsgType::kKeepalive);
+  if (!seq.ok()) return drop(c.id.get(), ("sent a bad message: " + seq.status().reason()).c_str());
+  c.last_heard = Clock::now();
+  if (!post_recv(c, slot)) return drop(c.id.get(), "could not post a receive");
+  // A client keeps one keepalive outstanding; one that floods us just misses answers.
+  if (c.sends_in_flight == kSendSlots) return;
+  std::string ack = control::encode_keepalive(control::MsgType::kKeepaliveAck, *seq);
+  std::byte* buf = c.msgs.data() + (kRecvSlots + c.next_send_slot) * kMsgSlot;
+  c.next_send_slot = (c.next_send_slot + 1) % kSendSlots;
+  std::memcpy(buf, ack.data(), ack.size());
+  ibv_sge sge{reinterpret_cast<uint64_t>(buf), static_cast<uint32_t>(ack.size()), c.msgs_mr->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = kRecvSlots;  // any id >= kRecvSlots is a send
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* bad = nullptr;
+  if (ibv_post_send(c.qp.get(), &wr, &bad) != 0) return drop(c.id.get(), "could not post a send");
+  ++c.sends_in_flight;
+}
+
+void VerbsTableServer::on_keepalive_timer(evutil_socket_t, short, void* arg) {
+  static_cast<VerbsTableServer*>(arg)->drop_silent_clients();
+}
+
+// One-sided READs are invisible to us, so silence is the only sign of a
+// client whose host died or whose process hangs.
+void VerbsTableServer::drop_silent_clients() {
+  const auto limit = limits_.keepalive_interval * control::kKeepaliveMisses;
+  const auto now = Clock::now();
+  std::vector<rdma_cm_id*> silent;
+  for (const auto& [id, c] : connections_)
+    if (now - c->last_heard > limit) silent.push_back(id);
+  for (rdma_cm_id* id : silent) {
+    std::string why = "sent no keepalive for " +
+                      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         now - connections_[id]->last_heard).count()) +
+                      " ms; dropping it";
+    rdma_disconnect(id);
+    drop(id, why.c_str());
+  }
 }
 
 void VerbsTableServer::disconnect_all() {

@@ -3,6 +3,10 @@
 // client; a client's CONNECT_REQUEST carries HELLO in its private data and the
 // accept answers with HELLO_OK + DESCRIPTOR (address, rkey, length, epoch).
 // After that the server's CPU does nothing per byte: clients READ directly.
+// The only messages are keepalives (RDMA has no transport keepalive): each
+// client SENDs one per interval, the server answers, and drops a client it
+// has not heard from for kKeepaliveMisses intervals, so a vanished client
+// cannot pin a retired epoch or a connection slot.
 //
 // Driven by the caller's libevent loop (every method on that thread): the CM
 // event channel is a non-blocking fd, drained until EAGAIN on each wakeup.
@@ -10,6 +14,7 @@
 
 #include <event2/event.h>
 
+#include <array>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -25,6 +30,8 @@ struct VerbsServerLimits {
   uint32_t max_in_flight = 16;  // READs a client may keep outstanding
   // How long a replaced epoch stays registered for clients still reading it.
   std::chrono::seconds retire_grace{60};
+  // How often clients must send a keepalive (announced in HELLO_OK).
+  std::chrono::milliseconds keepalive_interval{2000};
 };
 
 class VerbsTableServer final : public TableServer {
@@ -38,7 +45,7 @@ class VerbsTableServer final : public TableServer {
   Status publish(TablePtr table) override;
   std::string address() const override { return bound_.to_string(); }
   void disconnect_all() override;
-  size_t client_count() const { return connections_.size(); }
+  size_t client_count() const override { return connections_.size(); }
 
  private:
   // One registration of one epoch's table on one device.
@@ -48,17 +55,37 @@ class VerbsTableServer final : public TableServer {
     verbs::MemoryRegion mr;
     Clock::time_point retired_at{};  // zero while current
   };
+  // Keepalive buffers: receive slots, then send slots, one MR (local access only).
+  static constexpr size_t kMsgSlot = 64;
+  static constexpr uint32_t kRecvSlots = 4, kSendSlots = 4;
+  static_assert(control::kKeepaliveMessageSize <= kMsgSlot);
   struct Connection {
+    VerbsTableServer* server = nullptr;
+    // Creation order; destroyed in reverse (event, QP, MR, CQ, channel, id).
     verbs::CmId id;
+    verbs::CompletionChannel channel;
     verbs::CompletionQueue cq;
+    std::array<std::byte, (kRecvSlots + kSendSlots) * kMsgSlot> msgs{};
+    verbs::MemoryRegion msgs_mr;
     verbs::QueuePair qp;
+    std::unique_ptr<event, void (*)(event*)> cq_event{nullptr, event_free};
     uint64_t epoch = 0;
     std::string peer;
+    Clock::time_point last_heard;
+    uint32_t sends_in_flight = 0;
+    uint32_t next_send_slot = 0;
   };
 
   VerbsTableServer(event_base* base, VerbsServerLimits limits) : base_(base), limits_(limits) {}
   static void on_cm_readable(evutil_socket_t, short, void* arg);
   static void on_retire_timer(evutil_socket_t, short, void* arg);
+  static void on_keepalive_timer(evutil_socket_t, short, void* arg);
+  static void on_cq_readable(evutil_socket_t, short, void* arg);
+  // Sets up the connection's CQ, QP and keepalive buffers; false after logging.
+  bool prepare(Connection& c, ibv_pd* pd);
+  bool post_recv(Connection& c, uint32_t slot);
+  void answer_keepalive(Connection& c, uint32_t slot, uint32_t length);
+  void drop_silent_clients();
   void handle(rdma_cm_event& ev);
   void on_connect_request(rdma_cm_id* id, const rdma_conn_param& param);
   // Authentication hook: decides, before the rkey is revealed, whether this
@@ -86,6 +113,7 @@ class VerbsTableServer final : public TableServer {
   std::map<rdma_cm_id*, std::unique_ptr<Connection>> connections_;
   std::unique_ptr<event, void (*)(event*)> cm_event_{nullptr, event_free};
   std::unique_ptr<event, void (*)(event*)> retire_timer_{nullptr, event_free};
+  std::unique_ptr<event, void (*)(event*)> keepalive_timer_{nullptr, event_free};
 };
 
 }  // namespace rrs

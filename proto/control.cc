@@ -73,6 +73,7 @@ void append_hello_ok(std::string& out, uint32_t request_id, const HelloOk& m) {
   wire::store_u16(b + 0, m.version);
   wire::store_u32(b + 4, m.max_read_len);
   wire::store_u32(b + 8, m.max_in_flight);
+  wire::store_u32(b + 12, m.keepalive_interval_ms);
   append_frame_header(out, MsgType::kHelloOk, kHelloOkSize, request_id);
   append_body(out, b);
 }
@@ -122,7 +123,7 @@ Result<FrameHeader> decode_frame_header(std::span<const std::byte> bytes, uint32
     return bad("frame header", "bad magic (not an rdma-server/rdma-client peer?)");
   uint16_t type = load_u16(&bytes[4]);
   if (type < static_cast<uint16_t>(MsgType::kHello) ||
-      type > static_cast<uint16_t>(MsgType::kError))
+      type > static_cast<uint16_t>(MsgType::kKeepaliveAck))
     return bad("frame header", "unknown message type " + std::to_string(type));
   if (load_u16(&bytes[6]) != 0) return bad("frame header", "reserved flags are set");
   FrameHeader h;
@@ -151,6 +152,7 @@ Result<HelloOk> decode_hello_ok(std::span<const std::byte> body) {
   m.version = load_u16(&body[0]);
   m.max_read_len = load_u32(&body[4]);
   m.max_in_flight = load_u32(&body[8]);
+  m.keepalive_interval_ms = load_u32(&body[12]);
   if (m.max_read_len == 0 || m.max_in_flight == 0)
     return bad("HELLO_OK", "server allows no reads (max_read_len or max_in_flight is 0)");
   return m;
@@ -193,6 +195,27 @@ Result<ErrorMsg> decode_error(std::span<const std::byte> body) {
   for (char& c : m.text)
     if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
   return m;
+}
+
+std::string encode_keepalive(MsgType type, uint64_t seq) {
+  std::byte b[kKeepaliveSize] = {};
+  wire::store_u64(b, seq);
+  std::string out;
+  append_frame_header(out, type, kKeepaliveSize, 0);
+  append_body(out, b);
+  return out;
+}
+
+Result<uint64_t> decode_keepalive(std::span<const std::byte> message, MsgType want) {
+  const char* what = want == MsgType::kKeepalive ? "KEEPALIVE" : "KEEPALIVE_ACK";
+  if (message.size() != kKeepaliveMessageSize)
+    return bad(what, "message is " + std::to_string(message.size()) + " bytes, expected " +
+                         std::to_string(kKeepaliveMessageSize));
+  auto h = decode_frame_header(message.first(kFrameHeaderSize), kKeepaliveSize);
+  if (!h.ok()) return h.status();
+  if (h->type != want || h->body_len != kKeepaliveSize)
+    return bad(what, "unexpected message type " + std::to_string(static_cast<int>(h->type)));
+  return load_u64(&message[kFrameHeaderSize]);
 }
 
 Result<uint16_t> negotiate_version(const Hello& m) {

@@ -12,7 +12,7 @@
 // Bodies:
 //   HELLO        c->s 16 B: min_version u16, max_version u16, flags u32 (0), reserved u64
 //   HELLO_OK     s->c 16 B: version u16, reserved u16, max_read_len u32,
-//                           max_in_flight u32, reserved u32
+//                           max_in_flight u32, keepalive_interval_ms u32 (0: none)
 //   GET_DESCRIPTOR c->s 0 B
 //   DESCRIPTOR   s->c 48 B: epoch u64, table_length u64, remote_addr u64 (verbs;
 //                           0 over TCP), rkey u32 (verbs; 0 over TCP),
@@ -22,6 +22,8 @@
 //   ERROR        s->c 8+n B: code u32 (ErrorCode), reserved u32, n bytes of text
 //                           (n <= kMaxErrorText); the server closes after it
 //                           unless the code is kEpochGone
+//   KEEPALIVE    c->s  8 B: seq u64        } verbs only, as SEND/RECV messages
+//   KEEPALIVE_ACK s->c 8 B: seq u64 (echo) } (TCP has the kernel's keepalive)
 //
 // A real `struct ibv_mr` never crosses the wire: only the fields a reader
 // needs, in a fixed layout.
@@ -40,7 +42,9 @@ inline constexpr uint8_t kMagic[4] = {'R', 'S', 'C', '1'};
 inline constexpr uint16_t kProtocolVersion = 1;
 inline constexpr size_t kFrameHeaderSize = 16;
 inline constexpr size_t kHelloSize = 16, kHelloOkSize = 16, kDescriptorSize = 48,
-                        kReadSize = 24, kErrorFixedSize = 8;
+                        kReadSize = 24, kErrorFixedSize = 8, kKeepaliveSize = 8;
+// A keepalive travels as one whole frame in one SEND.
+inline constexpr size_t kKeepaliveMessageSize = kFrameHeaderSize + kKeepaliveSize;
 inline constexpr uint32_t kMaxErrorText = 1024;
 // Largest body a client may send; anything bigger is garbage.
 inline constexpr uint32_t kMaxRequestBody = 64;
@@ -56,6 +60,8 @@ enum class MsgType : uint16_t {
   kRead = 5,
   kReadData = 6,
   kError = 7,
+  kKeepalive = 8,
+  kKeepaliveAck = 9,
 };
 
 enum class ErrorCode : uint32_t {
@@ -87,7 +93,11 @@ struct HelloOk {
   uint16_t version = kProtocolVersion;
   uint32_t max_read_len = kMaxReadLength;
   uint32_t max_in_flight = 0;
+  // How often the client must send KEEPALIVE (verbs); the server drops a
+  // client it has not heard from for kKeepaliveMisses intervals.
+  uint32_t keepalive_interval_ms = 0;
 };
+inline constexpr uint32_t kKeepaliveMisses = 5;
 
 struct Descriptor {
   uint64_t epoch = 0;
@@ -127,6 +137,11 @@ Result<HelloOk> decode_hello_ok(std::span<const std::byte> body);
 Result<Descriptor> decode_descriptor(std::span<const std::byte> body);
 Result<ReadRequest> decode_read(std::span<const std::byte> body);
 Result<ErrorMsg> decode_error(std::span<const std::byte> body);
+
+// KEEPALIVE / KEEPALIVE_ACK as one whole message (header + body), the unit a
+// verbs SEND carries. The decoder accepts exactly one message of type `want`.
+std::string encode_keepalive(MsgType type, uint64_t seq);
+Result<uint64_t> decode_keepalive(std::span<const std::byte> message, MsgType want);
 
 // Picks the protocol version both sides speak.
 Result<uint16_t> negotiate_version(const Hello& m);

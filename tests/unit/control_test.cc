@@ -90,6 +90,28 @@ TEST(Control, RejectsMalformedFrames) {
   EXPECT_FALSE(decode_error(bytes(std::string(4, '\0'))).ok());
 }
 
+TEST(Control, KeepaliveIsOneWholeMessage) {
+  std::string ka = encode_keepalive(MsgType::kKeepalive, 0x0102030405060708ull);
+  ASSERT_EQ(ka.size(), kKeepaliveMessageSize);
+  auto seq = decode_keepalive(bytes(ka), MsgType::kKeepalive);
+  ASSERT_TRUE(seq.ok()) << seq.status().message();
+  EXPECT_EQ(*seq, 0x0102030405060708ull);
+  EXPECT_EQ(static_cast<uint8_t>(ka[kFrameHeaderSize]), 0x08);  // little-endian on the wire
+  // The answer is not a request, a short or padded message is refused.
+  EXPECT_FALSE(decode_keepalive(bytes(ka), MsgType::kKeepaliveAck).ok());
+  EXPECT_FALSE(decode_keepalive(bytes(ka, 0, kKeepaliveMessageSize - 1), MsgType::kKeepalive).ok());
+  EXPECT_FALSE(decode_keepalive(bytes(ka + '\0'), MsgType::kKeepalive).ok());
+  std::string other;
+  append_read(other, 1, {1, 2, 3});
+  EXPECT_FALSE(decode_keepalive(bytes(other, 0, kKeepaliveMessageSize), MsgType::kKeepalive).ok());
+
+  std::string f;
+  append_hello_ok(f, 0, {kProtocolVersion, 1u << 20, 8, 2000});
+  auto h = decode_hello_ok(bytes(f, kFrameHeaderSize));
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->keepalive_interval_ms, 2000u);
+}
+
 // Random bytes into every decoder: never crash, never accept a wrong size.
 TEST(Control, SurvivesRandomInput) {
   std::mt19937_64 rng(1);
@@ -104,6 +126,8 @@ TEST(Control, SurvivesRandomInput) {
     EXPECT_EQ(decode_descriptor(b).ok() && b.size() != kDescriptorSize, false);
     EXPECT_EQ(decode_read(b).ok() && b.size() != kReadSize, false);
     (void)decode_error(b);
+    EXPECT_EQ(decode_keepalive(b, MsgType::kKeepalive).ok() && b.size() != kKeepaliveMessageSize,
+              false);
   }
 }
 

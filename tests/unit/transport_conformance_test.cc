@@ -55,7 +55,8 @@ class ServerHarness {
     event_free(keepalive_);
     event_base_free(base_);
   }
-  Status start(const std::string& transport, std::chrono::seconds retire_grace) {
+  Status start(const std::string& transport, std::chrono::seconds retire_grace,
+               std::chrono::milliseconds keepalive = std::chrono::milliseconds(2000)) {
     evthread_use_pthreads();
     base_ = event_base_new();
     if (transport == "tcp") {
@@ -66,7 +67,7 @@ class ServerHarness {
       server_ = std::move(*s);
     } else {
       host_ = verbs_address();
-      auto s = VerbsTableServer::listen(base_, {host_, 0}, {16, retire_grace});
+      auto s = VerbsTableServer::listen(base_, {host_, 0}, {16, retire_grace, keepalive});
       if (!s.ok()) return s.status();
       port_ = static_cast<uint16_t>(std::stoi(
           (*s)->address().substr((*s)->address().rfind(':') + 1)));
@@ -80,37 +81,43 @@ class ServerHarness {
     loop_ = std::thread([this] { event_base_dispatch(base_); });
     return {};
   }
-  void publish(TablePtr t) {
-    // Runs on the loop thread, as TableServer requires.
+  // Runs `f` on the loop thread and returns its result.
+  template <typename F>
+  auto on_loop(F f) {
     struct Call {
-      TableServer* s;
-      TablePtr t;
-      std::promise<Status> done;
-    } call{server_.get(), std::move(t), {}};
+      F f;
+      std::promise<decltype(f())> done;
+    } call{std::move(f), {}};
     auto fut = call.done.get_future();
     event_base_once(base_, -1, EV_TIMEOUT,
                     [](evutil_socket_t, short, void* arg) {
                       auto* c = static_cast<Call*>(arg);
-                      c->done.set_value(c->s->publish(c->t));
+                      c->done.set_value(c->f());
                     },
                     &call, nullptr);
-    Status s = fut.get();
+    return fut.get();
+  }
+
+  void publish(TablePtr t) {
+    // On the loop thread, as TableServer requires.
+    Status s = on_loop([&] { return server_->publish(t); });
     EXPECT_TRUE(s.ok()) << s.message();
   }
   void disconnect_all() {
-    struct Call {
-      TableServer* s;
-      std::promise<void> done;
-    } call{server_.get(), {}};
-    auto fut = call.done.get_future();
-    event_base_once(base_, -1, EV_TIMEOUT,
-                    [](evutil_socket_t, short, void* arg) {
-                      auto* c = static_cast<Call*>(arg);
-                      c->s->disconnect_all();
-                      c->done.set_value();
-                    },
-                    &call, nullptr);
-    fut.get();
+    on_loop([this] {
+      server_->disconnect_all();
+      return 0;
+    });
+  }
+  size_t client_count() {
+    return on_loop([this] { return server_->client_count(); });
+  }
+  // Blocks the server's loop for `d`: a server that is alive but not answering.
+  void stall(std::chrono::milliseconds d) {
+    on_loop([d] {
+      std::this_thread::sleep_for(d);
+      return 0;
+    });
   }
   std::unique_ptr<TableReader> make_reader(uint16_t port = 0) {
     Endpoint at{host_, port ? port : port_};
@@ -192,9 +199,10 @@ class TransportConformance : public ::testing::TestWithParam<std::string> {
     }
     harness_ = std::make_unique<ServerHarness>();
     // Grace 0: a replaced epoch is unregistered at once, even while read.
-    Status s = harness_->start(GetParam(), std::chrono::seconds(0));
+    Status s = harness_->start(GetParam(), std::chrono::seconds(0), keepalive_interval_);
     ASSERT_TRUE(s.ok()) << s.message();
   }
+  std::chrono::milliseconds keepalive_interval_{2000};
   std::unique_ptr<ServerHarness> harness_;
 };
 
@@ -318,6 +326,72 @@ TEST_P(TransportConformance, ManyReadersAtOnce) {
     EXPECT_EQ(f.records.size(), 301u);
   }
 }
+
+// Keepalive: RDMA has no transport keepalive and the server cannot see
+// one-sided READs, so a verbs client must say it is alive; TCP's own
+// keepalive (enable_tcp_keepalive) does that job there.
+class KeepaliveConformance : public TransportConformance {
+ protected:
+  static constexpr auto kInterval = std::chrono::milliseconds(100);
+  static constexpr auto kSilenceLimit = kInterval * control::kKeepaliveMisses;
+  void SetUp() override {
+    keepalive_interval_ = kInterval;
+    TransportConformance::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    harness_->publish(sample_table(60, 10));
+  }
+  // Calls keepalive() every few ms for `d`; the first failure.
+  static Status keep_alive_for(TableReader& r, std::chrono::milliseconds d) {
+    for (auto until = Clock::now() + d; Clock::now() < until;) {
+      RRS_RETURN_IF_ERROR(r.keepalive());
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return {};
+  }
+};
+
+TEST_P(KeepaliveConformance, ReaderThatKeepsAliveStaysConnectedWhileIdle) {
+  auto reader = harness_->make_reader();
+  ASSERT_TRUE(reader->connect(Clock::now() + std::chrono::seconds(5)).ok());
+  Status s = keep_alive_for(*reader, kSilenceLimit * 3);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(harness_->client_count(), 1u);
+  std::vector<std::byte> buf(256);
+  s = read_once(*reader, 0, buf);
+  EXPECT_TRUE(s.ok()) << s.message();
+}
+
+TEST_P(KeepaliveConformance, SilentReaderIsDropped) {
+  if (GetParam() == "tcp")
+    GTEST_SKIP() << "tcp: a live but silent TCP client is not dropped; the kernel's keepalive "
+                    "notices a dead host (limits on idle clients are a later stage)";
+  auto reader = harness_->make_reader();
+  ASSERT_TRUE(reader->connect(Clock::now() + std::chrono::seconds(5)).ok());
+  EXPECT_EQ(harness_->client_count(), 1u);
+  std::this_thread::sleep_for(kSilenceLimit * 3);
+  EXPECT_EQ(harness_->client_count(), 0u);
+  std::vector<std::byte> buf(256);
+  Status s = read_once(*reader, 0, buf);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.kind(), ErrorKind::kUnavailable) << s.message();
+}
+
+TEST_P(KeepaliveConformance, ServerThatStopsAnsweringIsDeclaredGone) {
+  if (GetParam() == "tcp")
+    GTEST_SKIP() << "tcp: a stalled server with a live kernel is not detected by keepalive; "
+                    "reads time out after --io-timeout instead";
+  auto reader = harness_->make_reader();
+  ASSERT_TRUE(reader->connect(Clock::now() + std::chrono::seconds(5)).ok());
+  std::thread stall([&] { harness_->stall(kSilenceLimit * 4); });
+  Status s = keep_alive_for(*reader, kSilenceLimit * 3);
+  stall.join();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.kind(), ErrorKind::kUnavailable);
+  EXPECT_NE(s.message().find("answered no keepalive"), std::string::npos) << s.message();
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, KeepaliveConformance, ::testing::Values("tcp", "verbs"),
+                         [](const auto& p) { return p.param; });
 
 INSTANTIATE_TEST_SUITE_P(Transports, TransportConformance, ::testing::Values("tcp", "verbs"),
                          [](const auto& p) { return p.param; });
