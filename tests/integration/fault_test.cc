@@ -78,5 +78,26 @@ TEST_F(FaultTest, ServerKilledMidTransferIsReportedNotHung) {
   EXPECT_NE(client.stderr_text().find("reconnect"), std::string::npos) << client.describe();
 }
 
+// Over verbs the sidecar hears nothing of one-sided READs and drops a client
+// that sends no keepalive for 10 s (5 x 2 s). A client whose target Redis
+// stalls longer than that must keep saying it is alive while it waits, and
+// then finish.
+TEST_F(FaultTest, LoaderStalledPastTheKeepaliveLimitStillFinishes) {
+  fill_strings(master_, 0, "k:", 25000, 1000);
+  RedisProcess replica;
+  ASSERT_TRUE(replica.started()) << replica.start_error();
+  SidecarServer server(master_.address());
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+
+  replica.run({"CLIENT", "PAUSE", "14000", "WRITE"});  // lifts itself after 14 s
+  ClientRun run = sync_to(server.port(), replica, {"--chunk-size", "64k", "--in-flight", "2"});
+  EXPECT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_EQ(replica.digest(), master_.digest());
+  // Finished on its first connection: not dropped and resumed.
+  EXPECT_EQ(run.err.find("reconnect"), std::string::npos) << run.describe();
+  EXPECT_EQ(server.process().stderr_text().find("keepalive"), std::string::npos)
+      << server.describe();
+}
+
 }  // namespace
 }  // namespace rrs::test
