@@ -2,7 +2,7 @@
 # Verbs vs TCP on one RDMA device, run where the device is: in the Soft-RoCE
 # VM here (labelled "rxe, emulated"), or on a host with an HCA.
 #
-#   bash tests/vm/run-in-vm.sh --timeout 1500 -- bash bench/verbs_bench.sh [--keys N] [--runs N]
+#   bash tests/vm/run-in-vm.sh --timeout 1500 -- bash bench/verbs_bench.sh [--keys N] [--runs N] [--chunk-mib N]
 #   RRS_VERBS_ADDR=<addr on the HCA's netdev> RRS_VERBS_DEVICE=mlx5_0 bash bench/verbs_bench.sh
 #
 # Measures, on one data set (N keys x 1000 random bytes):
@@ -17,11 +17,13 @@ cd "$(dirname "$0")/.."
 
 keys=20000
 runs=5
+chunk_mib=4  # rdma-client's default --chunk-size; ib_read_bw uses the same message size
 build=${RRS_BUILD_DIR:-build}
 while [ $# -gt 0 ]; do
   case $1 in
     --keys) keys=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
+    --chunk-mib) chunk_mib=$2; shift 2 ;;
     --build-dir) build=$2; shift 2 ;;
     *) echo "verbs_bench: unknown option $1" >&2; exit 2 ;;
   esac
@@ -74,13 +76,15 @@ for t in verbs tcp; do
 done
 for ((r = 1; r <= runs; r++)); do
   for t in verbs tcp; do  # interleaved, so a slow moment of the VM hits both
-    line=$("$build/client/rdma-client" "$addr" "$sidecar" --transport "$t" --no-load --quiet)
+    line=$("$build/client/rdma-client" "$addr" "$sidecar" --transport "$t" --no-load --quiet \
+      --chunk-size "${chunk_mib}M")
     echo "$t run $r: $line" >&2
     raw[$t]+="$(sed -E 's/.*MBps=([0-9.]+).*/\1/' <<<"$line") "
   done
 done
-echo "== ib_read_bw on $dev, 1 MiB messages" >&2
-ibbw=$(bash tests/vm/ib-read-bw.sh -s 1048576 -n 200 -r "$runs" | tee /dev/stderr |
+echo "== ib_read_bw on $dev, $chunk_mib MiB messages" >&2
+# About 200 MiB per run, whatever the message size.
+ibbw=$(bash tests/vm/ib-read-bw.sh -s $((chunk_mib << 20)) -n $(( (200 + chunk_mib - 1) / chunk_mib )) -r "$runs" | tee /dev/stderr |
        sed -E 's/.*avg_MBps=([0-9.]+).*/\1/' | median)
 ibbw_mb=$(awk -v m="$ibbw" 'BEGIN { printf "%.1f", m * 1048576 / 1e6 }')  # perftest MB = 2^20
 
@@ -114,14 +118,14 @@ emulated=$([ "$dev" = rxe0 ] && echo " (Soft-RoCE, emulated in a TCG VM: functio
 cat <<EOF2
 # Verbs vs TCP on $dev$emulated
 
-Command: \`bash tests/vm/run-in-vm.sh --timeout 1500 -- bash bench/verbs_bench.sh --keys $keys --runs $runs\`
+Command: \`bash tests/vm/run-in-vm.sh --timeout 1500 -- bash bench/verbs_bench.sh --keys $keys --runs $runs --chunk-mib $chunk_mib\`
 Data: $keys keys x 1000 random bytes; table $(sed -E 's/.*bytes=([0-9]+).*/\1/' <<<"$ready") bytes. MB = 10^6 bytes.
 
 | raw transfer (median of $runs) | MB/s |
 |---|---:|
-| rdma-client --no-load over verbs (RDMA READ, 1 MiB chunks, 8 in flight) | $verbs_mb |
+| rdma-client --no-load over verbs (RDMA READ, $chunk_mib MiB chunks, 8 in flight) | $verbs_mb |
 | rdma-client --no-load over TCP | $tcp_mb |
-| ib_read_bw, 1 MiB messages, same device | $ibbw_mb |
+| ib_read_bw, $chunk_mib MiB messages, same device | $ibbw_mb |
 | verbs as a share of ib_read_bw | $ratio % |
 
 | $clients clients syncing the same table at once | verbs | tcp |

@@ -24,7 +24,8 @@ Options:
                           (without either, a non-empty target is refused)
   --connect-timeout SECS  keep retrying the server this long (default 30)
   --io-timeout SECS       longest wait for any answer once connected (default 30)
-  --chunk-size BYTES      bytes per read, suffix k/M allowed (default 1M)
+  --chunk-size BYTES      bytes per read, suffix k/M allowed (default 4M; the
+                          client holds about (in-flight + 15) read buffers)
   --in-flight N           reads outstanding at once (default 8)
   --retries N             reconnects after a lost connection (default 3); the
                           sync resumes where it stopped if the server still

@@ -28,8 +28,10 @@ struct ClientConfig {
   std::chrono::seconds connect_timeout{30};
   // --io-timeout: the longest wait for any single answer once connected.
   std::chrono::seconds io_timeout{30};
-  // --chunk-size: bytes per READ; large enough to amortize a round trip.
-  uint32_t chunk_size = 1u << 20;
+  // --chunk-size: bytes per READ; large enough to amortize a round trip. On
+  // rxe 4 MiB READs ran at 85-90% of ib_read_bw, 1 MiB ones at about 70%
+  // (bench/results/2026-11-22-vm-verbs.md); an HCA is indifferent above 64 KiB.
+  uint32_t chunk_size = 4u << 20;
   // --in-flight: READs outstanding at once (capped by what the server allows).
   uint32_t in_flight = 8;
   // --retries: reconnects after a lost connection before giving up; the

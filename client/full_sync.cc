@@ -117,13 +117,17 @@ int run_full_sync(const ClientConfig& config) {
   const TableInfo& info = (*remote)->info;
   const table::Header& h = info.header;
 
+  // Reading starts before the target is prepared (FLUSHALL of a big target
+  // can take a while): the fetcher fills its buffers, then waits for the
+  // loader while it keeps the server told it is alive.
+  Status fetch_status;
+  std::thread fetch_thread([&] { fetch_status = fetcher.run(); });
   if (Status s = loader->prepare(info, config.policy); !s.ok()) {
+    fetcher.cancel();
+    fetch_thread.join();
     log::error(s.message());
     return loader->refused() ? exit_code::kRefused : exit_code_for(s);
   }
-
-  Status fetch_status;
-  std::thread fetch_thread([&] { fetch_status = fetcher.run(); });
   Progress progress(h.record_count, h.total_size, config.quiet);
   Status load_status;
   uint64_t seen = 0;

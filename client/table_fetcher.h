@@ -25,7 +25,7 @@ struct TableInfo {
 };
 
 struct FetchOptions {
-  uint32_t chunk_size = 1u << 20;
+  uint32_t chunk_size = 4u << 20;
   uint32_t in_flight = 8;
   std::chrono::milliseconds io_timeout{30000};
   size_t queue_depth = 8;

@@ -80,24 +80,35 @@ TEST_F(FaultTest, ServerKilledMidTransferIsReportedNotHung) {
 
 // Over verbs the sidecar hears nothing of one-sided READs and drops a client
 // that sends no keepalive for 10 s (5 x 2 s). A client whose target Redis
-// stalls longer than that must keep saying it is alive while it waits, and
-// then finish.
-TEST_F(FaultTest, LoaderStalledPastTheKeepaliveLimitStillFinishes) {
+// stalls longer than that, while it prepares the target (FLUSHALL) or while
+// it loads, must keep saying it is alive, and then finish on its first
+// connection (not dropped and resumed).
+class StalledTargetTest : public FaultTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(StalledTargetTest, StallPastTheKeepaliveLimitStillFinishes) {
+  const bool during_flush = GetParam();
   fill_strings(master_, 0, "k:", 25000, 1000);
   RedisProcess replica;
   ASSERT_TRUE(replica.started()) << replica.start_error();
   SidecarServer server(master_.address());
   ASSERT_TRUE(server.wait_ready()) << server.describe();
 
+  std::vector<std::string> extra = {"--chunk-size", "64k", "--in-flight", "2"};
+  if (during_flush) {
+    replica.run({"SET", "old", "x"});
+    extra.push_back("--flush");  // FLUSHALL waits out the pause
+  }
   replica.run({"CLIENT", "PAUSE", "14000", "WRITE"});  // lifts itself after 14 s
-  ClientRun run = sync_to(server.port(), replica, {"--chunk-size", "64k", "--in-flight", "2"});
+  ClientRun run = sync_to(server.port(), replica, extra);
   EXPECT_EQ(run.exit_code, 0) << run.describe();
   EXPECT_EQ(replica.digest(), master_.digest());
-  // Finished on its first connection: not dropped and resumed.
   EXPECT_EQ(run.err.find("reconnect"), std::string::npos) << run.describe();
   EXPECT_EQ(server.process().stderr_text().find("keepalive"), std::string::npos)
       << server.describe();
 }
+
+INSTANTIATE_TEST_SUITE_P(Stalls, StalledTargetTest, ::testing::Bool(),
+                         [](const auto& p) { return p.param ? "WhileFlushing" : "WhileLoading"; });
 
 }  // namespace
 }  // namespace rrs::test
