@@ -210,18 +210,13 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
   connections_.emplace(id, std::move(c));
 }
 
-// The server posts only keepalive answers: a small CQ on a completion
-// channel of its own (driven by the loop), RECVs posted before the accept so
-// the client's first keepalive always finds one.
+// The server posts only keepalive answers: a small CQ with no completion
+// channel (sweep() polls it), RECVs posted before the accept so the client's
+// first keepalive always finds one.
 bool VerbsTableServer::prepare(Connection& c, ibv_pd* pd) {
-  ibv_context* device = c.id->verbs;
-  c.channel.reset(ibv_create_comp_channel(device));
-  if (!c.channel) return false;
-  int fd = c.channel->fd;
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   c.cq = verbs::CompletionQueue(
-      ibv_create_cq(device, kRecvSlots + kSendSlots, &c, c.channel.get(), 0));
-  if (!c.cq.get() || ibv_req_notify_cq(c.cq.get(), 0) != 0) return false;
+      ibv_create_cq(c.id->verbs, kRecvSlots + kSendSlots, nullptr, nullptr, 0));
+  if (!c.cq.get()) return false;
   c.msgs_mr.reset(ibv_reg_mr(pd, c.msgs.data(), c.msgs.size(), IBV_ACCESS_LOCAL_WRITE));
   if (!c.msgs_mr) return false;
   ibv_qp_init_attr qpa{};
@@ -232,8 +227,7 @@ bool VerbsTableServer::prepare(Connection& c, ibv_pd* pd) {
   c.qp = verbs::QueuePair(c.id.get());
   for (uint32_t slot = 0; slot < kRecvSlots; ++slot)
     if (!post_recv(c, slot)) return false;
-  c.cq_event.reset(event_new(base_, fd, EV_READ | EV_PERSIST, on_cq_readable, &c));
-  return c.cq_event && event_add(c.cq_event.get(), nullptr) == 0;
+  return true;
 }
 
 bool VerbsTableServer::post_recv(Connection& c, uint32_t slot) {
@@ -247,45 +241,34 @@ bool VerbsTableServer::post_recv(Connection& c, uint32_t slot) {
   return ibv_post_recv(c.qp.get(), &wr, &bad) == 0;
 }
 
-void VerbsTableServer::on_cq_readable(evutil_socket_t, short, void* arg) {
-  auto& c = *static_cast<Connection*>(arg);
-  VerbsTableServer& self = *c.server;
-  rdma_cm_id* id = c.id.get();
-  ibv_cq* cq = nullptr;
-  void* ctx = nullptr;
-  while (ibv_get_cq_event(c.channel.get(), &cq, &ctx) == 0) c.cq.event_taken();
-  // Re-arm first, then poll empty: nothing that lands in between is missed.
-  if (ibv_req_notify_cq(c.cq.get(), 0) != 0) return self.drop(id, "could not re-arm its CQ");
+std::string VerbsTableServer::take_completions(Connection& c) {
   ibv_wc wc[8];
   int n;
   while ((n = ibv_poll_cq(c.cq.get(), 8, wc)) > 0) {
     for (int i = 0; i < n; ++i) {
-      // Any failure (a malformed or oversized message, a peer gone) ends the
-      // connection; drop() destroys `c`, so return at once.
-      if (wc[i].status != IBV_WC_SUCCESS) {
-        std::string why = std::string("completion error: ") + ibv_wc_status_str(wc[i].status);
-        return self.drop(id, why.c_str());
-      }
+      // A malformed or oversized message, or a peer gone, ends the connection.
+      if (wc[i].status != IBV_WC_SUCCESS)
+        return std::string("completion error: ") + ibv_wc_status_str(wc[i].status);
       if (wc[i].wr_id < kRecvSlots) {
-        self.answer_keepalive(c, static_cast<uint32_t>(wc[i].wr_id), wc[i].byte_len);
-        if (!self.connections_.contains(id)) return;
+        std::string why = answer_keepalive(c, static_cast<uint32_t>(wc[i].wr_id), wc[i].byte_len);
+        if (!why.empty()) return why;
       } else {
         --c.sends_in_flight;
       }
     }
   }
-  if (n < 0) self.drop(id, "could not poll its CQ");
+  return n < 0 ? "could not poll its CQ" : "";
 }
 
-void VerbsTableServer::answer_keepalive(Connection& c, uint32_t slot, uint32_t length) {
+std::string VerbsTableServer::answer_keepalive(Connection& c, uint32_t slot, uint32_t length) {
   auto seq = control::decode_keepalive(
       std::span<const std::byte>(c.msgs.data() + slot * kMsgSlot, std::min<size_t>(length, kMsgSlot)),
       control::MsgType::kKeepalive);
-  if (!seq.ok()) return drop(c.id.get(), ("sent a bad message: " + seq.status().reason()).c_str());
+  if (!seq.ok()) return "sent a bad message: " + seq.status().reason();
   c.last_heard = Clock::now();
-  if (!post_recv(c, slot)) return drop(c.id.get(), "could not post a receive");
+  if (!post_recv(c, slot)) return "could not post a receive";
   // A client keeps one keepalive outstanding; one that floods us just misses answers.
-  if (c.sends_in_flight == kSendSlots) return;
+  if (c.sends_in_flight == kSendSlots) return "";
   std::string ack = control::encode_keepalive(control::MsgType::kKeepaliveAck, *seq);
   std::byte* buf = c.msgs.data() + (kRecvSlots + c.next_send_slot) * kMsgSlot;
   c.next_send_slot = (c.next_send_slot + 1) % kSendSlots;
@@ -298,27 +281,32 @@ void VerbsTableServer::answer_keepalive(Connection& c, uint32_t slot, uint32_t l
   wr.opcode = IBV_WR_SEND;
   wr.send_flags = IBV_SEND_SIGNALED;
   ibv_send_wr* bad = nullptr;
-  if (ibv_post_send(c.qp.get(), &wr, &bad) != 0) return drop(c.id.get(), "could not post a send");
+  if (ibv_post_send(c.qp.get(), &wr, &bad) != 0) return "could not post a send";
   ++c.sends_in_flight;
+  return "";
 }
 
 void VerbsTableServer::on_keepalive_timer(evutil_socket_t, short, void* arg) {
-  static_cast<VerbsTableServer*>(arg)->drop_silent_clients();
+  static_cast<VerbsTableServer*>(arg)->sweep();
 }
 
 // One-sided READs are invisible to us, so silence is the only sign of a
-// client whose host died or whose process hangs.
-void VerbsTableServer::drop_silent_clients() {
+// client whose host died or whose process hangs. Answers go out up to one
+// interval late, well inside the client's limit of kKeepaliveMisses.
+void VerbsTableServer::sweep() {
   const auto limit = limits_.keepalive_interval * control::kKeepaliveMisses;
   const auto now = Clock::now();
-  std::vector<rdma_cm_id*> silent;
-  for (const auto& [id, c] : connections_)
-    if (now - c->last_heard > limit) silent.push_back(id);
-  for (rdma_cm_id* id : silent) {
-    std::string why = "sent no keepalive for " +
-                      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                         now - connections_[id]->last_heard).count()) +
-                      " ms; dropping it";
+  std::vector<std::pair<rdma_cm_id*, std::string>> gone;
+  for (auto& [id, c] : connections_) {
+    std::string why = take_completions(*c);
+    if (why.empty() && now - c->last_heard > limit)
+      why = "sent no keepalive for " +
+            std::to_string(
+                std::chrono::duration_cast<std::chrono::milliseconds>(now - c->last_heard).count()) +
+            " ms";
+    if (!why.empty()) gone.emplace_back(id, why + "; dropping it");
+  }
+  for (const auto& [id, why] : gone) {
     rdma_disconnect(id);
     drop(id, why.c_str());
   }

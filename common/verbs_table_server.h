@@ -4,9 +4,12 @@
 // accept answers with HELLO_OK + DESCRIPTOR (address, rkey, length, epoch).
 // After that the server's CPU does nothing per byte: clients READ directly.
 // The only messages are keepalives (RDMA has no transport keepalive): each
-// client SENDs one per interval, the server answers, and drops a client it
-// has not heard from for kKeepaliveMisses intervals, so a vanished client
-// cannot pin a retired epoch or a connection slot.
+// client SENDs one per interval, and the server drops a client it has not
+// heard from for kKeepaliveMisses intervals, so a vanished client cannot pin
+// a retired epoch or a connection slot. The server takes no completion
+// events: once per interval one timer sweeps every client's CQ, answers its
+// keepalive and drops the silent ones, so however many clients read, the
+// server wakes once per interval.
 //
 // Driven by the caller's libevent loop (every method on that thread): the CM
 // event channel is a non-blocking fd, drained until EAGAIN on each wakeup.
@@ -61,14 +64,12 @@ class VerbsTableServer final : public TableServer {
   static_assert(control::kKeepaliveMessageSize <= kMsgSlot);
   struct Connection {
     VerbsTableServer* server = nullptr;
-    // Creation order; destroyed in reverse (event, QP, MR, CQ, channel, id).
+    // Creation order; destroyed in reverse (QP, MR, CQ, id).
     verbs::CmId id;
-    verbs::CompletionChannel channel;
     verbs::CompletionQueue cq;
     std::array<std::byte, (kRecvSlots + kSendSlots) * kMsgSlot> msgs{};
     verbs::MemoryRegion msgs_mr;
     verbs::QueuePair qp;
-    std::unique_ptr<event, void (*)(event*)> cq_event{nullptr, event_free};
     uint64_t epoch = 0;
     std::string peer;
     Clock::time_point last_heard;
@@ -80,12 +81,14 @@ class VerbsTableServer final : public TableServer {
   static void on_cm_readable(evutil_socket_t, short, void* arg);
   static void on_retire_timer(evutil_socket_t, short, void* arg);
   static void on_keepalive_timer(evutil_socket_t, short, void* arg);
-  static void on_cq_readable(evutil_socket_t, short, void* arg);
   // Sets up the connection's CQ, QP and keepalive buffers; false after logging.
   bool prepare(Connection& c, ibv_pd* pd);
   bool post_recv(Connection& c, uint32_t slot);
-  void answer_keepalive(Connection& c, uint32_t slot, uint32_t length);
-  void drop_silent_clients();
+  // Takes the client's completions and answers its keepalives; why the
+  // connection must go, or "" if it may stay.
+  std::string take_completions(Connection& c);
+  std::string answer_keepalive(Connection& c, uint32_t slot, uint32_t length);
+  void sweep();
   void handle(rdma_cm_event& ev);
   void on_connect_request(rdma_cm_id* id, const rdma_conn_param& param);
   // Authentication hook: decides, before the rkey is revealed, whether this
