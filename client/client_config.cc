@@ -41,7 +41,9 @@ Options:
   -h, --help              this text
 
 Output: progress on stderr; on stdout one summary line:
-  synced keys=N bytes=B dbs=DB:N,... skipped_expired=N failed=N seconds=S MBps=X keys_per_s=Y
+  synced keys=N bytes=B dbs=DB:N,... skipped_expired=N failed=N seconds=S
+         transfer_s=T MBps=X keys_per_s=Y epoch=E
+  (seconds: start to last key loaded; transfer_s: start to last table byte read)
 Exit codes: 0 every record loaded or knowingly skipped; 1 some records were
 not loaded (listed on stderr); 2 bad usage; 3 server or Redis unreachable,
 auth refused, or timeout; 4 the table failed validation; 5 the target cannot

@@ -121,7 +121,11 @@ int run_full_sync(const ClientConfig& config) {
   // can take a while): the fetcher fills its buffers, then waits for the
   // loader while it keeps the server told it is alive.
   Status fetch_status;
-  std::thread fetch_thread([&] { fetch_status = fetcher.run(); });
+  Clock::time_point fetch_done;
+  std::thread fetch_thread([&] {
+    fetch_status = fetcher.run();
+    fetch_done = Clock::now();
+  });
   if (Status s = loader->prepare(info, config.policy); !s.ok()) {
     fetcher.cancel();
     fetch_thread.join();
@@ -153,11 +157,14 @@ int run_full_sync(const ClientConfig& config) {
   if (st.failed > st.errors.size())
     log::error("... and " + std::to_string(st.failed - st.errors.size()) + " more RESTORE failures");
 
+  // transfer_s: when the last table byte was read and validated; the rest of
+  // `seconds` is the loader finishing what was queued.
+  const double transfer_s = std::chrono::duration<double>(fetch_done - t0).count();
   std::printf("synced keys=%llu bytes=%llu dbs=%s skipped_expired=%llu failed=%llu seconds=%.3f "
-              "MBps=%.1f keys_per_s=%.0f epoch=%llu\n",
+              "transfer_s=%.3f MBps=%.1f keys_per_s=%.0f epoch=%llu\n",
               static_cast<unsigned long long>(st.keys), static_cast<unsigned long long>(st.bytes),
               db_counts(st).c_str(), static_cast<unsigned long long>(st.skipped_expired),
-              static_cast<unsigned long long>(failed), secs,
+              static_cast<unsigned long long>(failed), secs, transfer_s,
               static_cast<double>(st.bytes) / 1e6 / secs, static_cast<double>(st.keys) / secs,
               static_cast<unsigned long long>(h.epoch));
   std::fflush(stdout);
