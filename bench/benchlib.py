@@ -226,3 +226,43 @@ class RedisServer:
             self.conn = None
         if self.proc:
             self.procs.stop(self.proc)
+
+
+# ---- what a process costs (Linux /proc) ---------------------------------------
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid, children=True):
+    """utime + stime of `pid` (and, with children, of its children it has
+    waited for: a Redis master's fork children once it reaped them), in s."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # fields[0] is the state (field 3); utime..cstime are fields 14..17.
+    ticks = int(fields[11]) + int(fields[12])
+    if children:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks / CLK_TCK
+
+
+def reset_peak_rss(pid):
+    """Resets VmHWM (the peak RSS) of `pid`, so the next read covers only what
+    follows (Linux: write 5 to clear_refs; needs the same user or root)."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_mb(pid):
+    """VmHWM of `pid` in MiB, or None when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for ln in f:
+                if ln.startswith("VmHWM:"):
+                    return int(ln.split()[1]) / 1024
+    except OSError:
+        pass
+    return None

@@ -1,107 +1,175 @@
 #!/usr/bin/env python3
-"""Full-sync benchmark: native Redis replication vs the sidecar over TCP.
+"""Full-sync benchmark: native Redis replication vs the sidecar, 1..N replicas.
 
-On loopback, for one data set of --keys x --value-size random bytes:
-  bgsave       the master's own BGSAVE (fork + RDB to disk), for reference;
-  native       a fresh replica's diskless full sync (REPLICAOF -> link up);
-  server_ready rdma-server start -> its `ready` line (snapshot built);
-  client       rdma-client loading a fresh empty Redis from the sidecar.
-Each is repeated --runs times; median, min and max are reported. Every wall
-time is time.monotonic() (CLOCK_MONOTONIC), never CPU time. See bench/README.md.
+For each data set (--datasets), on one master loaded by gen_dataset, every
+system (--systems) gives N fresh, empty replicas (--replicas, all at once) a
+full copy, --runs times:
+
+  native-disk      REPLICAOF; master forks and writes an RDB to disk, then
+                   streams it (replicas arriving meanwhile share that RDB)
+  native-diskless  REPLICAOF; master forks and streams the RDB straight to
+                   the replicas (repl-diskless-sync-max-replicas N: one fork
+                   for all N); replicas load with repl-diskless-load swapdb
+  sidecar-tcp      rdma-server snapshots the master once per run (the epoch),
+                   then N rdma-clients load N replicas over TCP
+  sidecar-verbs    the same over RDMA (needs --device / RRS_VERBS_ADDR)
+  floor            a replica loading the master's prepared RDB from a fake
+                   master that does nothing but send the file (rdb_feeder.py):
+                   the fastest a replica can ingest on this machine
+
+Per replica: wall time from the start to its last key loaded (CLOCK_MONOTONIC,
+never CPU time), MB/s, keys/s, and for the sidecar the transfer part. Per
+sync: the master Redis process's CPU time (its fork children included) and
+peak RSS, copy-on-write of its fork child, rdma-server's CPU time; the table
+build once per epoch. Every copy is checked (DBSIZE, DEBUG DIGEST). Writes
+bench/results/<date>-<host>.{md,csv} and PNG plots. See bench/README.md.
 """
 import argparse
 import atexit
-import csv
 import datetime
 import os
-import platform
 import re
 import shlex
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from benchlib import (LOOPBACK, BenchError, Procs, RedisServer, cpu_busy, free_port,
-                      pin_prefix, tail, wait_until)
+from benchlib import (LOOPBACK, BenchError, Procs, RedisServer, cpu_busy, cpu_seconds,
+                      free_port, peak_rss_mb, pin_prefix, reset_peak_rss, tail, wait_until)
+import report
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
 
-MASTER_ARGS = ["--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"]
-REPLICA_ARGS = ["--repl-diskless-load", "swapdb"]
+# name -> (keys, value_size, gen_dataset --type): the issue's four data sets.
+DATASETS = {
+    "default": (1_000_000, 1000, "strings"),
+    "small": (10_000_000, 16, "strings"),
+    "large": (1000, 1 << 20, "strings"),
+    "mixed": (1_000_000, 1000, "mixed"),
+}
+SYSTEMS = ["native-disk", "native-diskless", "sidecar-tcp", "sidecar-verbs", "floor"]
+REPLICA_SWAPDB = ["--repl-diskless-load", "swapdb"]
 QUIET = 0.15  # CPU busy fraction above which a measurement is flagged as disturbed
-
-# What each measurement means, in the order reported.
-MEASUREMENTS = [
-    ("load", "gen_dataset loading the master (once)"),
-    ("bgsave", "master BGSAVE: command sent -> rdb_bgsave_in_progress:0, status ok"),
-    ("native_sync", "native diskless full sync: REPLICAOF -> link up, sync_in_progress:0"),
-    ("server_ready", "rdma-server spawn -> `ready` line (wall, harness clock)"),
-    ("server_build_s", "rdma-server's own build_s from its `ready` line"),
-    ("client_wall", "rdma-client process wall time (spawn -> exit)"),
-    ("client_seconds", "rdma-client's own seconds= from its `synced` line"),
-]
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--keys", type=int, default=1000000)
-    p.add_argument("--value-size", type=int, default=1000)
-    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--datasets", default="default",
+                   help=f"comma-separated, from {', '.join(DATASETS)}, or 'all' (default: default)")
+    p.add_argument("--scale", type=float, default=1.0,
+                   help="multiply every data set's key count (e.g. 0.05 in the Soft-RoCE VM)")
+    p.add_argument("--systems", default="auto",
+                   help=f"comma-separated, from {', '.join(SYSTEMS)}; auto: all, "
+                        "sidecar-verbs only when an RDMA device is given or found")
+    p.add_argument("--replicas", default="1,2,4", help="replica counts (default 1,2,4)")
+    p.add_argument("--runs", type=int, default=3, help="repetitions; median, min, max reported")
+    p.add_argument("--device", default=os.environ.get("RRS_VERBS_DEVICE"),
+                   help="RDMA device for sidecar-verbs, e.g. mlx5_0 (default $RRS_VERBS_DEVICE)")
+    p.add_argument("--verbs-addr", default=os.environ.get("RRS_VERBS_ADDR"),
+                   help="an address on that device's netdev for rdma-server to listen on "
+                        "(default $RRS_VERBS_ADDR; tests/vm/guest-setup.sh sets it)")
     p.add_argument("--build-dir", default="build",
                    help="CMake build tree, relative to the repo root unless absolute")
-    p.add_argument("--skip-native", action="store_true", help="skip BGSAVE and native sync")
-    p.add_argument("--skip-sidecar", action="store_true", help="skip rdma-server/rdma-client")
-    p.add_argument("--keep", action="store_true",
-                   help="after a successful run, leave the master and the last run's "
-                        "servers running for inspection")
     p.add_argument("--master-cpu", type=int, default=0)
-    p.add_argument("--replica-cpu", type=int, default=1)
-    p.add_argument("--server-cpu", type=int, default=None, help="pin rdma-server (default: no)")
-    p.add_argument("--client-cpu", type=int, default=None, help="pin rdma-client (default: no)")
+    p.add_argument("--replica-cpu", type=int, default=1,
+                   help="CPU for every replica (with 2 cores they share it)")
     p.add_argument("--no-pin", action="store_true", help="pin nothing")
     p.add_argument("--wait-quiet", type=float, default=0, metavar="S",
-                   help="before each measurement wait up to S seconds for the machine "
-                        f"to be under {QUIET * 100:.0f}%% busy (default: just record how busy)")
+                   help="before each sync wait up to S s for the machine to be under "
+                        f"{QUIET * 100:.0f}%% busy (default: only record how busy)")
     p.add_argument("--rdbcompression", choices=("yes", "no"), default="yes",
-                   help="the master's rdbcompression (Redis' default: yes). Random values "
-                        "do not compress, so 'yes' only spends CPU on LZF attempts: it about "
-                        "doubles BGSAVE, native sync and SCAN+DUMP here")
+                   help="the master's rdbcompression (Redis' default: yes). Random values do "
+                        "not compress, so 'yes' only spends CPU on LZF attempts: it about doubles "
+                        "native syncs and SCAN+DUMP here; 'no' adds -rdbcompression-no to the "
+                        "results file name")
     p.add_argument("--results-dir", default=os.path.join(BENCH_DIR, "results"))
+    p.add_argument("--tag", default="", help="appended to the results file name")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     a = p.parse_args(argv)
-    if a.keys < 1 or a.value_size < 1 or a.runs < 1:
-        p.error("--keys, --value-size and --runs must be >= 1")
+    names = list(DATASETS) if a.datasets == "all" else a.datasets.split(",")
+    for n in names:
+        if n not in DATASETS:
+            p.error(f"--datasets: unknown data set {n!r}; choose from {', '.join(DATASETS)}")
+    a.datasets = names
+    try:
+        a.replicas = sorted({int(x) for x in a.replicas.split(",")})
+    except ValueError:
+        p.error("--replicas expects counts like 1,2,4")
+    if a.replicas[0] < 1 or a.runs < 1 or a.scale <= 0:
+        p.error("--replicas, --runs and --scale must be positive")
+    if a.device and not a.verbs_addr:
+        a.verbs_addr = device_address(a.device)
+        if not a.verbs_addr:
+            p.error(f"--device {a.device}: found no IPv4 address on its network interface "
+                    "(/sys/class/infiniband/DEV/ports/1/gid_attrs/ndevs/0); give --verbs-addr")
+    if a.systems == "auto":
+        a.systems = [s for s in SYSTEMS if s != "sidecar-verbs" or a.verbs_addr]
+    else:
+        a.systems = a.systems.split(",")
+        for s in a.systems:
+            if s not in SYSTEMS:
+                p.error(f"--systems: unknown system {s!r}; choose from {', '.join(SYSTEMS)}")
+        if "sidecar-verbs" in a.systems and not a.verbs_addr:
+            p.error("sidecar-verbs needs --verbs-addr (an address on the RDMA device's netdev); "
+                    "in the Soft-RoCE VM tests/vm/guest-setup.sh sets RRS_VERBS_ADDR")
     if not os.path.isabs(a.build_dir):
         a.build_dir = os.path.join(REPO_DIR, a.build_dir)
     return a
 
 
+def device_address(device):
+    """An IPv4 address on the network interface behind RDMA device `device`
+    (RoCE: its netdev; IPoIB: the ib interface), or None."""
+    try:
+        with open(f"/sys/class/infiniband/{device}/ports/1/gid_attrs/ndevs/0") as f:
+            netdev = f.read().strip()
+        out = subprocess.run(["ip", "-4", "-o", "addr", "show", "dev", netdev],
+                             capture_output=True, text=True).stdout
+    except OSError:
+        return None
+    m = re.search(r"inet (\d+\.\d+\.\d+\.\d+)/", out)
+    return m.group(1) if m else None
+
+
+def kv_fields(line):
+    return dict(tok.split("=", 1) for tok in line.split() if "=" in tok)
+
+
+class Dataset:
+    def __init__(self, name, scale):
+        keys, self.value_size, self.type = DATASETS[name]
+        self.name = name
+        self.keys = max(1, int(keys * scale))
+        self.payload = self.keys * self.value_size
+
+    def describe(self):
+        kind = "strings" if self.type == "strings" else \
+            "mixed types (string, hash, list, set, zset, stream; key i has type i % 6)"
+        return (f"{self.name}: {self.keys:,} keys x {self.value_size:,} random bytes, {kind} "
+                f"= {self.payload / 1e6:,.0f} MB of values")
+
+
 class Bench:
     def __init__(self, args):
         self.a = args
-        self.binary("bench/gen_dataset")  # fail before minutes of work, not after
-        if not args.skip_sidecar:
-            self.binary("server/rdma-server")
-            self.binary("client/rdma-client")
-        self._pinning()
+        for rel in ("bench/gen_dataset", "server/rdma-server", "client/rdma-client"):
+            self.binary(rel)  # fail before minutes of work, not after
+        self.pinning = self._pinning()
         self.procs = Procs()
         self.work = tempfile.mkdtemp(prefix="sync_bench.")
-        self.samples = {name: [] for name, _ in MEASUREMENTS}  # name -> [(seconds, detail)]
+        self.rows = []         # one dict per replica per sync
+        self.builds = []       # one dict per table build (sidecar epoch)
+        self.loads = []        # one dict per data set load
+        self.disturbed = 0
+        self.loadavg_start = report.loadavg()
         self.master = None
-        self.master_digest = None
-        self.master_dbsize = None
-        self.kept = []  # servers left running by --keep
-        self.disturbed = 0  # measurements that started on a busy machine
-        self.loadavg_start = loadavg()
-        payload = args.keys * args.value_size
-        self.timeout_s = 120 + payload / 5e6  # generous: 5 MB/s is far below any path here
 
     # ---- setup -------------------------------------------------------------
 
@@ -111,223 +179,290 @@ class Bench:
         if a.no_pin or not shutil.which("taskset") or len(cpus) < 2:
             why = ("--no-pin" if a.no_pin else "no taskset" if not shutil.which("taskset")
                    else "fewer than 2 CPUs")
-            a.master_cpu = a.replica_cpu = a.server_cpu = a.client_cpu = None
-            self.pinning = f"nothing pinned ({why})"
-            return
-        for flag in ("master_cpu", "replica_cpu", "server_cpu", "client_cpu"):
-            cpu = getattr(a, flag)
-            if cpu is not None and cpu not in cpus:
-                raise BenchError(f"--{flag.replace('_', '-')} {cpu}: allowed CPUs are {cpus}")
-
-        def show(cpu):
-            return "unpinned" if cpu is None else f"CPU {cpu}"
-        self.pinning = (
-            f"master redis-server: {show(a.master_cpu)} (its fork children inherit it); "
-            f"replica / target redis-server: {show(a.replica_cpu)}; "
-            f"gen_dataset: {show(a.replica_cpu)}; "
-            f"rdma-server: {show(a.server_cpu)}; rdma-client: {show(a.client_cpu)}. "
-            "Master and replica get one core each so neither Redis (single-threaded) "
-            "competes with the other; with 2 cores there is no spare core for the "
-            "sidecar and client, so by default they float and the scheduler puts them "
-            "on whichever core is idle at that moment.")
+            a.master_cpu = a.replica_cpu = None
+            return f"nothing pinned ({why})"
+        for flag in ("master_cpu", "replica_cpu"):
+            if getattr(a, flag) not in cpus:
+                raise BenchError(f"--{flag.replace('_', '-')} {getattr(a, flag)}: "
+                                 f"allowed CPUs are {cpus}")
+        return (f"master redis-server: CPU {a.master_cpu} (its fork children inherit it); every "
+                f"replica redis-server and gen_dataset: CPU {a.replica_cpu}; rdma-server, "
+                "rdma-client, rdb_feeder: unpinned (the scheduler places them). With 2 cores, "
+                "replicas syncing at once share one core, as they would share a replica host.")
 
     def binary(self, rel):
         path = os.path.join(self.a.build_dir, rel)
         if not os.access(path, os.X_OK):
-            raise BenchError(f"{path} not found: build it with\n"
-                             f"  cmake -S {REPO_DIR} -B {self.a.build_dir} -G Ninja && "
-                             f"cmake --build {self.a.build_dir}")
+            raise BenchError(f"{path} not found: build it with bash bench/run.sh (or "
+                             f"cmake -S {REPO_DIR} -B {self.a.build_dir} -G Ninja && "
+                             f"cmake --build {self.a.build_dir})")
         return path
 
-    def master_args(self):
-        return MASTER_ARGS + ["--rdbcompression", self.a.rdbcompression]
-
-    def start_master(self):
-        self.master = RedisServer(self.procs, "master", self.work, self.a.master_cpu,
-                                  self.master_args()).start()
-        gen = self.binary("bench/gen_dataset")
-        argv = pin_prefix(self.a.replica_cpu) + [
-            gen, "--redis", f"{LOOPBACK}:{self.master.port}",
-            "--keys", str(self.a.keys), "--value-size", str(self.a.value_size)]
-        print(f"loading {self.a.keys} keys x {self.a.value_size} B into the master "
-              f"(port {self.master.port}) ...", flush=True)
-        t0 = time.monotonic()
-        p = self.procs.start("gen_dataset", argv, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
-        out, _ = p.communicate(timeout=self.timeout_s)
-        wall = time.monotonic() - t0
-        self.procs.stop(p)
-        if p.returncode != 0:
-            raise BenchError(f"gen_dataset failed ({p.returncode}): {out.strip()}")
-        self.samples["load"].append((wall, out.strip()))
-        self.master_dbsize = self.master.call("DBSIZE")
-        if self.master_dbsize != self.a.keys:
-            raise BenchError(f"master has {self.master_dbsize} keys, expected {self.a.keys}")
-        t0 = time.monotonic()
-        self.master_digest = self.master.call("DEBUG", "DIGEST")
-        mem = self.master.info("memory")["used_memory_human"]
-        print(f"  loaded in {wall:.2f} s; used_memory {mem}; "
-              f"DEBUG DIGEST took {time.monotonic() - t0:.2f} s", flush=True)
-
-    def wait_master_idle(self):
-        """No fork child and no replica left from a previous measurement."""
-        def idle():
-            p = self.master.info("persistence")
-            r = self.master.info("replication")
-            return p["rdb_bgsave_in_progress"] == "0" and r["connected_slaves"] == "0"
-        wait_until("master to be idle", idle, self.timeout_s)
-
-    def verify_copy(self, target, what):
-        n = target.call("DBSIZE")
-        if n != self.master_dbsize:
-            raise BenchError(f"{what}: target has {n} keys, master {self.master_dbsize}")
-        digest = target.call("DEBUG", "DIGEST")
-        if digest != self.master_digest:
-            raise BenchError(f"{what}: DEBUG DIGEST differs: {digest!r} vs master "
-                             f"{self.master_digest!r}")
+    def timeout_s(self, ds, replicas=1):
+        return 180 + replicas * ds.payload / 2e6  # generous: 2 MB/s is far below any path
 
     def settle(self):
-        """How busy the machine is just before a measurement starts, as a detail
-        field; waits for quiet first when --wait-quiet is given."""
         deadline = time.monotonic() + self.a.wait_quiet
         busy = cpu_busy()
         while busy > QUIET and time.monotonic() < deadline:
             busy = cpu_busy()
         if busy > QUIET:
             self.disturbed += 1
-            print(f"  warning: machine {busy:.0%} busy before this measurement "
-                  "(other processes?): this run may be slow", flush=True)
-        return f"busy_before={busy:.0%}"
+            print(f"  warning: machine {busy:.0%} busy before this sync: it may be slow",
+                  flush=True)
+        return busy
 
-    def last(self, run):
-        return run == self.a.runs - 1
-
-    def retire(self, server, run):
-        """Stops a per-run server, unless --keep and this is the last run."""
-        if self.a.keep and self.last(run):
-            self.kept.append(server)
-        else:
-            server.stop()
-
-    # ---- measurements ------------------------------------------------------
-
-    def bgsave(self, run):
-        self.wait_master_idle()
-        before = int(self.master.info("persistence")["rdb_saves"])
-        busy = self.settle()
+    def start_master(self, ds):
+        if self.master:
+            self.master.stop()
+        self.master = RedisServer(self.procs, f"master-{ds.name}", self.work, self.a.master_cpu,
+                                  ["--rdbcompression", self.a.rdbcompression]).start()
+        argv = pin_prefix(self.a.replica_cpu) + [
+            self.binary("bench/gen_dataset"), "--redis", f"{LOOPBACK}:{self.master.port}",
+            "--keys", str(ds.keys), "--value-size", str(ds.value_size)]
+        if ds.type != "strings":
+            argv += ["--type", ds.type]
+        print(f"\n== {ds.describe()}\nloading the master (port {self.master.port}) ...",
+              flush=True)
         t0 = time.monotonic()
-        self.master.call("BGSAVE")
-
-        def done():
-            p = self.master.info("persistence")
-            return p["rdb_bgsave_in_progress"] == "0" and int(p["rdb_saves"]) > before
-        t1 = wait_until("BGSAVE", done, self.timeout_s)
-        p = self.master.info("persistence")
-        if p["rdb_last_bgsave_status"] != "ok":
-            raise BenchError(f"BGSAVE failed: see {self.master.log}")
-        fork_us = self.master.info("stats")["latest_fork_usec"]
-        rdb = os.path.join(self.master.dir, "dump.rdb")
-        size = os.path.getsize(rdb)
-        os.unlink(rdb)  # a GB per run otherwise
-        cow = p["rdb_last_cow_size"]
-        self.record("bgsave", run, t1 - t0,
-                    f"rdb_bytes={size} fork_usec={fork_us} cow_bytes={cow} {busy}")
-
-    def native_sync(self, run):
-        self.wait_master_idle()
-        replica = RedisServer(self.procs, f"replica{run}", self.work, self.a.replica_cpu,
-                              REPLICA_ARGS).start()
-        busy = self.settle()
-        t0 = time.monotonic()
-        replica.call("REPLICAOF", LOOPBACK, self.master.port)
-
-        def synced():
-            r = replica.info("replication")
-            return r.get("master_link_status") == "up" and r.get("master_sync_in_progress") == "0"
-        t1 = wait_until("native full sync", synced, self.timeout_s)
-        fork_us = self.master.info("stats")["latest_fork_usec"]
-        self.verify_copy(replica, "native sync")
-        self.record("native_sync", run, t1 - t0, f"fork_usec={fork_us} {busy}")
-        self.retire(replica, run)
-
-    def sidecar(self, run):
-        server_bin = self.binary("server/rdma-server")
-        client_bin = self.binary("client/rdma-client")
-        self.wait_master_idle()
-        server = self.start_sidecar(server_bin, run)
-        target = RedisServer(self.procs, f"target{run}", self.work, self.a.replica_cpu).start()
-        if target.call("DBSIZE") != 0:
-            raise BenchError("fresh target Redis is not empty")
-        argv = pin_prefix(self.a.client_cpu) + [
-            client_bin, LOOPBACK, str(server.port), "--redis", f"{LOOPBACK}:{target.port}"]
-        log = os.path.join(self.work, f"client{run}.log")
-        busy = self.settle()
-        with open(log, "w") as err:
-            t0 = time.monotonic()
-            p = self.procs.start("rdma-client", argv, stdout=subprocess.PIPE, stderr=err,
-                                 text=True)
-            out, _ = p.communicate(timeout=self.timeout_s)
-            wall = time.monotonic() - t0
+        p = self.procs.start("gen_dataset", argv, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        out, _ = p.communicate(timeout=self.timeout_s(ds))
+        wall = time.monotonic() - t0
         self.procs.stop(p)
         if p.returncode != 0:
-            raise BenchError(f"rdma-client exited {p.returncode}:\n{out}{tail(log)}")
-        synced = [ln for ln in out.splitlines() if ln.startswith("synced")]
-        if not synced:
-            raise BenchError(f"rdma-client printed no `synced` line:\n{out}")
-        fields = kv_fields(synced[-1])
-        self.verify_copy(target, "sidecar")
-        self.record("client_wall", run, wall, f"{synced[-1]} {busy}")
-        if "seconds" in fields:
-            self.record("client_seconds", run, float(fields["seconds"]), "")
-        self.retire(target, run)
-        self.retire(server, run)
+            raise BenchError(f"gen_dataset failed ({p.returncode}): {out.strip()}")
+        self.master_keys = self.master.call("DBSIZE")
+        if self.master_keys != ds.keys:
+            raise BenchError(f"master has {self.master_keys} keys, expected {ds.keys}")
+        self.master_digest = self.master.call("DEBUG", "DIGEST")
+        mem = self.master.info("memory")["used_memory_human"]
+        self.loads.append({"dataset": ds.name, "seconds": wall, "used_memory": mem,
+                           "detail": out.strip().splitlines()[-1] if out.strip() else ""})
+        print(f"  loaded in {wall:.1f} s; used_memory {mem}", flush=True)
 
-    def start_sidecar(self, server_bin, run):
-        sidecar = Sidecar(self.procs, f"rdma-server{run}", self.work)
-        argv = pin_prefix(self.a.server_cpu) + [
-            server_bin, "--redis", f"{LOOPBACK}:{self.master.port}", "--listen", LOOPBACK,
-            "--source", "scan", "--transport", "tcp"]
+    def configure_master(self, system, replicas):
+        diskless = "yes" if system == "native-diskless" else "no"
+        # One fork for all N replicas: start as soon as N are connected, else
+        # wait up to 5 s (Redis' default delay) for them.
+        self.master.call("CONFIG", "SET", "repl-diskless-sync", diskless)
+        self.master.call("CONFIG", "SET", "repl-diskless-sync-delay", "5")
+        self.master.call("CONFIG", "SET", "repl-diskless-sync-max-replicas", str(replicas))
+
+    def wait_master_idle(self, ds):
+        def idle():
+            p = self.master.info("persistence")
+            r = self.master.info("replication")
+            return p["rdb_bgsave_in_progress"] == "0" and r["connected_slaves"] == "0"
+        wait_until("master to be idle", idle, self.timeout_s(ds))
+
+    def start_replicas(self, n, tag, args=()):
+        return [RedisServer(self.procs, f"{tag}-r{i}", self.work, self.a.replica_cpu,
+                            list(args)).start() for i in range(n)]
+
+    def verify(self, replica, what):
+        n = replica.call("DBSIZE")
+        if n != self.master_keys:
+            raise BenchError(f"{what}: replica has {n} keys, master {self.master_keys}")
+        if replica.call("DEBUG", "DIGEST") != self.master_digest:
+            raise BenchError(f"{what}: DEBUG DIGEST differs from the master's")
+
+    def master_cost_start(self):
+        reset_peak_rss(self.master.proc.pid)
+        return cpu_seconds(self.master.proc.pid)
+
+    def master_cost_end(self, cpu0):
+        pid = self.master.proc.pid
+        cow = int(self.master.info("persistence").get("rdb_last_cow_size", 0))
+        return {"master_cpu_s": cpu_seconds(pid) - cpu0, "master_peak_rss_mb": peak_rss_mb(pid),
+                "master_cow_mb": cow / 2**20}
+
+    def record(self, ds, system, n, run, i, wall, extra):
+        row = {"dataset": ds.name, "system": system, "replicas": n, "run": run + 1,
+               "replica": i + 1, "wall_s": wall, "MBps": ds.payload / 1e6 / wall,
+               "keys_per_s": ds.keys / wall, "keys": ds.keys, "value_size": ds.value_size}
+        row.update(extra)
+        self.rows.append(row)
+
+    # ---- systems -----------------------------------------------------------
+
+    def native(self, ds, system, n, run):
+        self.wait_master_idle(ds)
+        self.configure_master(system, n)
+        replicas = self.start_replicas(n, f"{system}{run}",
+                                       REPLICA_SWAPDB if system == "native-diskless" else ())
         busy = self.settle()
-        ready_s, line = sidecar.start(argv, self.timeout_s)
-        fields = kv_fields(line)
-        if fields.get("records") not in (None, str(self.a.keys)):
-            raise BenchError(f"rdma-server published {fields['records']} records, "
-                             f"expected {self.a.keys}: {line}")
-        self.record("server_ready", run, ready_s, f"{line} rss_mb={sidecar.rss_mb()} {busy}")
-        if "build_s" in fields:
-            self.record("server_build_s", run, float(fields["build_s"]), "")
-        return sidecar
+        cpu0 = self.master_cost_start()
+        t0 = time.monotonic()
+        for r in replicas:
+            r.call("REPLICAOF", LOOPBACK, self.master.port)
+        done = [None] * n
 
-    def record(self, name, run, seconds, detail):
-        self.samples[name].append((seconds, detail))
-        print(f"  run {run + 1}/{self.a.runs} {name:<15} {seconds:8.3f} s  {detail}", flush=True)
+        def all_synced():
+            for i, r in enumerate(replicas):
+                if done[i] is None:
+                    info = r.info("replication")
+                    if (info.get("master_link_status") == "up"
+                            and info.get("master_sync_in_progress") == "0"):
+                        done[i] = time.monotonic()
+            return all(done)
+        wait_until(f"{system} full sync of {n} replicas", all_synced, self.timeout_s(ds, n))
+        for r in replicas:  # detach, so the master is idle for the next sync
+            r.call("REPLICAOF", "NO", "ONE")
+        self.wait_master_idle(ds)
+        cost = self.master_cost_end(cpu0)
+        for i, r in enumerate(replicas):
+            self.verify(r, f"{system} replica {i + 1}")
+            self.record(ds, system, n, run, i, done[i] - t0, dict(cost, busy_before=busy))
+            r.stop()
+
+    def sidecar(self, ds, system, counts, run):
+        """One epoch per run: build the table once, then sync each replica count from it."""
+        verbs = system == "sidecar-verbs"
+        host = self.a.verbs_addr if verbs else LOOPBACK
+        self.wait_master_idle(ds)
+        server = Sidecar(self.procs, f"rdma-server-{system}{run}", self.work)
+        argv = [self.binary("server/rdma-server"), "--redis", f"{LOOPBACK}:{self.master.port}",
+                "--listen", host, "--source", "scan",
+                "--transport", "verbs" if verbs else "tcp"]
+        self.settle()
+        cpu0 = self.master_cost_start()
+        ready_s, line = server.start(argv, self.timeout_s(ds))
+        build_cost = self.master_cost_end(cpu0)
+        fields = kv_fields(line)
+        if fields.get("records") != str(ds.keys):
+            raise BenchError(f"rdma-server published {fields.get('records')} records, "
+                             f"expected {ds.keys}: {line}")
+        build = {"dataset": ds.name, "system": system, "run": run + 1,
+                 "build_s": float(fields.get("build_s", ready_s)), "ready_s": ready_s,
+                 "table_bytes": int(fields.get("bytes", 0)),
+                 "sidecar_cpu_s": cpu_seconds(server.proc.pid, children=False),
+                 "sidecar_peak_rss_mb": peak_rss_mb(server.proc.pid), **build_cost}
+        self.builds.append(build)
+        print(f"  run {run + 1} {system}: table built in {build['build_s']:.2f} s "
+              f"(master CPU {build_cost['master_cpu_s']:.2f} s)", flush=True)
+        for n in counts:
+            self.sidecar_sync(ds, system, n, run, server, host, build)
+        server.stop()
+
+    def sidecar_sync(self, ds, system, n, run, server, host, build):
+        replicas = self.start_replicas(n, f"{system}{run}-{n}")
+        busy = self.settle()
+        cpu0 = self.master_cost_start()
+        srv0 = cpu_seconds(server.proc.pid, children=False)
+        transport = "verbs" if system == "sidecar-verbs" else "tcp"
+        clients = []
+        t0 = time.monotonic()
+        for i, r in enumerate(replicas):
+            log = open(os.path.join(self.work, f"{system}{run}-{n}-client{i}.log"), "w")
+            argv = [self.binary("client/rdma-client"), host, str(server.port), "--redis",
+                    f"{LOOPBACK}:{r.port}", "--transport", transport, "--quiet"]
+            clients.append((self.procs.start("rdma-client", argv, stdout=subprocess.PIPE,
+                                             stderr=log, text=True), log))
+        done = [None] * n
+
+        def all_exited():
+            for i, (p, _) in enumerate(clients):
+                if done[i] is None and p.poll() is not None:
+                    done[i] = time.monotonic()
+            return all(done)
+        wait_until(f"{n} rdma-clients", all_exited, self.timeout_s(ds, n))
+        cost = self.master_cost_end(cpu0)
+        # The master's share of this sync: the table build (once per epoch) + now.
+        total_master = build["master_cpu_s"] + cost["master_cpu_s"]
+        sidecar_cpu = cpu_seconds(server.proc.pid, children=False) - srv0
+        for i, ((p, log), r) in enumerate(zip(clients, replicas)):
+            log.close()
+            out = p.stdout.read()
+            p.stdout.close()
+            self.procs.stop(p)
+            if p.returncode != 0:
+                raise BenchError(f"rdma-client exited {p.returncode}:\n{out}{tail(log.name)}")
+            synced = [ln for ln in out.splitlines() if ln.startswith("synced")]
+            f = kv_fields(synced[-1]) if synced else {}
+            self.verify(r, f"{system} replica {i + 1}")
+            self.record(ds, system, n, run, i, done[i] - t0, {
+                "transfer_s": float(f.get("transfer_s", "nan")),
+                "client_s": float(f.get("seconds", "nan")),
+                "master_cpu_s": total_master, "master_cpu_sync_s": cost["master_cpu_s"],
+                "master_peak_rss_mb": max(cost["master_peak_rss_mb"] or 0,
+                                          build["master_peak_rss_mb"] or 0),
+                "master_cow_mb": 0.0, "sidecar_cpu_s": sidecar_cpu,
+                "build_s": build["build_s"], "busy_before": busy})
+            r.stop()
+
+    def floor(self, ds, run, rdb):
+        from rdb_feeder import RdbFeeder
+        self.wait_master_idle(ds)
+        feeder = RdbFeeder(rdb)
+        port = feeder.start()
+        try:
+            replica = self.start_replicas(1, f"floor{run}", REPLICA_SWAPDB)[0]
+            busy = self.settle()
+            t0 = time.monotonic()
+            replica.call("REPLICAOF", LOOPBACK, port)
+
+            def synced():
+                info = replica.info("replication")
+                return (info.get("master_link_status") == "up"
+                        and info.get("master_sync_in_progress") == "0")
+            t1 = wait_until("replica loading the prepared RDB", synced, self.timeout_s(ds))
+            replica.call("REPLICAOF", "NO", "ONE")
+            self.verify(replica, "floor replica")
+            self.record(ds, "floor", 1, run, 0, t1 - t0, {"busy_before": busy})
+            replica.stop()
+        finally:
+            feeder.stop()
+
+    def prepared_rdb(self, ds):
+        """The master's own RDB (BGSAVE), for the floor."""
+        self.wait_master_idle(ds)
+        before = int(self.master.info("persistence")["rdb_saves"])
+        self.master.call("BGSAVE")
+
+        def saved():
+            p = self.master.info("persistence")
+            return p["rdb_bgsave_in_progress"] == "0" and int(p["rdb_saves"]) > before
+        wait_until("BGSAVE", saved, self.timeout_s(ds))
+        return os.path.join(self.master.dir, "dump.rdb")
+
+    # ---- the whole run -----------------------------------------------------
 
     def run(self):
         print(f"pinning: {self.pinning}", flush=True)
-        self.start_master()
-        if not self.a.skip_native:
-            for r in range(self.a.runs):
-                self.bgsave(r)
-            for r in range(self.a.runs):
-                self.native_sync(r)
-        if not self.a.skip_sidecar:
-            for r in range(self.a.runs):
-                self.sidecar(r)
-        if self.a.keep:
-            self.kept.insert(0, self.master)
+        for name in self.a.datasets:
+            ds = Dataset(name, self.a.scale)
+            self.start_master(ds)
+            for run in range(self.a.runs):
+                for system in self.a.systems:
+                    if system.startswith("native"):
+                        for n in self.a.replicas:
+                            self.native(ds, system, n, run)
+                            self.progress(ds, system, n, run)
+                    elif system.startswith("sidecar"):
+                        self.sidecar(ds, system, self.a.replicas, run)
+                        for n in self.a.replicas:
+                            self.progress(ds, system, n, run)
+            if "floor" in self.a.systems:
+                rdb = self.prepared_rdb(ds)
+                for run in range(self.a.runs):
+                    self.floor(ds, run, rdb)
+                    self.progress(ds, "floor", 1, run)
+                os.unlink(rdb)
+            self.master.stop()
+            self.master = None
 
-    def cleanup(self, ok, interrupted=False):
-        if ok and self.a.keep:
-            print("\n--keep: still running (stop each with `kill PID`):")
-            for name, p in self.procs.alive():
-                print(f"  {name:<14} pid {p.pid}")
-            for s in self.kept:
-                if isinstance(s, RedisServer):
-                    print(f"  {s.name}: redis-cli -p {s.port}")
-            print(f"  files: {self.work}")
-            return
+    def progress(self, ds, system, n, run):
+        rows = [r for r in self.rows if (r["dataset"], r["system"], r["replicas"], r["run"]) ==
+                (ds.name, system, n, run + 1)]
+        if rows:
+            walls = ", ".join(f"{r['wall_s']:.2f}" for r in rows)
+            print(f"  run {run + 1} {system:<15} {n} replica(s): {walls} s; master CPU "
+                  f"{rows[0].get('master_cpu_s', float('nan')):.2f} s", flush=True)
+
+    def cleanup(self, ok):
         self.procs.stop_all()
-        if ok or interrupted:
+        if ok:
             shutil.rmtree(self.work, ignore_errors=True)
             return
         for d, _, files in os.walk(self.work):  # keep the logs, not GB of RDB
@@ -338,8 +473,7 @@ class Bench:
 
 
 class Sidecar:
-    """rdma-server. Its stdout goes to a file (not a pipe, so it can outlive the
-    harness under --keep) which is polled every 5 ms for the `ready` line."""
+    """rdma-server, its stdout in a file polled every 5 ms for the `ready` line."""
 
     def __init__(self, procs, name, workdir):
         self.procs, self.name = procs, name
@@ -349,10 +483,10 @@ class Sidecar:
 
     def start(self, argv, timeout_s):
         self.port = free_port()
-        argv = argv + ["--port", str(self.port)]
         with open(self.log, "w") as out, open(self.log + ".stderr", "w") as err:
             t0 = time.monotonic()
-            self.proc = self.procs.start(self.name, argv, stdout=out, stderr=err)
+            self.proc = self.procs.start(self.name, argv + ["--port", str(self.port)],
+                                         stdout=out, stderr=err)
         line = None
 
         def ready():
@@ -366,141 +500,17 @@ class Sidecar:
                 raise BenchError(f"{self.name} exited {self.proc.returncode} before ready:\n"
                                  f"{tail(self.log)}{tail(self.log + '.stderr')}")
             return False
-        t1 = wait_until(f"{self.name} `ready` line (is it flushing stdout?)", ready,
-                        timeout_s, poll_s=0.005)
+        t1 = wait_until(f"{self.name} `ready` line", ready, timeout_s, poll_s=0.005)
         return t1 - t0, line
-
-    def rss_mb(self):
-        try:
-            with open(f"/proc/{self.proc.pid}/status") as f:
-                for ln in f:
-                    if ln.startswith("VmRSS:"):
-                        return int(ln.split()[1]) // 1024
-        except OSError:
-            pass
-        return "?"
 
     def stop(self):
         if self.proc:
             self.procs.stop(self.proc)
 
 
-def kv_fields(line):
-    return dict(tok.split("=", 1) for tok in line.split() if "=" in tok)
-
-
-# ---- report -----------------------------------------------------------------
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
-
-
-def machine():
-    def first(path, key):
-        try:
-            with open(path) as f:
-                for ln in f:
-                    if ln.startswith(key):
-                        return ln.split(":", 1)[1].strip()
-        except OSError:
-            pass
-        return "?"
-
-    def cmd(*argv):
-        try:
-            return subprocess.run(argv, capture_output=True, text=True).stdout.strip()
-        except OSError:
-            return "?"
-    mem_kb = first("/proc/meminfo", "MemTotal").split()[0]
-    thp = cmd("cat", "/sys/kernel/mm/transparent_hugepage/enabled")
-    return [
-        ("host", socket.gethostname()),
-        ("nproc", f"{os.cpu_count()} (usable: {len(os.sched_getaffinity(0))})"),
-        ("cpu", first("/proc/cpuinfo", "model name")),
-        ("memory", f"{int(mem_kb) / 1024 / 1024:.1f} GiB" if mem_kb.isdigit() else "?"),
-        ("kernel", platform.release()),
-        ("transparent hugepages", thp),
-        ("redis", cmd("redis-server", "--version")),
-        ("python", platform.python_version()),
-        ("source", source_version()),
-    ]
-
-
-def source_version():
-    """The commit the binaries were presumably built from, and whether the tree was dirty."""
-    def git(*argv):
-        try:
-            return subprocess.run(["git", "-C", REPO_DIR, *argv], capture_output=True,
-                                  text=True).stdout.strip()
-        except OSError:
-            return ""
-    sha = git("rev-parse", "--short", "HEAD")
-    if not sha:
-        return "?"
-    return sha + (" + uncommitted changes" if git("status", "--porcelain") else "")
-
-
-def summarize(samples):
-    rows = []
-    for name, what in MEASUREMENTS:
-        xs = [s for s, _ in samples[name]]
-        if xs:
-            rows.append((name, statistics.median(xs), min(xs), max(xs), len(xs), what))
-    return rows
-
-
-def print_table(rows):
-    print(f"\n{'measurement':<16}{'median s':>10}{'min s':>10}{'max s':>10}{'runs':>6}")
-    for name, med, lo, hi, n, _ in rows:
-        print(f"{name:<16}{med:>10.3f}{lo:>10.3f}{hi:>10.3f}{n:>6}")
-
-
-def write_results(a, bench, rows, command):
-    os.makedirs(a.results_dir, exist_ok=True)
-    # Non-default Redis settings get their own file rather than overwrite the default's.
-    suffix = "" if a.rdbcompression == "yes" else "-rdbcompression-no"
-    stem = os.path.join(a.results_dir,
-                        f"{datetime.date.today().isoformat()}-{socket.gethostname()}-sync{suffix}")
-    with open(stem + ".csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["measurement", "run", "seconds", "keys", "value_size", "detail"])
-        for name, _ in MEASUREMENTS:
-            for i, (s, detail) in enumerate(bench.samples[name]):
-                w.writerow([name, i + 1, f"{s:.4f}", a.keys, a.value_size, detail])
-    payload = a.keys * a.value_size
-    with open(stem + ".md", "w") as f:
-        f.write(f"# Full sync on {socket.gethostname()}, "
-                f"{datetime.datetime.now().isoformat(timespec='seconds')}\n\n")
-        f.write(f"Command: `{command}`\n\n## Machine\n\n| | |\n|---|---|\n")
-        for k, v in machine():
-            f.write(f"| {k} | {v} |\n")
-        f.write(f"\n## Data set\n\n{a.keys} keys `key:0000000000`.. x {a.value_size} random "
-                f"bytes (gen_dataset, seed 1) = {payload / 1e6:.0f} MB of values; "
-                f"all traffic on loopback.\n\nRedis settings beyond the defaults: master "
-                f"`{' '.join(bench.master_args())}`; replica `{' '.join(REPLICA_ARGS)}`; all "
-                f"`{shlex.join(RedisServer.BASE_ARGS)}`.\n\n"
-                f"## Pinning\n\n{bench.pinning}\n\n")
-        f.write(f"## Quiet?\n\nLoad average (1/5/15 min) at start {bench.loadavg_start}, "
-                f"at end {loadavg()}. Measurements that started with the machine more than "
-                f"{QUIET:.0%} busy: {bench.disturbed} (each run's `busy_before` is below).\n\n")
-        f.write("## Results (wall time, CLOCK_MONOTONIC)\n\n"
-                "| measurement | median s | min s | max s | runs | what |\n"
-                "|---|---:|---:|---:|---:|---|\n")
-        for name, med, lo, hi, n, what in rows:
-            f.write(f"| {name} | {med:.3f} | {lo:.3f} | {hi:.3f} | {n} | {what} |\n")
-        f.write("\n## Every run\n\n| measurement | run | seconds | detail |\n|---|---:|---:|---|\n")
-        for name, _ in MEASUREMENTS:
-            for i, (s, detail) in enumerate(bench.samples[name]):
-                f.write(f"| {name} | {i + 1} | {s:.3f} | `{detail}` |\n" if detail else
-                        f"| {name} | {i + 1} | {s:.3f} | |\n")
-    return stem
-
-
 def main(argv):
     a = parse_args(argv)
     command = shlex.join(["python3", os.path.relpath(os.path.abspath(__file__), REPO_DIR)] + argv)
-    # SIGTERM / SIGHUP become an exception, so the finally below stops everything.
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda s, _f: sys.exit(128 + s))
     try:
@@ -508,26 +518,25 @@ def main(argv):
     except BenchError as e:
         print(f"sync_bench: {e}", file=sys.stderr)
         return 2
-    atexit.register(bench.procs.stop_all)  # belt and braces: nothing outlives us by accident
-    ok = interrupted = False
+    atexit.register(bench.procs.stop_all)
+    ok = False
     try:
         bench.run()
         ok = True
     except BenchError as e:
         print(f"sync_bench: {e}", file=sys.stderr)
     except (KeyboardInterrupt, SystemExit):
-        interrupted = True
         print("sync_bench: interrupted", file=sys.stderr)
     finally:
-        if ok and a.keep:
-            atexit.unregister(bench.procs.stop_all)
-        bench.cleanup(ok, interrupted)
-    rows = summarize(bench.samples)
-    if rows:
-        print_table(rows)
-    if ok:
-        stem = write_results(a, bench, rows, command)
-        print(f"\nwrote {stem}.md and {stem}.csv")
+        bench.cleanup(ok)
+    if not bench.rows:
+        return 1
+    stem = report.write(a, bench, command, datetime.date.today().isoformat(),
+                        socket.gethostname(), [Dataset(n, a.scale) for n in a.datasets])
+    print(f"\nwrote {stem}.md and {stem}.csv" + ("" if a.no_plots else " and plots"))
+    if not ok:
+        print("sync_bench: the run did not finish; the report holds what was measured",
+              file=sys.stderr)
     return 0 if ok else 1
 
 

@@ -1,0 +1,283 @@
+"""sync_bench's report: the CSV of every replica of every sync, a Markdown
+summary with the targets the harness exists to read off, and PNG plots.
+
+Medians, minima and maxima are over runs; a run's figure for N replicas is the
+time until all N are synced (the slowest replica), since that is when the
+operator's job is done. Per-replica figures are in the CSV.
+"""
+import csv
+import os
+import platform
+import shlex
+import socket
+import statistics
+import subprocess
+
+from benchlib import RedisServer
+
+SYSTEM_ORDER = ["native-disk", "native-diskless", "sidecar-tcp", "sidecar-verbs", "floor"]
+SYSTEM_WHAT = {
+    "native-disk": "native full sync, RDB written to disk then sent (repl-diskless-sync no)",
+    "native-diskless": "native diskless full sync (repl-diskless-sync yes, delay 5, "
+                       "max-replicas N: one fork for all N; replicas repl-diskless-load swapdb)",
+    "sidecar-tcp": "rdma-server (SCAN + DUMP, once per run) + one rdma-client per replica "
+                   "over TCP (pipelined RESTORE)",
+    "sidecar-verbs": "the same over RDMA READ",
+    "floor": "a replica (swapdb) loading the master's prepared RDB from rdb_feeder.py, a fake "
+             "master that only sends the file: the ingest floor",
+}
+CSV_FIELDS = ["dataset", "system", "replicas", "run", "replica", "keys", "value_size", "wall_s",
+              "MBps", "keys_per_s", "transfer_s", "client_s", "master_cpu_s",
+              "master_cpu_sync_s", "master_peak_rss_mb", "master_cow_mb", "sidecar_cpu_s",
+              "build_s", "busy_before"]
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def machine(repo_dir):
+    def first(path, key):
+        try:
+            with open(path) as f:
+                for ln in f:
+                    if ln.startswith(key):
+                        return ln.split(":", 1)[1].strip()
+        except OSError:
+            pass
+        return "?"
+
+    def cmd(*argv):
+        try:
+            return subprocess.run(argv, capture_output=True, text=True).stdout.strip()
+        except OSError:
+            return "?"
+    mem_kb = first("/proc/meminfo", "MemTotal").split()[0]
+    sha = cmd("git", "-C", repo_dir, "rev-parse", "--short", "HEAD") or "?"
+    dirty = cmd("git", "-C", repo_dir, "status", "--porcelain")
+    virt = cmd("systemd-detect-virt") or "?"
+    in_vm = "virtme_hostname" in open("/proc/cmdline").read()
+    return [
+        ("host", socket.gethostname() + (" (the Soft-RoCE TCG VM: emulated CPU)" if in_vm else "")),
+        ("virtualization", virt),
+        ("nproc", f"{os.cpu_count()} (usable: {len(os.sched_getaffinity(0))})"),
+        ("cpu", first("/proc/cpuinfo", "model name")),
+        ("memory", f"{int(mem_kb) / 1024 / 1024:.1f} GiB" if mem_kb.isdigit() else "?"),
+        ("kernel", platform.release()),
+        ("redis", cmd("redis-server", "--version")),
+        ("source", sha + (" + uncommitted changes" if dirty else "")),
+    ]
+
+
+def stats(xs):
+    xs = [x for x in xs if x is not None and x == x]  # drop None and NaN
+    if not xs:
+        return None
+    return statistics.median(xs), min(xs), max(xs)
+
+
+def fmt(s, digits=2):
+    if s is None:
+        return "-"
+    med, lo, hi = s
+    return f"{med:.{digits}f} ({lo:.{digits}f}-{hi:.{digits}f})"
+
+
+def per_run(rows, dataset, system, n):
+    """{run: [rows of that sync]}"""
+    out = {}
+    for r in rows:
+        if (r["dataset"], r["system"], r["replicas"]) == (dataset, system, n):
+            out.setdefault(r["run"], []).append(r)
+    return out
+
+
+def summarize(rows, dataset, system, n):
+    runs = per_run(rows, dataset, system, n)
+    if not runs:
+        return None
+    slowest = [max(x["wall_s"] for x in rs) for rs in runs.values()]
+    mean_wall = [statistics.mean(x["wall_s"] for x in rs) for rs in runs.values()]
+    first = [rs[0] for rs in runs.values()]
+    return {
+        "runs": len(runs),
+        "wall": stats(slowest),
+        "mean_wall": stats(mean_wall),
+        "MBps": stats([min(x["MBps"] for x in rs) for rs in runs.values()]),
+        "transfer": stats([max(x.get("transfer_s", float("nan")) for x in rs)
+                           for rs in runs.values()]),
+        "master_cpu": stats([x.get("master_cpu_s") for x in first]),
+        "master_rss": stats([x.get("master_peak_rss_mb") for x in first]),
+        "master_cow": stats([x.get("master_cow_mb") for x in first]),
+        "sidecar_cpu": stats([x.get("sidecar_cpu_s") for x in first]),
+    }
+
+
+def write(a, bench, command, date, host, datasets):
+    os.makedirs(a.results_dir, exist_ok=True)
+    suffix = (f"-{a.tag}" if a.tag else "") + \
+        ("-rdbcompression-no" if a.rdbcompression == "no" else "")
+    stem = os.path.join(a.results_dir, f"{date}-{host}{suffix}")
+    with open(stem + ".csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for r in bench.rows:
+            w.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in r.items()})
+    systems = [s for s in SYSTEM_ORDER if s in a.systems]
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(stem + ".md", "w") as f:
+        f.write(f"# Full sync: native Redis replication vs the sidecar, on {host}, {date}\n\n"
+                f"Command: `{command}`\n\n## Machine\n\n| | |\n|---|---|\n")
+        for k, v in machine(repo):
+            f.write(f"| {k} | {v} |\n")
+        f.write("\n## Data sets (random bytes from gen_dataset, seed 1; all traffic on "
+                "loopback or, for verbs, the RDMA device)\n\n")
+        for ds in datasets:
+            f.write(f"- {ds.describe()}\n")
+        for ld in bench.loads:
+            f.write(f"- loading `{ld['dataset']}` into the master took {ld['seconds']:.1f} s; "
+                    f"master used_memory {ld['used_memory']}\n")
+        f.write("\n## Systems\n\n")
+        for s in systems:
+            f.write(f"- **{s}**: {SYSTEM_WHAT[s]}\n")
+        if "sidecar-verbs" in systems:
+            f.write(f"\nsidecar-verbs ran on device `{a.device or 'rxe0'}` at {a.verbs_addr}"
+                    + (" (rxe: Soft-RoCE, emulated in software; not hardware figures)"
+                       if (a.device or "rxe0").startswith("rxe") else "") + ".\n")
+        elif "sidecar-tcp" in systems:
+            f.write("\nsidecar-verbs: not run (no `--verbs-addr`/RRS_VERBS_ADDR: no RDMA device "
+                    "here). In the Soft-RoCE VM: `bash tests/vm/run-in-vm.sh --memory 8G -- "
+                    "python3 bench/sync_bench.py --scale 0.05`.\n")
+        f.write(f"\nAll Redis: `{shlex.join(RedisServer.BASE_ARGS)}`; the master "
+                f"`--rdbcompression {a.rdbcompression}`.\n\n## Pinning\n\n"
+                f"{bench.pinning}\n\n## Quiet?\n\nLoad average (1/5/15 min) at start "
+                f"{bench.loadavg_start}, at end {loadavg()}. Syncs that started with the "
+                f"machine more than 15% busy: {bench.disturbed} (per sync: `busy_before` in "
+                "the CSV).\n\n")
+        f.write("## Results\n\nWall time is CLOCK_MONOTONIC, from REPLICAOF (native, floor) or "
+                "the clients' start (sidecar) until the last replica is synced; "
+                "median (min-max) over runs. Master CPU is the master redis-server's "
+                "user+system time with its fork children, from the start to the end of the "
+                "sync; for the sidecar it includes the table build (SCAN + DUMP) of that "
+                "run's epoch. `transfer` is when the last client read its last table byte.\n\n")
+        for ds in datasets:
+            f.write(f"### {ds.name}\n\n| system | replicas | runs | sync s, all done | "
+                    "MB/s per replica | transfer s | master CPU s | master peak RSS MiB | "
+                    "fork COW MiB | rdma-server CPU s |\n"
+                    "|---|---:|---:|---|---|---|---|---|---|---|\n")
+            for s in systems:
+                for n in a.replicas:
+                    m = summarize(bench.rows, ds.name, s, n)
+                    if m:
+                        f.write(f"| {s} | {n} | {m['runs']} | {fmt(m['wall'])} | "
+                                f"{fmt(m['MBps'], 1)} | {fmt(m['transfer'])} | "
+                                f"{fmt(m['master_cpu'])} | {fmt(m['master_rss'], 0)} | "
+                                f"{fmt(m['master_cow'], 0)} | {fmt(m['sidecar_cpu'])} |\n")
+            builds = [b for b in bench.builds if b["dataset"] == ds.name]
+            if builds:
+                f.write("\nTable build, once per epoch (per run): ")
+                for s in systems:
+                    bs = [b for b in builds if b["system"] == s]
+                    if bs:
+                        f.write(f"{s} {fmt(stats([b['build_s'] for b in bs]))} s, master CPU "
+                                f"{fmt(stats([b['master_cpu_s'] for b in bs]))} s, table "
+                                f"{bs[0]['table_bytes'] / 1e6:,.0f} MB; ")
+                f.write("\n")
+            f.write("\n" + targets(bench.rows, ds.name, a.replicas) + "\n")
+        if not a.no_plots:
+            pngs = plot(bench.rows, datasets, systems, a.replicas, stem)
+            if pngs:
+                f.write("## Plots\n\n")
+                for p in pngs:
+                    f.write(f"![{os.path.basename(p)}]({os.path.basename(p)})\n\n")
+    return stem
+
+
+def targets(rows, dataset, counts):
+    """The figures the issue asks to read off, computed from this run."""
+    def wall(system, n):
+        m = summarize(rows, dataset, system, n)
+        return m["wall"][0] if m and m["wall"] else None
+
+    def cpu(system, n):
+        m = summarize(rows, dataset, system, n)
+        return m["master_cpu"][0] if m and m["master_cpu"] else None
+    out = ["Read off (medians):\n"]
+    nat, side, flo = wall("native-diskless", 1), wall("sidecar-tcp", 1), wall("floor", 1)
+    if nat and side:
+        out.append(f"- one replica: sidecar over TCP {side:.2f} s = {side / nat:.2f}x native "
+                   f"diskless ({nat:.2f} s)" + (f"; ingest floor {flo:.2f} s (native is "
+                                                f"{nat / flo:.2f}x the floor, the sidecar "
+                                                f"{side / flo:.2f}x)" if flo else ""))
+    top = max(counts)
+    if top > 1:
+        for s in ("sidecar-tcp", "sidecar-verbs"):
+            cn, cs = cpu("native-diskless", top), cpu(s, top)
+            if cn and cs is not None:
+                out.append(f"- master CPU with {top} replicas: {s} {cs:.2f} s vs native "
+                           f"diskless {cn:.2f} s = {cs / cn:.2f}x (target <= 0.35x)")
+            n1, s1 = cpu("native-diskless", 1), cpu(s, 1)
+            if None not in (cn, cs, n1, s1) and cn != n1:
+                dn, ds_ = (cn - n1) / (top - 1), (cs - s1) / (top - 1)
+                out.append(f"- master CPU per added replica: {s} {ds_:+.3f} s vs native "
+                           f"diskless {dn:+.3f} s = {ds_ / dn:.1%} of native's (target <= 5%)")
+    for s in ("sidecar-tcp", "sidecar-verbs"):
+        walls = [(n, wall(s, n)) for n in counts]
+        if all(w for _, w in walls) and len(walls) > 1:
+            out.append(f"- {s}, time until all replicas synced: " +
+                       ", ".join(f"{n} -> {w:.2f} s" for n, w in walls))
+    return "\n".join(out) + "\n" if len(out) > 1 else ""
+
+
+def plot(rows, datasets, systems, counts, stem):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("report: matplotlib is not installed (bash bench/run.sh installs "
+              "python3-matplotlib): no plots")
+        return []
+    pngs = []
+    for key, label, name in (("wall", "sync time until all replicas synced (s)", "sync-time"),
+                             ("master_cpu", "master CPU time incl. fork children (s)",
+                              "master-cpu")):
+        fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets), 4), squeeze=False)
+        for ax, ds in zip(axes[0], datasets):
+            for s in systems:
+                pts = [(n, summarize(rows, ds.name, s, n)) for n in counts]
+                pts = [(n, m[key][0]) for n, m in pts if m and m[key]]
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=s)
+            ax.set_title(ds.name)
+            ax.set_xlabel("replicas syncing at once")
+            ax.set_xticks(counts)
+            ax.set_ylabel(label)
+            ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize="small")
+        fig.tight_layout()
+        path = f"{stem}-{name}.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        pngs.append(path)
+    fig, ax = plt.subplots(figsize=(max(5, 2.5 * len(datasets)), 4))
+    width = 0.8 / max(1, len(systems))
+    for i, s in enumerate(systems):
+        ys = []
+        for ds in datasets:
+            m = summarize(rows, ds.name, s, 1)
+            ys.append(m["MBps"][0] if m and m["MBps"] else 0)
+        ax.bar([j + i * width for j in range(len(datasets))], ys, width, label=s)
+    ax.set_xticks([j + width * (len(systems) - 1) / 2 for j in range(len(datasets))])
+    ax.set_xticklabels([ds.name for ds in datasets])
+    ax.set_ylabel("MB/s of values, one replica")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    path = f"{stem}-throughput.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    pngs.append(path)
+    return pngs

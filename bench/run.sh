@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The benchmark in one command: installs what it needs (build dependencies,
+# redis-server, matplotlib for the plots), builds the Release tree, then runs
+# bench/sync_bench.py with your flags (see --help there and bench/README.md).
+#
+#   bash bench/run.sh                                  # default data set, every system, 1/2/4 replicas
+#   bash bench/run.sh --datasets all                   # the four data sets
+#   bash tests/vm/run-in-vm.sh --memory 8G --timeout 3000 -- \
+#     python3 bench/sync_bench.py --scale 0.05 --tag vm   # adds sidecar-verbs on Soft-RoCE
+#
+# On a host with an HCA: bash bench/run.sh --device mlx5_0
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tests/install-deps.sh
+# Debian's python3, which python3-matplotlib serves (a pyenv or venv python3
+# earlier on PATH would not see it).
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+if ! "$py" -c 'import matplotlib' 2>/dev/null; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-matplotlib >/dev/null
+fi
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build
+exec "$py" bench/sync_bench.py "$@"
