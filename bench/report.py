@@ -237,6 +237,8 @@ def targets(rows, dataset, counts):
 
 
 def plot(rows, datasets, systems, counts, stem):
+    # A read-only or missing ~/.config (the VM) makes matplotlib complain.
+    os.environ.setdefault("MPLCONFIGDIR", os.path.join("/tmp", "sync_bench-matplotlib"))
     try:
         import matplotlib
         matplotlib.use("Agg")
