@@ -143,7 +143,10 @@ def write(a, bench, command, date, host, datasets):
             f.write(f"- **{s}**: {SYSTEM_WHAT[s]}\n")
         if "sidecar-verbs" in systems:
             f.write(f"\nsidecar-verbs ran on device `{a.device or 'rxe0'}` at {a.verbs_addr}"
-                    + (" (rxe: Soft-RoCE, emulated in software; not hardware figures)"
+                    + (" (rxe: Soft-RoCE, emulated in software; not hardware figures: "
+                       "the kernel does per packet what an HCA does in hardware, so with "
+                       "more replicas the times grow with the CPU they share and need not "
+                       "stay flat; rdma-server's CPU is the figure that carries over)"
                        if (a.device or "rxe0").startswith("rxe") else "") + ".\n")
         elif "sidecar-tcp" in systems:
             f.write("\nsidecar-verbs: not run (no `--verbs-addr`/RRS_VERBS_ADDR: no RDMA device "
