@@ -57,7 +57,8 @@ def machine(repo_dir):
     sha = cmd("git", "-C", repo_dir, "rev-parse", "--short", "HEAD") or "?"
     dirty = cmd("git", "-C", repo_dir, "status", "--porcelain")
     virt = cmd("systemd-detect-virt") or "?"
-    in_vm = "virtme_hostname" in open("/proc/cmdline").read()
+    with open("/proc/cmdline") as f:
+        in_vm = "virtme_hostname" in f.read()
     return [
         ("host", socket.gethostname() + (" (the Soft-RoCE TCG VM: emulated CPU)" if in_vm else "")),
         ("virtualization", virt),
@@ -251,6 +252,13 @@ def plot(rows, datasets, systems, counts, stem):
               "python3-matplotlib): no plots")
         return []
     pngs = []
+
+    def save(fig, name):
+        fig.tight_layout()
+        fig.savefig(f"{stem}-{name}.png", dpi=100)
+        plt.close(fig)
+        pngs.append(f"{stem}-{name}.png")
+
     for key, label, name in (("wall", "sync time until all replicas synced (s)", "sync-time"),
                              ("master_cpu", "master CPU time incl. fork children (s)",
                               "master-cpu")):
@@ -268,11 +276,7 @@ def plot(rows, datasets, systems, counts, stem):
             ax.set_ylim(bottom=0)
             ax.grid(alpha=0.3)
             ax.legend(fontsize="small")
-        fig.tight_layout()
-        path = f"{stem}-{name}.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        pngs.append(path)
+        save(fig, name)
     fig, ax = plt.subplots(figsize=(max(5, 2.5 * len(datasets)), 4))
     width = 0.8 / max(1, len(systems))
     for i, s in enumerate(systems):
@@ -286,9 +290,5 @@ def plot(rows, datasets, systems, counts, stem):
     ax.set_ylabel("MB/s of values, one replica")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize="small")
-    fig.tight_layout()
-    path = f"{stem}-throughput.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    pngs.append(path)
+    save(fig, "throughput")
     return pngs
