@@ -1,6 +1,9 @@
 #include "proto/dump_payload.h"
 
 #include <charconv>
+#include <cstring>
+
+#include "proto/crc64.h"
 
 namespace rrs::dump {
 
@@ -9,6 +12,16 @@ std::optional<uint16_t> rdb_version(std::string_view payload) {
   auto b = [&](size_t i) { return static_cast<uint16_t>(static_cast<unsigned char>(payload[i])); };
   size_t at = payload.size() - kTrailerSize;
   return static_cast<uint16_t>(b(at) | (b(at + 1) << 8));
+}
+
+void write_payload(uint8_t type, std::string_view value, uint16_t rdb_version, char* out) {
+  out[0] = static_cast<char>(type);
+  std::memcpy(out + 1, value.data(), value.size());
+  char* trailer = out + 1 + value.size();
+  trailer[0] = static_cast<char>(rdb_version & 0xff);
+  trailer[1] = static_cast<char>(rdb_version >> 8);
+  uint64_t crc = crc64(0, out, 1 + value.size() + 2);
+  for (int i = 0; i < 8; ++i) trailer[2 + i] = static_cast<char>((crc >> (8 * i)) & 0xff);
 }
 
 const char* first_redis_for_rdb(uint16_t v) {

@@ -10,6 +10,14 @@ namespace rrs::dump {
 
 inline constexpr size_t kTrailerSize = 10;
 
+// Bytes of the DUMP payload of an RDB value of `value_len` bytes.
+inline constexpr uint64_t payload_size(uint64_t value_len) { return 1 + value_len + kTrailerSize; }
+
+// Writes the DUMP payload of a value taken from an RDB of `rdb_version`
+// into `out` (payload_size(value.size()) bytes): what DUMP would have
+// returned on the master, byte for byte.
+void write_payload(uint8_t type, std::string_view value, uint16_t rdb_version, char* out);
+
 // The RDB version in the payload's trailer, or nullopt if it is too short.
 std::optional<uint16_t> rdb_version(std::string_view payload);
 
