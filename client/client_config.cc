@@ -18,10 +18,13 @@ Options:
   --redis HOST:PORT       Redis to load into (default 127.0.0.1:6379)
   --redis-auth-file FILE  its credentials: "password" or "user password" on
                           the first line (else $RDMA_CLIENT_REDIS_AUTH)
-  --flush                 FLUSHALL the target first
+  --flush                 FLUSHALL the target first, and replace its functions
+                          with the table's (FUNCTION RESTORE ... FLUSH)
   --merge                 load into a non-empty target; table keys replace
-                          existing ones, other keys stay
-                          (without either, a non-empty target is refused)
+                          existing ones, other keys stay; function libraries
+                          replace those of the same name
+                          (without either, a non-empty target is refused, and
+                          so is a function library the target already has)
   --connect-timeout SECS  keep retrying the server this long (default 30)
   --io-timeout SECS       longest wait for any answer once connected (default 30)
   --chunk-size BYTES      bytes per read, suffix k/M allowed (default 4M; the
@@ -35,19 +38,22 @@ Options:
                           an active port reaches the server and it accepts
                           RDMA connections, else TCP; says which and why
   --no-load               fetch and validate the whole table but load nothing;
-                          prints `fetched keys=N table_bytes=B ... MBps=X`
+                          prints `fetched keys=N functions=L scripts=S
+                          table_bytes=B ... MBps=X`
                           (the transfer alone, no Redis needed)
   --quiet                 no progress output
   -h, --help              this text
 
 Output: progress on stderr; on stdout one summary line:
-  synced keys=N bytes=B dbs=DB:N,... skipped_expired=N failed=N seconds=S
-         transfer_s=T MBps=X keys_per_s=Y epoch=E
-  (seconds: start to last key loaded; transfer_s: start to last table byte read)
+  synced keys=N bytes=B dbs=DB:N,... functions=L scripts=S skipped_expired=N
+         failed=N seconds=S transfer_s=T MBps=X keys_per_s=Y epoch=E
+  (functions: libraries restored; scripts: Lua scripts loaded; seconds: start
+  to last key loaded; transfer_s: start to last table byte read)
 Exit codes: 0 every record loaded or knowingly skipped; 1 some records were
 not loaded (listed on stderr); 2 bad usage; 3 server or Redis unreachable,
 auth refused, or timeout; 4 the table failed validation; 5 the target cannot
-take the data (not empty without --flush/--merge, or too old for the payloads).
+take the data (not empty without --flush/--merge, a function library it
+already has, or too old for the payloads or for functions).
 )";
 }
 

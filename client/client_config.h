@@ -10,9 +10,9 @@
 namespace rrs {
 
 enum class TargetPolicy {
-  kRequireEmpty,  // default: refuse a target that holds any key
-  kFlush,         // --flush: FLUSHALL the target first
-  kMerge,         // --merge: load on top; table keys replace existing ones
+  kRequireEmpty,  // default: refuse a target that holds any key; FUNCTION RESTORE ... APPEND
+  kFlush,         // --flush: FLUSHALL the target first; FUNCTION RESTORE ... FLUSH
+  kMerge,         // --merge: load on top; table keys (and libraries) replace existing ones
 };
 
 struct ClientConfig {

@@ -44,9 +44,11 @@ FetchOptions fetch_options(const ClientConfig& config) {
   return fetch;
 }
 
-void log_table(const table::Header& h) {
+void log_table(const table::Header& h, const table::Scripts& scripts) {
   log::info("table epoch " + std::to_string(h.epoch) + ": " + std::to_string(h.record_count) +
             " keys in " + std::to_string(h.db_count) + " DBs, " +
+            std::to_string(scripts.function_libraries) + " function libraries, " +
+            std::to_string(scripts.lua_scripts.size()) + " Lua scripts, " +
             std::to_string(h.total_size) + " bytes, slot size " + std::to_string(h.slot_size) +
             ", from Redis " + h.redis_version + " (RDB " + std::to_string(h.rdb_version) + ")");
 }
@@ -70,7 +72,7 @@ Result<std::unique_ptr<RemoteTable>> open_remote_table(const ClientConfig& confi
   auto info = t->fetcher->open();
   if (!info.ok()) return info.status();
   t->info = std::move(*info);
-  log_table(t->info.header);
+  log_table(t->info.header, t->info.scripts);
   return t;
 }
 
@@ -91,8 +93,10 @@ int run_fetch_only(const ClientConfig& config, Clock::time_point t0) {
   const double secs = seconds_since(t_fetch);
   for (const RecordFailure& f : fetcher.failures())
     log::error("record " + std::to_string(f.index) + " failed validation: " + f.reason);
-  std::printf("fetched keys=%llu table_bytes=%llu failed=%zu seconds=%.3f MBps=%.1f epoch=%llu\n",
-              static_cast<unsigned long long>(records),
+  std::printf("fetched keys=%llu functions=%u scripts=%zu table_bytes=%llu failed=%zu "
+              "seconds=%.3f MBps=%.1f epoch=%llu\n",
+              static_cast<unsigned long long>(records), info.scripts.function_libraries,
+              info.scripts.lua_scripts.size(),
               static_cast<unsigned long long>(fetcher.bytes_read()), fetcher.failures().size(),
               secs, static_cast<double>(fetcher.bytes_read()) / 1e6 / secs,
               static_cast<unsigned long long>(info.header.epoch));
@@ -153,24 +157,27 @@ int run_full_sync(const ClientConfig& config) {
   const uint64_t failed = st.failed + fetcher.failures().size();
   for (const RecordFailure& f : fetcher.failures())
     log::error("record " + std::to_string(f.index) + " not loaded: " + f.reason);
-  for (const std::string& e : st.errors) log::error("RESTORE failed: " + e);
+  for (const std::string& e : st.errors) log::error(e);
   if (st.failed > st.errors.size())
-    log::error("... and " + std::to_string(st.failed - st.errors.size()) + " more RESTORE failures");
+    log::error("... and " + std::to_string(st.failed - st.errors.size()) + " more failures");
 
   // transfer_s: when the last table byte was read and validated; the rest of
   // `seconds` is the loader finishing what was queued.
   const double transfer_s = std::chrono::duration<double>(fetch_done - t0).count();
-  std::printf("synced keys=%llu bytes=%llu dbs=%s skipped_expired=%llu failed=%llu seconds=%.3f "
-              "transfer_s=%.3f MBps=%.1f keys_per_s=%.0f epoch=%llu\n",
+  std::printf("synced keys=%llu bytes=%llu dbs=%s functions=%u scripts=%llu skipped_expired=%llu "
+              "failed=%llu seconds=%.3f transfer_s=%.3f MBps=%.1f keys_per_s=%.0f epoch=%llu\n",
               static_cast<unsigned long long>(st.keys), static_cast<unsigned long long>(st.bytes),
-              db_counts(st).c_str(), static_cast<unsigned long long>(st.skipped_expired),
+              db_counts(st).c_str(), st.function_libraries,
+              static_cast<unsigned long long>(st.scripts),
+              static_cast<unsigned long long>(st.skipped_expired),
               static_cast<unsigned long long>(failed), secs, transfer_s,
               static_cast<double>(st.bytes) / 1e6 / secs, static_cast<double>(st.keys) / secs,
               static_cast<unsigned long long>(h.epoch));
   std::fflush(stdout);
   if (failed > 0) {
-    log::error(std::to_string(failed) + " of " + std::to_string(h.record_count) +
-               " records were not loaded (see above); the target is incomplete");
+    log::error(std::to_string(failed) + " of " +
+               std::to_string(h.record_count + info.scripts.lua_scripts.size()) +
+               " records and scripts were not loaded (see above); the target is incomplete");
     return exit_code::kPartial;
   }
   return exit_code::kOk;

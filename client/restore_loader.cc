@@ -47,6 +47,20 @@ std::string printable_key(std::string_view k) {
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
+// Redis Functions came with 7.0. A version string we cannot parse gets the
+// benefit of the doubt: FUNCTION RESTORE itself will say if it is missing.
+bool has_functions(std::string_view redis_version) {
+  unsigned major = 0;
+  auto [p, ec] = std::from_chars(redis_version.data(),
+                                 redis_version.data() + redis_version.size(), major);
+  return ec != std::errc() || major >= 7;
+}
+
+std::string first_line(std::string_view s) {
+  std::string_view line = s.substr(0, s.find('\n'));
+  return printable_key(line);
+}
+
 }  // namespace
 
 Result<RestoreLoader> RestoreLoader::connect(const Endpoint& target, const RedisCredentials& creds,
@@ -67,6 +81,15 @@ Status RestoreLoader::prepare(const TableInfo& info, TargetPolicy policy) {
   if (!server.ok()) return server.status().wrap("inspect target");
   target_version_ = info_field(*server, "redis_version");
   table_rdb_ = static_cast<uint16_t>(info.header.rdb_version);
+  if (!info.scripts.function_payload.empty() && !has_functions(target_version_)) {
+    refused_ = true;
+    return Status::error("check target Redis " + redis_.endpoint().to_string(),
+                         "the table carries " + std::to_string(info.scripts.function_libraries) +
+                             " function libraries from Redis " + info.header.redis_version +
+                             ", but the target runs Redis " + target_version_ +
+                             ", which has no Redis Functions; upgrade the target to Redis 7.0 "
+                             "or later");
+  }
   auto max_rdb = dump::max_rdb_for_redis(target_version_);
   if (max_rdb && table_rdb_ > *max_rdb) {
     refused_ = true;
@@ -99,11 +122,71 @@ Status RestoreLoader::prepare(const TableInfo& info, TargetPolicy policy) {
     }
   }
 
+  RRS_RETURN_IF_ERROR(apply_functions(info.scripts, policy));
+  RRS_RETURN_IF_ERROR(apply_lua_scripts(info.scripts));
+
   // From here on we drive the socket ourselves.
   int fd = redis_.fd();
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   reader_ = redisReaderCreate();
   if (!reader_) return Status::error("prepare loader", "out of memory");
+  return {};
+}
+
+Status RestoreLoader::apply_functions(const table::Scripts& s, TargetPolicy policy) {
+  const std::string where = "load functions into " + redis_.endpoint().to_string();
+  if (s.function_payload.empty()) {
+    // A replica of a master without functions has none; FLUSHALL kept them.
+    if (policy == TargetPolicy::kFlush && has_functions(target_version_))
+      RRS_RETURN_IF_ERROR(redis_.command({"FUNCTION", "FLUSH"}).status().wrap(where));
+    return {};
+  }
+  const char* mode = policy == TargetPolicy::kFlush   ? "FLUSH"
+                     : policy == TargetPolicy::kMerge ? "REPLACE"
+                                                      : "APPEND";
+  redis_.append({"FUNCTION", "RESTORE", s.function_payload, mode});
+  auto r = redis_.get_reply();
+  if (!r.ok()) return r.status().wrap(where);
+  if ((*r)->type == REDIS_REPLY_ERROR) {
+    std::string err((*r)->str, (*r)->len);
+    // FUNCTION RESTORE is all or nothing: a refusal leaves the target as it was.
+    if (err.find("already exists") != std::string::npos) {
+      refused_ = true;
+      return Status::error(where, "the target's functions conflict with the table's: " + err +
+                                      (policy == TargetPolicy::kMerge
+                                           ? "; --merge replaces only libraries of the same "
+                                             "name: use --flush to replace all of them"
+                                           : "; use --flush to replace the target's functions "
+                                             "with the table's, or --merge to replace its "
+                                             "libraries of the same name"));
+    }
+    return Status::error(where, "FUNCTION RESTORE " + std::string(mode) + " of " +
+                                    std::to_string(s.function_libraries) +
+                                    " libraries failed: " + err);
+  }
+  stats_.function_libraries = s.function_libraries;
+  return {};
+}
+
+Status RestoreLoader::apply_lua_scripts(const table::Scripts& s) {
+  // Like a key that fails to RESTORE, a script the target refuses is
+  // reported and counted, and the load carries on.
+  for (const std::string& body : s.lua_scripts) redis_.append({"SCRIPT", "LOAD", body});
+  for (size_t i = 0; i < s.lua_scripts.size(); ++i) {
+    auto r = redis_.get_reply();
+    if (!r.ok())
+      return r.status().wrap("load Lua scripts into " + redis_.endpoint().to_string());
+    if ((*r)->type != REDIS_REPLY_ERROR) {
+      stats_.scripts++;
+      continue;
+    }
+    stats_.failed++;
+    if (stats_.errors.size() < kMaxErrorsKept)
+      stats_.errors.push_back("SCRIPT LOAD failed: Lua script " + std::to_string(i + 1) + " of " +
+                              std::to_string(s.lua_scripts.size()) + " ('" +
+                              first_line(s.lua_scripts[i]) +
+                              "'): " + std::string((*r)->str, (*r)->len));
+  }
   return {};
 }
 
@@ -231,8 +314,9 @@ Status RestoreLoader::handle_reply(const redisReply* reply) {
   // Per-record failures: count, keep the first few in full, carry on.
   stats_.failed++;
   if (stats_.errors.size() < kMaxErrorsKept) {
-    std::string msg = "key '" + printable_key(p.key) + "' (record " + std::to_string(p.index) +
-                      ", DB " + std::to_string(p.db) + "): " + std::string(err);
+    std::string msg = "RESTORE failed: key '" + printable_key(p.key) + "' (record " +
+                      std::to_string(p.index) + ", DB " + std::to_string(p.db) +
+                      "): " + std::string(err);
     if (err.find("payload version or checksum") != std::string_view::npos)
       msg += " (payload RDB version " + std::to_string(table_rdb_) + ", target Redis " +
              target_version_ + "; if the target is older than the source, upgrade it)";

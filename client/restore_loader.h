@@ -1,5 +1,6 @@
 // Loads validated records into the target Redis with pipelined
-// RESTORE key ttl payload REPLACE ABSTTL, switching DBs with SELECT.
+// RESTORE key ttl payload REPLACE ABSTTL, switching DBs with SELECT, after the
+// table's functions (FUNCTION RESTORE) and Lua scripts (SCRIPT LOAD).
 //
 // After the handshake the loader drives the socket itself: commands are
 // formatted into one output buffer and written as the socket takes them,
@@ -26,9 +27,11 @@ struct LoadStats {
   uint64_t keys = 0;             // RESTOREs acknowledged with +OK
   uint64_t bytes = 0;            // key + payload bytes of those
   uint64_t skipped_expired = 0;  // already expired when we got to them
-  uint64_t failed = 0;           // RESTOREs the target refused
+  uint64_t failed = 0;           // RESTOREs and SCRIPT LOADs the target refused
+  uint32_t function_libraries = 0;  // restored with FUNCTION RESTORE
+  uint64_t scripts = 0;             // Lua scripts loaded with SCRIPT LOAD
   std::map<uint32_t, uint64_t> per_db;
-  std::vector<std::string> errors;  // the first few failures, in full
+  std::vector<std::string> errors;  // the first few failures, in full (each names its command)
 };
 
 class RestoreLoader {
@@ -39,7 +42,11 @@ class RestoreLoader {
   ~RestoreLoader();
 
   // Checks the target can take the table (empty unless --merge, new enough
-  // for the payloads' RDB version), flushing it first with --flush.
+  // for the payloads' RDB version and for Redis Functions if the table has
+  // any), flushing it first with --flush, then applies the table's functions
+  // and Lua scripts. Functions go in with FUNCTION RESTORE: APPEND by default
+  // (a library the target already has is refused), FLUSH with --flush
+  // (FLUSHALL leaves functions alone), REPLACE with --merge.
   // A refusal comes back as kRefused-worthy Status with `refused()` true.
   Status prepare(const TableInfo& info, TargetPolicy policy);
   bool refused() const { return refused_; }
@@ -62,6 +69,8 @@ class RestoreLoader {
     std::string key;  // for the error message, if it fails
   };
   explicit RestoreLoader(RedisClient client) : redis_(std::move(client)) {}
+  Status apply_functions(const table::Scripts& s, TargetPolicy policy);
+  Status apply_lua_scripts(const table::Scripts& s);
   void append_restore(const Record& r);
   void append_select(uint32_t db);
   // Writes and reads until at most `max_pending` replies are outstanding and

@@ -50,6 +50,13 @@ Result<TableInfo> TableFetcher::open() {
   auto dbs = table::decode_db_directory(info_.header, dir);
   if (!dbs.ok()) return dbs.status().as(ErrorKind::kBadData);
   info_.dbs = std::move(*dbs);
+
+  // Functions and scripts: small, and needed before the first key is loaded.
+  std::vector<std::byte> scripts(info_.header.scripts_size);
+  RRS_RETURN_IF_ERROR(read_into(info_.header.scripts_offset, scripts));
+  auto decoded = table::decode_scripts(info_.header, scripts);
+  if (!decoded.ok()) return decoded.status().as(ErrorKind::kBadData);
+  info_.scripts = std::move(*decoded);
   return info_;
 }
 

@@ -1,5 +1,7 @@
 // Reads a remote table through a TableReader and turns it into validated
-// records for the loader, in three passes over computed offsets:
+// records for the loader. open() reads the small parts whole (header, DB
+// directory, scripts region); run() then makes three passes over computed
+// offsets:
 //   1. the slot array, in chunks of whole slots, several reads in flight;
 //   2. the heap, front to back, for records too big for a slot;
 //   3. records that failed validation, re-read once each.
@@ -22,6 +24,7 @@ struct TableInfo {
   control::Descriptor descriptor;
   table::Header header;
   std::vector<table::DbEntry> dbs;
+  table::Scripts scripts;  // functions and Lua scripts, validated; applied before the keys
 };
 
 struct FetchOptions {
@@ -39,7 +42,8 @@ class TableFetcher {
   TableFetcher(TableReader& reader, FetchOptions opts, BlockingQueue<RecordBatch>& out)
       : reader_(reader), opts_(opts), out_(out), retries_left_(opts.retries) {}
 
-  // Reads and validates the header and DB directory (the reader is connected).
+  // Reads and validates the header, the DB directory and the scripts region
+  // (the reader is connected).
   Result<TableInfo> open();
   // Streams every record into the queue and closes it (also on failure).
   Status run();

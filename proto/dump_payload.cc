@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "proto/crc64.h"
+#include "proto/rdb_format.h"
 
 namespace rrs::dump {
 
@@ -22,6 +23,21 @@ void write_payload(uint8_t type, std::string_view value, uint16_t rdb_version, c
   trailer[1] = static_cast<char>(rdb_version >> 8);
   uint64_t crc = crc64(0, out, 1 + value.size() + 2);
   for (int i = 0; i < 8; ++i) trailer[2 + i] = static_cast<char>((crc >> (8 * i)) & 0xff);
+}
+
+std::string function_restore_payload(const std::vector<std::string>& libraries,
+                                     uint16_t rdb_version) {
+  std::string out;
+  for (const std::string& code : libraries) {
+    out.push_back(static_cast<char>(rdb::kOpFunction2));
+    rdb::append_length(out, code.size());
+    out += code;
+  }
+  out.push_back(static_cast<char>(rdb_version & 0xff));
+  out.push_back(static_cast<char>(rdb_version >> 8));
+  uint64_t crc = crc64(0, out.data(), out.size());
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
+  return out;
 }
 
 const char* first_redis_for_rdb(uint16_t v) {

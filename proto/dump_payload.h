@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace rrs::dump {
 
@@ -20,6 +22,12 @@ void write_payload(uint8_t type, std::string_view value, uint16_t rdb_version, c
 
 // The RDB version in the payload's trailer, or nullopt if it is too short.
 std::optional<uint16_t> rdb_version(std::string_view payload);
+
+// What FUNCTION RESTORE takes for these libraries' sources (the FUNCTION
+// DUMP format: per library the FUNCTION2 opcode and an RDB string, then the
+// RDB version and CRC64).
+std::string function_restore_payload(const std::vector<std::string>& libraries,
+                                     uint16_t rdb_version);
 
 // The oldest Redis release that writes/accepts RDB version `v` ("7.0" for 10),
 // for error messages that tell an operator what to upgrade to.

@@ -23,6 +23,10 @@ Status bad_header(const std::string& why) {
   return Status::error("validate table header", why);
 }
 
+Status bad_scripts(const std::string& why) {
+  return Status::error("validate scripts region", why);
+}
+
 Status bad_record(uint64_t index, const std::string& why) {
   return Status::error("validate record " + std::to_string(index), why);
 }
@@ -44,6 +48,21 @@ void encode_slot_header(const RecordIn& r, SlotKind kind, uint64_t heap_ref,
   wire::store_i64(&slot[slot::kExpireAt], r.expire_at_ms);
   wire::store_u64(&slot[slot::kHeapRef], heap_ref);
   wire::store_u32(&slot[slot::kCrc], slot_crc(slot, r.key, r.payload));
+}
+
+uint64_t script_entry_size(uint64_t len) {
+  return kScriptEntryHeaderSize + align_up(len, kScriptAlign);
+}
+
+std::byte* encode_script_entry(std::byte* p, ScriptKind kind, uint32_t count,
+                               std::string_view data) {
+  const uint64_t size = script_entry_size(data.size());
+  std::memset(p, 0, size);
+  p[script::kKind] = static_cast<std::byte>(kind);
+  wire::store_u32(p + script::kCount, count);
+  wire::store_u64(p + script::kLen, data.size());
+  std::memcpy(p + kScriptEntryHeaderSize, data.data(), data.size());
+  return p + size;
 }
 
 bool all_zero(const std::byte* p, size_t n) {
@@ -79,7 +98,7 @@ uint64_t heap_footprint(uint64_t key_len, uint64_t payload_len) {
   return align_up(key_len + payload_len, kHeapAlign);
 }
 
-Status plan_geometry(Header& h, uint64_t heap_bytes) {
+Status plan_geometry(Header& h, uint64_t heap_bytes, uint64_t scripts_bytes) {
   if (h.slot_size < kMinSlotSize || h.slot_size > kMaxSlotSize || h.slot_size % kSlotAlign)
     return Status::error("plan table", "slot size " + std::to_string(h.slot_size) +
                                            " is not a multiple of 64 in [64, 65536]");
@@ -90,7 +109,11 @@ Status plan_geometry(Header& h, uint64_t heap_bytes) {
   h.slots_size = h.slot_count * h.slot_size;
   h.heap_offset = align_up(h.slots_offset + h.slots_size, kRegionAlign);
   h.heap_size = heap_bytes;
-  h.total_size = align_up(h.heap_offset + h.heap_size, kRegionAlign);
+  h.scripts_offset = scripts_bytes ? align_up(h.heap_offset + h.heap_size, kRegionAlign) : 0;
+  h.scripts_size = scripts_bytes;
+  h.total_size = align_up(scripts_bytes ? h.scripts_offset + h.scripts_size
+                                        : h.heap_offset + h.heap_size,
+                          kRegionAlign);
   return {};
 }
 
@@ -123,6 +146,9 @@ void encode_header(const Header& h, std::span<std::byte, kHeaderSize> out) {
                    h.source_replid.size());
   wire::store_u32(p + hdr::kDbdirCrc, h.dbdir_crc32c);
   wire::store_u32(p + hdr::kSourceKind, static_cast<uint32_t>(h.source_kind));
+  wire::store_u64(p + hdr::kScriptsOffset, h.scripts_offset);
+  wire::store_u64(p + hdr::kScriptsSize, h.scripts_size);
+  wire::store_u32(p + hdr::kScriptsCrc, h.scripts_crc32c);
   wire::store_u32(p + hdr::kHeaderCrc, crc32c(0, p, hdr::kHeaderCrc));
 }
 
@@ -147,6 +173,21 @@ void encode_inline_slot(const RecordIn& r, std::span<std::byte> slot) {
 void encode_heap_slot(const RecordIn& r, uint64_t heap_ref, std::span<std::byte> slot) {
   encode_slot_header(r, SlotKind::kHeap, heap_ref, slot);
   std::memset(slot.data() + kSlotHeaderSize, 0, slot.size() - kSlotHeaderSize);
+}
+
+uint64_t scripts_region_size(const Scripts& s) {
+  uint64_t n = s.function_payload.empty() ? 0 : script_entry_size(s.function_payload.size());
+  for (const std::string& body : s.lua_scripts) n += script_entry_size(body.size());
+  return n;
+}
+
+uint32_t encode_scripts(const Scripts& s, std::span<std::byte> out) {
+  std::byte* p = out.data();
+  if (!s.function_payload.empty())
+    p = encode_script_entry(p, ScriptKind::kFunctions, s.function_libraries, s.function_payload);
+  for (const std::string& body : s.lua_scripts)
+    p = encode_script_entry(p, ScriptKind::kLua, 1, body);
+  return crc32c(0, out.data(), static_cast<size_t>(p - out.data()));
 }
 
 Result<Header> decode_header(std::span<const std::byte> bytes, uint64_t region_len) {
@@ -190,6 +231,9 @@ Result<Header> decode_header(std::span<const std::byte> bytes, uint64_t region_l
   h.source_offset = load_u64(p + hdr::kSourceOffset);
   h.source_replid = text_field(p + hdr::kSourceReplid, hdr::kReplidLen);
   h.dbdir_crc32c = load_u32(p + hdr::kDbdirCrc);
+  h.scripts_offset = load_u64(p + hdr::kScriptsOffset);
+  h.scripts_size = load_u64(p + hdr::kScriptsSize);
+  h.scripts_crc32c = load_u32(p + hdr::kScriptsCrc);
   uint32_t source = load_u32(p + hdr::kSourceKind);
   if (source != static_cast<uint32_t>(SourceKind::kScan) &&
       source != static_cast<uint32_t>(SourceKind::kPsync))
@@ -198,7 +242,7 @@ Result<Header> decode_header(std::span<const std::byte> bytes, uint64_t region_l
 
   if (!printable(h.redis_version) || !printable(h.source_replid))
     return bad_header("version or replid field is not printable ASCII");
-  if (!all_zero(p + hdr::kReserved, hdr::kHeaderCrc - hdr::kReserved))
+  if (!all_zero(p + hdr::kReserved, hdr::kReservedLen))
     return bad_header("reserved bytes are not zero");
   if (load_u32(p + hdr::kSlotHeaderSize) != kSlotHeaderSize)
     return bad_header("slot header size " + std::to_string(load_u32(p + hdr::kSlotHeaderSize)) +
@@ -218,9 +262,20 @@ Result<Header> decode_header(std::span<const std::byte> bytes, uint64_t region_l
     return bad_header("DB directory size does not match its count");
   if (h.slot_count > h.total_size / h.slot_size || h.slots_size != h.slot_count * h.slot_size)
     return bad_header("slot region size does not match slot count x slot size");
+  if (h.scripts_size == 0 && (h.scripts_offset != 0 || h.scripts_crc32c != 0))
+    return bad_header("no scripts region, but a scripts offset or checksum");
+  if (h.scripts_size > kMaxScriptsSize)
+    return bad_header("scripts region of " + std::to_string(h.scripts_size) +
+                      " bytes is larger than the limit of " + std::to_string(kMaxScriptsSize));
+  if (h.scripts_size != 0 &&
+      (h.scripts_offset % kRegionAlign != 0 || h.scripts_size % kScriptAlign != 0))
+    return bad_header("scripts region is not page aligned or not a multiple of 8 bytes");
+  // The scripts region, when there is one, follows the heap.
+  const uint64_t heap_limit = h.scripts_size != 0 ? h.scripts_offset : h.total_size;
   if (h.dbdir_offset < kHeaderSize || !within(h.dbdir_offset, h.dbdir_size, h.slots_offset) ||
       !within(h.slots_offset, h.slots_size, h.heap_offset) ||
-      !within(h.heap_offset, h.heap_size, h.total_size))
+      !within(h.heap_offset, h.heap_size, heap_limit) ||
+      !within(h.scripts_offset, h.scripts_size, h.total_size))
     return bad_header("regions are out of order, overlap or run past the end of the table");
   return h;
 }
@@ -318,6 +373,58 @@ Status verify_heap_record(uint64_t index, std::span<const std::byte> slot_bytes,
   v.key = key;
   v.payload = payload;
   return {};
+}
+
+Result<Scripts> decode_scripts(const Header& h, std::span<const std::byte> bytes) {
+  if (bytes.size() != h.scripts_size)
+    return bad_scripts("size " + std::to_string(bytes.size()) + " != " +
+                       std::to_string(h.scripts_size));
+  if (crc32c(0, bytes.data(), bytes.size()) != h.scripts_crc32c)
+    return bad_scripts("checksum mismatch");
+  Scripts s;
+  bool have_functions = false;
+  uint64_t off = 0;
+  while (off < bytes.size()) {
+    auto why = [&](const std::string& w) {
+      return bad_scripts("entry at offset " + std::to_string(off) + ": " + w);
+    };
+    const uint64_t left = bytes.size() - off;
+    if (left < kScriptEntryHeaderSize)
+      return why("truncated: " + std::to_string(left) + " bytes left, an entry header is 16");
+    const std::byte* p = bytes.data() + off;
+    const uint8_t kind = static_cast<uint8_t>(p[script::kKind]);
+    const uint32_t count = load_u32(p + script::kCount);
+    const uint64_t len = load_u64(p + script::kLen);
+    if (!all_zero(p + script::kReserved, 3)) return why("reserved bytes are not zero");
+    // Data and padding lie in the region (len is bounded first, so rounding it
+    // up cannot overflow).
+    const uint64_t room = left - kScriptEntryHeaderSize;
+    if (len > room || align_up(len, kScriptAlign) > room)
+      return why("length " + std::to_string(len) + " runs past the end of the region (" +
+                 std::to_string(room) + " bytes left)");
+    const uint64_t padded = align_up(len, kScriptAlign);
+    const std::byte* data = p + kScriptEntryHeaderSize;
+    if (!all_zero(data + len, padded - len)) return why("padding is not zero");
+    std::string body(reinterpret_cast<const char*>(data), len);
+    if (kind == static_cast<uint8_t>(ScriptKind::kFunctions)) {
+      if (have_functions) return why("a second function entry (at most one is allowed)");
+      if (count == 0 || count > len)
+        return why("implausible library count " + std::to_string(count));
+      if (len < kMinFunctionPayloadLen)
+        return why("function payload of " + std::to_string(len) +
+                   " bytes is shorter than any FUNCTION DUMP payload");
+      have_functions = true;
+      s.function_payload = std::move(body);
+      s.function_libraries = count;
+    } else if (kind == static_cast<uint8_t>(ScriptKind::kLua)) {
+      if (count != 1) return why("Lua entry with count " + std::to_string(count) + ", expected 1");
+      s.lua_scripts.push_back(std::move(body));
+    } else {
+      return why("unknown kind " + std::to_string(kind));
+    }
+    off += kScriptEntryHeaderSize + padded;
+  }
+  return s;
 }
 
 }  // namespace rrs::table

@@ -4,26 +4,28 @@
 //
 // All integers are little-endian. Regions start on 4096-byte boundaries.
 //
-//   offset 0        dbdir_offset         slots_offset                      heap_offset   total_size
-//   +---------------+--------------------+---------------------------------+-------------+
-//   | TableHeader   | DbEntry x db_count | slot 0 | slot 1 | ... slot N-1  | heap        |
-//   | (256 B, page) | (32 B each)        | (slot_size bytes each)          | (records    |
-//   +---------------+--------------------+---------------------------------+  too big    |
-//                                          slot i at slots_offset + i*slot_size  for a slot)
+//   offset 0        dbdir_offset         slots_offset             heap_offset   scripts_offset
+//   +---------------+--------------------+------------------------+-------------+--------------+
+//   | TableHeader   | DbEntry x db_count | slot 0, 1, ... N-1     | heap        | scripts      |
+//   | (256 B, page) | (32 B each)        | (slot_size bytes each) | (records    | (functions,  |
+//   |               |                    |                        | too big for | Lua scripts; |
+//   |               |                    |                        | a slot)     | may be none) |
+//   +---------------+--------------------+------------------------+-------------+--------------+
+//                                          slot i at slots_offset + i*slot_size     total_size ^
 //
 // TableHeader (256 bytes)
 //    0  8  magic "RRSTABLE"           128  8  slots_size  (= slot_count * slot_size)
-//    8  2  layout_version (1)         136  8  heap_offset
+//    8  2  layout_version (2)         136  8  heap_offset
 //   10  2  header_size (256)          144  8  heap_size
 //   12  4  state (1 building, 2 ready)152  8  source_offset (replication offset; 0 = scan)
 //   16  8  epoch                      160 40  source_replid (ASCII; zeros = scan)
 //   24  8  created_unix_ms            200  4  dbdir_crc32c (over the whole DbEntry array)
 //   32 32  redis_version (ASCII)      204  4  source kind (1 scan, 2 psync)
-//   64  4  rdb_version of payloads    208 44  reserved, zero
-//   68  4  db_count                   252  4  header_crc32c (over bytes 0..251)
-//   72  8  record_count
-//   80  8  total_size
-//   88  4  slot_size
+//   64  4  rdb_version of payloads    208  8  scripts_offset (0 when scripts_size is 0)
+//   68  4  db_count                   216  8  scripts_size (0: no functions, no scripts)
+//   72  8  record_count               224  4  scripts_crc32c (over the whole region)
+//   80  8  total_size                 228 24  reserved, zero
+//   88  4  slot_size                  252  4  header_crc32c (over bytes 0..251)
 //   92  4  slot_header_size (48)
 //   96  8  slot_count (= record_count)
 //  104  8  dbdir_offset
@@ -49,6 +51,16 @@
 //
 // Heap records are 8-byte aligned and appear in slot order, so the heap can be
 // streamed front to back while walking the slots.
+//
+// Scripts region: what a replica holds besides its keys, as a sequence of
+// entries, each 8-byte aligned (its data zero padded to a multiple of 8):
+//    0  1  kind (1 functions: exactly what FUNCTION DUMP returned, `count`
+//             libraries, at most one such entry; 2 Lua: one script body for
+//             SCRIPT LOAD, count 1)
+//    1  3  reserved
+//    4  4  count
+//    8  8  len
+//   16 ..  len bytes of data, then zero padding
 #pragma once
 
 #include <cstddef>
@@ -63,7 +75,7 @@
 namespace rrs::table {
 
 inline constexpr char kMagic[8] = {'R', 'R', 'S', 'T', 'A', 'B', 'L', 'E'};
-inline constexpr uint16_t kLayoutVersion = 1;
+inline constexpr uint16_t kLayoutVersion = 2;
 inline constexpr size_t kHeaderSize = 256;
 inline constexpr size_t kDbEntrySize = 32;
 inline constexpr size_t kSlotHeaderSize = 48;
@@ -80,10 +92,21 @@ inline constexpr uint64_t kMaxKeyLen = 512ull << 20;
 inline constexpr uint64_t kMinPayloadLen = 1 + 1 + 2 + 8;
 inline constexpr int64_t kNoExpiry = -1;
 inline constexpr uint32_t kMaxDbCount = 1u << 20;
+// Scripts region entries: a 16-byte header, data padded to 8 bytes.
+inline constexpr size_t kScriptEntryHeaderSize = 16;
+inline constexpr size_t kScriptAlign = 8;
+// FUNCTION DUMP's reply and each script body are one Redis bulk string each
+// (proto-max-bulk-len, 512 MiB by default), and a client holds the region in
+// memory whole; a region claiming more than this is garbage.
+inline constexpr uint64_t kMaxScriptsSize = 1ull << 30;
+// A FUNCTION DUMP payload ends like a DUMP payload: 2 bytes of RDB version and
+// 8 of CRC64, after at least one library.
+inline constexpr uint64_t kMinFunctionPayloadLen = 2 + 8 + 1;
 
 static_assert(kHeaderSize <= kRegionAlign);
 static_assert(kSlotHeaderSize % 8 == 0 && kMinSlotSize > kSlotHeaderSize);
 static_assert(kMaxSlotSize % kSlotAlign == 0 && kMinSlotSize % kSlotAlign == 0);
+static_assert(kScriptEntryHeaderSize % kScriptAlign == 0 && kRegionAlign % kScriptAlign == 0);
 
 // Byte offsets of header fields, spelled out so the encoder, the decoder and
 // the drawing above cannot drift apart.
@@ -95,10 +118,14 @@ inline constexpr size_t kMagic = 0, kLayoutVersion = 8, kHeaderSize = 10, kState
                         kDbdirSize = 112, kSlotsOffset = 120, kSlotsSize = 128,
                         kHeapOffset = 136, kHeapSize = 144, kSourceOffset = 152,
                         kSourceReplid = 160, kDbdirCrc = 200, kSourceKind = 204,
-                        kReserved = 208, kHeaderCrc = 252;
-inline constexpr size_t kRedisVersionLen = 32, kReplidLen = 40;
+                        kScriptsOffset = 208, kScriptsSize = 216, kScriptsCrc = 224,
+                        kReserved = 228, kHeaderCrc = 252;
+inline constexpr size_t kRedisVersionLen = 32, kReplidLen = 40, kReservedLen = 24;
 static_assert(kRedisVersion + kRedisVersionLen == kRdbVersion);
 static_assert(kSourceReplid + kReplidLen == kDbdirCrc);
+static_assert(kSourceKind + 4 == kScriptsOffset && kScriptsOffset + 8 == kScriptsSize &&
+              kScriptsSize + 8 == kScriptsCrc && kScriptsCrc + 4 == kReserved);
+static_assert(kReserved + kReservedLen == kHeaderCrc);
 static_assert(kHeaderCrc + 4 == rrs::table::kHeaderSize);
 }  // namespace hdr
 
@@ -107,6 +134,11 @@ inline constexpr size_t kCrc = 0, kKind = 4, kDb = 8, kKeyLen = 12, kPayloadLen 
                         kExpireAt = 24, kHeapRef = 32, kReserved = 40;
 static_assert(kReserved + 8 == kSlotHeaderSize);
 }  // namespace slot
+
+namespace script {
+inline constexpr size_t kKind = 0, kReserved = 1, kCount = 4, kLen = 8;
+static_assert(kReserved + 3 == kCount && kLen + 8 == kScriptEntryHeaderSize);
+}  // namespace script
 
 enum class State : uint32_t {
   kBuilding = 1,  // being written; a reader must not trust anything past the header
@@ -121,6 +153,11 @@ enum class SourceKind : uint32_t {
 enum class SlotKind : uint8_t {
   kInline = 1,
   kHeap = 2,
+};
+
+enum class ScriptKind : uint8_t {
+  kFunctions = 1,  // a FUNCTION DUMP payload: FUNCTION RESTORE takes it as is
+  kLua = 2,        // one Lua script body (from a pre-7.0 master's RDB): SCRIPT LOAD
 };
 
 struct Header {
@@ -142,6 +179,8 @@ struct Header {
   uint64_t source_offset = 0;
   std::string source_replid;  // at most 40 bytes
   uint32_t dbdir_crc32c = 0;
+  uint64_t scripts_offset = 0, scripts_size = 0;  // both 0: no scripts region
+  uint32_t scripts_crc32c = 0;
 
   uint64_t slot_offset(uint64_t i) const { return slots_offset + i * slot_size; }
 };
@@ -169,11 +208,24 @@ struct SlotView {
   uint64_t data_len() const { return key_len + payload_len; }
 };
 
+// The scripts region: what a replica needs besides its keys.
+struct Scripts {
+  // Exactly what FUNCTION DUMP returned on the master, holding
+  // `function_libraries` libraries; empty when it had none.
+  std::string function_payload;
+  uint32_t function_libraries = 0;
+  // Script bodies a pre-7.0 master shipped in its RDB ("lua" aux fields).
+  std::vector<std::string> lua_scripts;
+
+  bool empty() const { return function_payload.empty() && lua_scripts.empty(); }
+};
+
 // --- Encoding (the server) -------------------------------------------------
 
 // Geometry of a table for `record_count` records in `db_count` DBs with the
-// given slot size and heap bytes; fills the offset/size fields of `h`.
-Status plan_geometry(Header& h, uint64_t heap_bytes);
+// given slot size, heap bytes and scripts region bytes (0: none); fills the
+// offset/size fields of `h`.
+Status plan_geometry(Header& h, uint64_t heap_bytes, uint64_t scripts_bytes = 0);
 
 // Writes the 256-byte header (computing its CRC) into `out`.
 void encode_header(const Header& h, std::span<std::byte, kHeaderSize> out);
@@ -192,6 +244,13 @@ void encode_inline_slot(const RecordIn& r, std::span<std::byte> slot);
 void encode_heap_slot(const RecordIn& r, uint64_t heap_ref, std::span<std::byte> slot);
 bool fits_inline(uint32_t slot_size, uint64_t key_len, uint64_t payload_len);
 uint64_t heap_footprint(uint64_t key_len, uint64_t payload_len);  // aligned bytes in the heap
+
+// Bytes of the scripts region for `s` (0 when it carries nothing). A function
+// entry is written when function_payload is not empty.
+uint64_t scripts_region_size(const Scripts& s);
+// Writes the region into `out` (exactly scripts_region_size(s) bytes) and
+// returns its CRC-32C, for the header's scripts_crc32c.
+uint32_t encode_scripts(const Scripts& s, std::span<std::byte> out);
 
 // --- Decoding (the client). No I/O; every field is untrusted. --------------
 
@@ -212,5 +271,9 @@ Result<SlotView> decode_slot(const Header& h, uint64_t index, uint32_t expected_
 // exactly data_len bytes) and fills in its key and payload views.
 Status verify_heap_record(uint64_t index, std::span<const std::byte> slot_bytes, SlotView& v,
                           std::span<const std::byte> heap_bytes);
+
+// Parses the scripts region (scripts_size bytes at scripts_offset) against
+// `h`: its CRC, then every entry. Copies what it returns out of `bytes`.
+Result<Scripts> decode_scripts(const Header& h, std::span<const std::byte> bytes);
 
 }  // namespace rrs::table

@@ -1,9 +1,11 @@
 // rdma-server: snapshot the master, publish the table, serve replicas.
 #include <event2/event.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <memory>
+#include <thread>
 
 #include "common/clock.h"
 #include "common/exit_codes.h"
@@ -11,8 +13,10 @@
 #include "common/rdma_device.h"
 #include "common/tcp_table_server.h"
 #include "common/verbs_table_server.h"
+#include "server/psync_source.h"
 #include "server/scan_source.h"
 #include "server/server_config.h"
+#include "server/table_mailbox.h"
 
 using namespace rrs;
 
@@ -20,7 +24,11 @@ namespace {
 
 int fail(const Status& s) {
   log::error(s.message());
-  return s.kind() == ErrorKind::kUnavailable ? exit_code::kUnavailable : 1;
+  switch (s.kind()) {
+    case ErrorKind::kUnavailable: return exit_code::kUnavailable;
+    case ErrorKind::kBadData: return exit_code::kBadData;
+    default: return 1;
+  }
 }
 
 // A new epoch number: the creation time in ms, so a restarted sidecar never
@@ -63,6 +71,30 @@ void on_signal(evutil_socket_t sig, short, void* base) {
   event_base_loopexit(static_cast<event_base*>(base), nullptr);
 }
 
+// The port clients reach us on, from "ADDR:PORT", for REPLCONF listening-port.
+uint16_t port_of(const std::string& address) {
+  return static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
+}
+
+Status publish_everywhere(Servers& servers, const TablePtr& table) {
+  for (auto& [name, server] : servers)
+    if (Status s = server->publish(table); !s.ok()) return s.wrap("publish over " + name);
+  return {};
+}
+
+void print_table_line(const char* what, const table::Header& h, const SnapshotStats& stats,
+                      double build_s) {
+  std::printf("%s epoch=%llu records=%llu bytes=%llu slot_size=%u functions=%llu build_s=%.3f "
+              "source=%s offset=%llu replid=%s",
+              what, static_cast<unsigned long long>(h.epoch),
+              static_cast<unsigned long long>(h.record_count),
+              static_cast<unsigned long long>(h.total_size), h.slot_size,
+              static_cast<unsigned long long>(stats.functions), build_s,
+              h.source_kind == table::SourceKind::kPsync ? "psync" : "scan",
+              static_cast<unsigned long long>(h.source_offset),
+              h.source_replid.empty() ? "-" : h.source_replid.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -90,37 +122,64 @@ int main(int argc, char** argv) {
   if (!servers.ok()) return fail(servers.status());
 
   auto t0 = Clock::now();
-  ScanSource source(config->redis, *creds, {config->scan_count});
+  std::unique_ptr<SnapshotSource> source;
+  PsyncSource* psync = nullptr;
+  if (config->source == "scan") {
+    source = std::make_unique<ScanSource>(config->redis, *creds, ScanOptions{config->scan_count});
+    log::info("snapshotting " + config->redis.to_string() + " (SCAN + DUMP)");
+  } else {
+    PsyncOptions opts;
+    opts.link.announce_port = port_of(servers->front().second->address());
+    source = std::make_unique<PsyncSource>(config->redis, *creds, opts);
+    psync = static_cast<PsyncSource*>(source.get());
+    log::info("snapshotting " + config->redis.to_string() + " (PSYNC: the master's own RDB)");
+  }
   TableBuilder builder;
-  log::info("snapshotting " + config->redis.to_string() + " (SCAN + DUMP)");
-  auto stats = source.snapshot(builder);
+  auto stats = source->snapshot(builder);
   if (!stats.ok()) return fail(stats.status());
   auto table = builder.build(next_epoch());
   if (!table.ok()) return fail(table.status());
   double build_s = seconds_since(t0);
+  if (Status s = publish_everywhere(*servers, *table); !s.ok()) return fail(s);
 
   std::string names;
-  for (auto& [name, server] : *servers) {
-    if (Status s = server->publish(*table); !s.ok()) return fail(s.wrap("publish over " + name));
-    names += (names.empty() ? "" : "+") + name;
-  }
-
-  const table::Header& h = (*table)->header;
+  for (auto& [name, server] : *servers) names += (names.empty() ? "" : "+") + name;
   const table::SlotSizeChoice& c = builder.slot_choice();
   if (stats->vanished || stats->failed)
     log::warn(std::to_string(stats->vanished) + " keys vanished during the snapshot, " +
               std::to_string(stats->failed) + " could not be dumped");
-  std::printf(
-      "ready epoch=%llu records=%llu bytes=%llu slot_size=%u heap_records=%llu build_s=%.3f "
-      "listening=%s transport=%s\n",
-      static_cast<unsigned long long>(h.epoch), static_cast<unsigned long long>(h.record_count),
-      static_cast<unsigned long long>(h.total_size), h.slot_size,
-      static_cast<unsigned long long>(c.heap_records), build_s,
-      servers->front().second->address().c_str(), names.c_str());
+  print_table_line("ready", (*table)->header, *stats, build_s);
+  std::printf(" heap_records=%llu listening=%s transport=%s\n",
+              static_cast<unsigned long long>(c.heap_records),
+              servers->front().second->address().c_str(), names.c_str());
   std::fflush(stdout);
   if (config->listen_host == "0.0.0.0" || config->listen_host == "::")
     log::warn("serving on all interfaces without authentication: anyone who can connect can "
               "read every key");
+
+  // PSYNC: keep the replication link on its own thread. A full resync there
+  // builds the next epoch, which the loop publishes (the old one retires).
+  std::atomic<bool> stop{false};
+  std::thread follower;
+  std::unique_ptr<TableMailbox> mailbox;
+  if (psync) {
+    auto box = TableMailbox::create(base.get(), [&](TablePtr next) {
+      if (Status s = publish_everywhere(*servers, next); !s.ok()) log::error(s.message());
+    });
+    if (!box.ok()) return fail(box.status());
+    mailbox = std::move(*box);
+    follower = std::thread([&] {
+      psync->follow(stop, [&](TableBuilder& next, const SnapshotStats& next_stats) {
+        auto t1 = Clock::now();
+        auto built = next.build(next_epoch());
+        if (!built.ok()) return log::error("build the new table: " + built.status().message());
+        print_table_line("published", (*built)->header, next_stats, seconds_since(t1));
+        std::printf("\n");
+        std::fflush(stdout);
+        mailbox->post(*built);
+      });
+    });
+  }
 
   event* sigint = evsignal_new(base.get(), SIGINT, on_signal, base.get());
   event* sigterm = evsignal_new(base.get(), SIGTERM, on_signal, base.get());
@@ -129,6 +188,9 @@ int main(int argc, char** argv) {
   event_base_dispatch(base.get());
   event_free(sigint);
   event_free(sigterm);
+  stop = true;
+  if (follower.joinable()) follower.join();
+  mailbox.reset();
   servers->clear();
   // One more turn lets libevent finish freeing the connections it deferred.
   event_base_loop(base.get(), EVLOOP_NONBLOCK);

@@ -19,6 +19,39 @@ int major_version(const std::string& v) {
   return m;
 }
 
+// The master's Redis Functions (7.0+): FUNCTION LIST to count the libraries
+// and FUNCTION DUMP for the payload, in one MULTI so that the count matches
+// the payload even if a client loads a library in between. Returns how many
+// libraries went into the table.
+Result<uint32_t> snapshot_functions(RedisClient& redis, TableBuilder& into) {
+  redis.append({"MULTI"});
+  redis.append({"FUNCTION", "LIST"});
+  redis.append({"FUNCTION", "DUMP"});
+  redis.append({"EXEC"});
+  ReplyPtr exec;
+  std::string refused;
+  for (int i = 0; i < 4; ++i) {
+    auto r = redis.get_reply();
+    if (!r.ok()) return r.status().wrap("read the master's functions");
+    if ((*r)->type == REDIS_REPLY_ERROR && refused.empty()) refused = std::string(text(r->get()));
+    if (i == 3) exec = std::move(*r);
+  }
+  if (!refused.empty())
+    return Status::error("read the master's functions (FUNCTION LIST, FUNCTION DUMP)",
+                         refused + " (the sidecar's Redis user needs +multi +exec "
+                                   "+function|list +function|dump)");
+  const redisReply* e = exec.get();
+  if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
+      e->element[0]->type != REDIS_REPLY_ARRAY || e->element[1]->type != REDIS_REPLY_STRING)
+    return Status::error("read the master's functions", "unexpected reply shape");
+  const auto libraries = static_cast<uint32_t>(e->element[0]->elements);
+  if (libraries == 0) return 0u;
+  into.set_function_payload(std::string(text(e->element[1])), libraries);
+  log::info("snapshot: " + std::to_string(libraries) + " function libraries (" +
+            std::to_string(e->element[1]->len) + " bytes)");
+  return libraries;
+}
+
 }  // namespace
 
 Result<SnapshotStats> ScanSource::snapshot(TableBuilder& into) {
@@ -34,8 +67,17 @@ Result<SnapshotStats> ScanSource::snapshot(TableBuilder& into) {
   if (!absolute_expiry)
     log::warn("master runs Redis " + version +
               " (no PEXPIRETIME): expiries come from PTTL and this host's clock");
-
+  // Redis Functions exist from 7.0 on. Before that a master's Lua scripts
+  // live only in its script cache, which no command lists (SCRIPT EXISTS
+  // needs the SHA1); only the RDB a master sends its replicas carries them
+  // ("lua" aux fields), so only a PSYNC source can put them in the table.
   SnapshotStats stats;
+  if (major_version(version) >= 7) {
+    auto libraries = snapshot_functions(*redis, into);
+    if (!libraries.ok()) return libraries.status().wrap("snapshot " + master_.to_string());
+    stats.functions = *libraries;
+  }
+
   for (const KeyspaceDb& db : parse_keyspace(*keyspace)) {
     if (db.keys == 0) continue;
     Status s = scan_db(*redis, db.db, db.keys, absolute_expiry, into, stats);

@@ -26,7 +26,18 @@ Options:
                           for remote replicas: anyone who can connect can read
                           every key, there is no authentication yet)
   --port PORT             port to serve on (default 12345)
-  --source scan           how to snapshot: SCAN + DUMP (default; the only one yet)
+  --source psync|scan     how to snapshot the master:
+                            psync (default): as a replica does (PSYNC), the
+                            master forks and streams its RDB, which is parsed
+                            as it arrives; the table is the keyspace exactly
+                            as of the replication offset printed in the ready
+                            line. Afterwards the link stays open (REPLCONF ACK
+                            every second) and the sidecar shows in the
+                            master's INFO replication as a replica. Needs a
+                            user allowed REPLCONF and PSYNC.
+                            scan: SCAN + DUMP + PEXPIRETIME from the master's
+                            main thread; not point-in-time. For a managed
+                            Redis that forbids PSYNC.
   --transport auto|tcp|verbs
                           auto (default): TCP, plus verbs (rdmacm, same port
                           number) when an RDMA device has an active port
@@ -37,9 +48,15 @@ Over verbs the table is registered (pinned) once per epoch: RLIMIT_MEMLOCK
 must cover it (`ulimit -l unlimited`, or LimitMEMLOCK=infinity under systemd),
 unless the process has CAP_IPC_LOCK; the error says so if not.
 
-Exit codes: 0 stopped by signal, 2 bad usage, 3 master unreachable, auth
-refused, or no RDMA device for --transport verbs, 1 anything else (a port in
-use, a locked-memory limit too low, ...; the message names it).
+With psync, a master that goes away mid-RDB is retried with backoff (1 s
+doubling to 30 s); after the first table, a lost link reconnects and asks to
+continue, and a full resync builds the next table while the current one is
+still served.
+
+Exit codes: 0 stopped by signal, 2 bad usage, 3 master unreachable, auth or
+PSYNC refused, or no RDMA device for --transport verbs, 4 an RDB this build
+cannot parse, 1 anything else (a port in use, a locked-memory limit too low,
+...; the message names it).
 )";
 }
 
@@ -55,9 +72,7 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
                args.option("--listen", c.listen_host) ||
                args.number("--scan-count", 1, 1000000, c.scan_count)) {
     } else if (args.option("--source", v)) {
-      if (v != "scan")
-        args.fail(v == "psync" ? "--source: psync is not built yet; use --source scan"
-                               : "--source: expected scan, got '" + v + "'");
+      if (v != "scan" && v != "psync") args.fail("--source: expected psync or scan, got '" + v + "'");
       c.source = v;
     } else if (args.option("--transport", v)) {
       auto t = parse_transport(v);

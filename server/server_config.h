@@ -21,8 +21,8 @@ struct ServerConfig {
   std::string listen_host = "127.0.0.1";
   // --port: 12345, the seed prototype's port.
   uint16_t port = 12345;
-  // --source: only "scan" exists today.
-  std::string source = "scan";
+  // --source: "psync" (a replica's full sync) or "scan" (SCAN + DUMP).
+  std::string source = "psync";
   // --transport: auto serves TCP, and verbs too when an RDMA device is up.
   TransportChoice transport = TransportChoice::kAuto;
   // --scan-count: SCAN COUNT hint, keys per round trip to the master.

@@ -1,6 +1,6 @@
-// Where a table's records come from. `--source scan` walks the keyspace with
-// SCAN + DUMP; a PSYNC source (a consistent snapshot from the master's own
-// replication stream) plugs in behind the same interface.
+// Where a table's records come from: `--source psync` (server/psync_source.h,
+// a consistent snapshot from the master's own replication stream) or
+// `--source scan` (server/scan_source.h, SCAN + DUMP).
 #pragma once
 
 #include "common/status.h"
@@ -12,6 +12,10 @@ struct SnapshotStats {
   uint64_t keys = 0;
   uint64_t vanished = 0;  // listed by SCAN but gone before DUMP
   uint64_t failed = 0;    // DUMP refused (e.g. a module type without DUMP support)
+  uint64_t functions = 0;     // function libraries carried
+  uint64_t scripts = 0;       // Lua scripts carried (RDBs of Redis < 7.0)
+  uint64_t module_aux = 0;    // module data that is not a key: cannot be carried
+  uint64_t rdb_bytes = 0;     // psync: the RDB's size
 };
 
 class SnapshotSource {

@@ -31,7 +31,42 @@ void TableBuilder::add(uint32_t db, std::string_view key, std::string_view paylo
   staged_bytes_ += key.size() + payload.size();
 }
 
+void TableBuilder::set_function_payload(std::string payload, uint32_t libraries) {
+  scripts_.function_payload = std::move(payload);
+  scripts_.function_libraries = scripts_.function_payload.empty() ? 0 : libraries;
+}
+
+void TableBuilder::add_lua_script(std::string body) {
+  scripts_.lua_scripts.push_back(std::move(body));
+}
+
+void TableBuilder::add_rdb_value(uint32_t db, std::string_view key, uint8_t type,
+                                 std::string_view value, uint16_t rdb_version,
+                                 int64_t expire_at_ms) {
+  uint64_t payload_len = dump::payload_size(value.size());
+  char* p = reserve(key.size() + payload_len);
+  std::memcpy(p, key.data(), key.size());
+  dump::write_payload(type, value, rdb_version, p + key.size());
+  staged_.push_back({db, static_cast<uint32_t>(key.size()), payload_len, expire_at_ms, p});
+  staged_bytes_ += key.size() + payload_len;
+}
+
 Result<std::shared_ptr<Table>> TableBuilder::build(uint64_t epoch) {
+  if (!scripts_.function_payload.empty() &&
+      (scripts_.function_libraries == 0 ||
+       scripts_.function_payload.size() < table::kMinFunctionPayloadLen))
+    return Status::error("build table", "a function payload of " +
+                                            std::to_string(scripts_.function_payload.size()) +
+                                            " bytes with " +
+                                            std::to_string(scripts_.function_libraries) +
+                                            " libraries is not a FUNCTION DUMP reply");
+  const uint64_t scripts_bytes = table::scripts_region_size(scripts_);
+  if (scripts_bytes > table::kMaxScriptsSize)
+    return Status::error("build table", "functions and scripts take " +
+                                            std::to_string(scripts_bytes) +
+                                            " bytes, more than the table allows (" +
+                                            std::to_string(table::kMaxScriptsSize) + ")");
+
   // Records of one DB must be contiguous (the directory gives each DB a range).
   std::stable_sort(staged_.begin(), staged_.end(),
                    [](const Staged& a, const Staged& b) { return a.db < b.db; });
@@ -62,8 +97,12 @@ Result<std::shared_ptr<Table>> TableBuilder::build(uint64_t epoch) {
   if (!staged_.empty()) {
     const Staged& first = staged_.front();
     h.rdb_version = dump::rdb_version({first.data + first.key_len, first.payload_len}).value_or(0);
+  } else if (!scripts_.function_payload.empty()) {
+    // No keys: the function payload's trailer still tells a client which
+    // Redis can take it.
+    h.rdb_version = dump::rdb_version(scripts_.function_payload).value_or(0);
   }
-  RRS_RETURN_IF_ERROR(table::plan_geometry(h, choice_.heap_bytes));
+  RRS_RETURN_IF_ERROR(table::plan_geometry(h, choice_.heap_bytes, scripts_bytes));
   auto mem = PageBuffer::allocate(h.total_size);
   if (!mem.ok()) return mem.status();
   t->bytes = std::move(*mem);
@@ -89,6 +128,10 @@ Result<std::shared_ptr<Table>> TableBuilder::build(uint64_t epoch) {
     }
   }
 
+  if (scripts_bytes)
+    h.scripts_crc32c =
+        table::encode_scripts(scripts_, {base + h.scripts_offset, h.scripts_size});
+
   h.state = table::State::kReady;
   table::encode_header(h, std::span<std::byte, table::kHeaderSize>(base, table::kHeaderSize));
 
@@ -97,6 +140,7 @@ Result<std::shared_ptr<Table>> TableBuilder::build(uint64_t epoch) {
   blocks_.clear();
   block_left_ = 0;
   staged_bytes_ = 0;
+  scripts_ = {};
   return t;
 }
 

@@ -26,11 +26,21 @@ class TableBuilder {
  public:
   void set_source(SourceInfo info) { source_ = std::move(info); }
   void add(uint32_t db, std::string_view key, std::string_view payload, int64_t expire_at_ms);
+  // A record straight from an RDB: the DUMP payload is built in place from
+  // the value's raw bytes (type, value, RDB version, CRC64).
+  void add_rdb_value(uint32_t db, std::string_view key, uint8_t type, std::string_view value,
+                     uint16_t rdb_version, int64_t expire_at_ms);
+  // The master's Redis Functions: exactly what FUNCTION DUMP returned, holding
+  // `libraries` libraries. Replaces an earlier payload; an empty one clears it.
+  void set_function_payload(std::string payload, uint32_t libraries);
+  // A Lua script body a pre-7.0 master shipped in its RDB, for SCRIPT LOAD.
+  void add_lua_script(std::string body);
 
   uint64_t record_count() const { return staged_.size(); }
   uint64_t staged_bytes() const { return staged_bytes_; }
 
-  // Lays out and writes the table; the staged records are released.
+  // Lays out and writes the table; the staged records, functions and scripts
+  // are released.
   Result<std::shared_ptr<Table>> build(uint64_t epoch);
   // How the last build chose its slot size.
   const table::SlotSizeChoice& slot_choice() const { return choice_; }
@@ -51,6 +61,7 @@ class TableBuilder {
   size_t block_left_ = 0;
   char* block_next_ = nullptr;
   std::vector<Staged> staged_;
+  table::Scripts scripts_;
   uint64_t staged_bytes_ = 0;
   table::SlotSizeChoice choice_;
 };

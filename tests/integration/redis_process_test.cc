@@ -120,6 +120,13 @@ TEST_F(FillAllTypesTest, CoversEveryTypeAndEncoding) {
   EXPECT_EQ(redis_.run({"STRLEN", "str:empty"})->integer, 0);
   EXPECT_EQ(redis_.run({"LLEN", "list:large"})->integer, 1000);
   EXPECT_EQ(redis_.run({"XLEN", "stream:empty"})->integer, 0);
+
+  auto libraries = redis_.client().functions();
+  EXPECT_EQ(libraries.size(), 2u);
+  EXPECT_TRUE(libraries.contains("lib1") && libraries.contains("lib2"));
+  EXPECT_NE(libraries["lib2"].find("no-writes"), std::string::npos) << libraries["lib2"];
+  EXPECT_EQ(redis_.run({"FCALL", "f1", "0"})->integer, 1);
+  EXPECT_EQ(str(redis_.run({"FCALL_RO", "f2", "0", "hi"})), "hi");
 }
 
 TEST_F(FillAllTypesTest, StreamsHavePendingEntries) {
@@ -160,6 +167,9 @@ TEST_F(FillAllTypesTest, SurvivesDumpAndRestoreIntoAnotherServer) {
   }
   redis_.client().select(0);
   copy.client().select(0);
+  Reply functions = redis_.run({"FUNCTION", "DUMP"});
+  ASSERT_TRUE(functions && functions->type == REDIS_REPLY_STRING);
+  copy.run({"FUNCTION", "RESTORE", std::string(functions->str, functions->len)});
   EXPECT_EQ(copy.digest(), redis_.digest());
   EXPECT_EQ(copy.keyspace(), redis_.keyspace());
   EXPECT_EQ(copy.client().state_outside_digest(), redis_.client().state_outside_digest());
@@ -169,13 +179,19 @@ TEST_F(FillAllTypesTest, StateOutsideDigestSeesGroupsAndExactTtls) {
   auto before = redis_.client().state_outside_digest();
   EXPECT_TRUE(before.contains("db0:stream:groups xinfo"));
   EXPECT_TRUE(before.contains("db15:db15:ttl pexpiretime"));
+  EXPECT_TRUE(before.contains("function library lib1"));
   std::string digest = redis_.digest();
   redis_.run({"XGROUP", "CREATECONSUMER", "stream:groups", "g2", "erin"});
   redis_.run({"PEXPIRE", "ttl:string", "99999999"});
-  EXPECT_EQ(redis_.digest(), digest) << "the digest covers neither; if it now does, simplify";
+  redis_.run({"FUNCTION", "LOAD", "REPLACE",
+              "#!lua name=lib1\nredis.register_function('f1', function() return 2 end)"});
+  redis_.run({"FUNCTION", "LOAD", "#!lua name=lib3\nredis.register_function('f4', function() end)"});
+  EXPECT_EQ(redis_.digest(), digest) << "the digest covers none; if it now does, simplify";
   auto after = redis_.client().state_outside_digest();
   EXPECT_NE(after["db0:stream:groups xinfo"], before["db0:stream:groups xinfo"]);
   EXPECT_NE(after["db0:ttl:string pexpiretime"], before["db0:ttl:string pexpiretime"]);
+  EXPECT_NE(after["function library lib1"], before["function library lib1"]);
+  EXPECT_TRUE(after.contains("function library lib3"));
 }
 
 }  // namespace

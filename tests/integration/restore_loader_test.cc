@@ -81,6 +81,51 @@ TEST_F(RestoreLoaderTest, ABadPayloadNamesItsKeyAndTheRestStillLoads) {
   EXPECT_GT(ttl->integer, 590000);
 }
 
+TEST_F(RestoreLoaderTest, LoadsLuaScriptsAndNamesOneThatFails) {
+  RedisProcess target;
+  ASSERT_TRUE(target.started()) << target.start_error();
+  auto loader = connect(target);
+  ASSERT_TRUE(loader.ok());
+  TableInfo info = info_for(9, "6.2.14");
+  info.scripts.lua_scripts = {"return 1", "this is not lua (", "return redis.call('GET', KEYS[1])"};
+  ASSERT_TRUE(loader->prepare(info, TargetPolicy::kRequireEmpty).ok());
+  ASSERT_TRUE(loader->finish().ok());
+  const LoadStats& st = loader->stats();
+  EXPECT_EQ(st.scripts, 2u);
+  EXPECT_EQ(st.failed, 1u);
+  EXPECT_EQ(st.function_libraries, 0u);
+  ASSERT_EQ(st.errors.size(), 1u);
+  EXPECT_NE(st.errors[0].find("SCRIPT LOAD failed: Lua script 2 of 3 ('this is not lua (')"),
+            std::string::npos)
+      << st.errors[0];
+  // SHA1s of the two good bodies.
+  test::Reply exists = target.run({"SCRIPT", "EXISTS", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db",
+                                   "d3c21d0c2b9ca22f82737626a27bcaf5d288f99f"});
+  ASSERT_TRUE(exists && exists->elements == 2) << test::to_string(exists);
+  EXPECT_EQ(exists->element[0]->integer, 1);
+  EXPECT_EQ(exists->element[1]->integer, 1);
+}
+
+TEST_F(RestoreLoaderTest, ABrokenFunctionPayloadFailsBeforeAnyKey) {
+  RedisProcess source, target;
+  ASSERT_TRUE(source.started() && target.started());
+  source.run({"FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function('f', function() end)"});
+  test::Reply dump = source.run({"FUNCTION", "DUMP"});
+  ASSERT_TRUE(dump && dump->type == REDIS_REPLY_STRING);
+  TableInfo info = info_for(10);
+  info.scripts.function_payload = std::string(dump->str, dump->len);
+  info.scripts.function_payload.back() ^= 0x01;  // break the CRC64
+  info.scripts.function_libraries = 1;
+  auto loader = connect(target);
+  ASSERT_TRUE(loader.ok());
+  Status s = loader->prepare(info, TargetPolicy::kFlush);
+  ASSERT_FALSE(s.ok());
+  EXPECT_FALSE(loader->refused());
+  EXPECT_NE(s.message().find("FUNCTION RESTORE FLUSH of 1 libraries failed"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("checksum"), std::string::npos) << s.message();
+}
+
 TEST_F(RestoreLoaderTest, TargetOutOfMemoryStopsTheLoadWithTheReason) {
   RedisProcess target(RedisOptions().with_args({"--maxmemory", "2mb"}));
   ASSERT_TRUE(target.started()) << target.start_error();

@@ -1,5 +1,6 @@
 // End to end: rdma-server snapshots a master, rdma-client loads it into a
-// replica, and the replica ends up identical (DEBUG DIGEST and per-DB counts).
+// replica, and the replica ends up identical (DEBUG DIGEST, per-DB counts,
+// and what the digest leaves out: exact expiries, stream groups, functions).
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -38,9 +39,12 @@ TEST_F(SyncTest, FullSyncOfEveryType) {
   EXPECT_EQ(run.count("keys"), total_keys(want)) << run.describe();
   EXPECT_EQ(run.count("skipped_expired"), 0u) << run.describe();
   EXPECT_EQ(run.count("failed"), 0u) << run.describe();
+  EXPECT_EQ(run.count("functions"), 2u) << run.describe();
+  EXPECT_EQ(run.count("scripts"), 0u) << run.describe();
 
   EXPECT_EQ(replica_.digest(), master_.digest());
   EXPECT_EQ(replica_.keyspace(), want);
+  EXPECT_EQ(replica_.client().functions().size(), 2u);
   EXPECT_EQ(replica_.client().state_outside_digest(), master_.client().state_outside_digest());
 
   // The server keeps serving after a client is done, then stops cleanly.

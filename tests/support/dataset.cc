@@ -173,6 +173,20 @@ void other_dbs(RedisClient& c) {
   c.select(0);
 }
 
+// Two function libraries (Redis 7.0+): keyspace-independent state that a
+// full sync must carry too. lib2 uses the table form for flags and a description.
+void functions(RedisClient& c) {
+  c.run({"FUNCTION", "LOAD",
+         "#!lua name=lib1\n"
+         "redis.register_function('f1', function(keys, args) return 1 end)\n"});
+  c.run({"FUNCTION", "LOAD",
+         "#!lua name=lib2\n"
+         "redis.register_function{function_name='f2', description='echoes its argument',\n"
+         "  flags={'no-writes'}, callback=function(keys, args) return args[1] end}\n"
+         "redis.register_function('f3',\n"
+         "  function(keys, args) return redis.call('GET', keys[1]) end)\n"});
+}
+
 }  // namespace
 
 std::string random_bytes(size_t n, uint64_t seed) {
@@ -207,6 +221,7 @@ void fill_all_types(RedisProcess& redis) {
   probabilistic_and_bits(c);
   with_ttls(c);
   other_dbs(c);
+  functions(c);
 }
 
 }  // namespace rrs::test

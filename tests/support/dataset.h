@@ -16,7 +16,8 @@ namespace rrs::test {
 // +inf/-inf scores, streams with consumer groups and pending entries,
 // HyperLogLogs (sparse and dense), bitmaps, geo, keys with far-future TTLs,
 // ~100 KiB values and one 9 MiB value (larger than any slot, and than many
-// single reads). Deterministic: the same bytes on every run.
+// single reads), and two function libraries, lib1 (f1) and lib2 (f2, f3).
+// Deterministic: the same bytes on every run.
 // Failed commands are recorded as gtest failures. Leaves DB 0 selected.
 void fill_all_types(RedisProcess& redis);
 

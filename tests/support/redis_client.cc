@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -158,7 +159,39 @@ std::map<std::string, std::string> RedisClient::state_outside_digest() {
     }
   }
   select(0);
+  for (const auto& [name, library] : functions()) state["function library " + name] = library;
   return state;
+}
+
+std::map<std::string, std::string> RedisClient::functions() {
+  std::map<std::string, std::string> libraries;
+  Reply list = command({"FUNCTION", "LIST", "WITHCODE"});
+  if (!list || list->type != REDIS_REPLY_ARRAY) return libraries;  // before 7.0: none
+  auto text = [](const redisReply* r) {
+    return r && r->str ? std::string(r->str, r->len) : to_string(r);
+  };
+  for (size_t i = 0; i < list->elements; ++i) {
+    // Each library is a flat map: library_name, engine, functions, library_code.
+    const redisReply* lib = list->element[i];
+    std::string name, rendered;
+    for (size_t k = 0; lib->type == REDIS_REPLY_ARRAY && k + 1 < lib->elements; k += 2) {
+      std::string field = text(lib->element[k]);
+      const redisReply* value = lib->element[k + 1];
+      if (field == "library_name") {
+        name = text(value);
+      } else if (field == "functions" && value->type == REDIS_REPLY_ARRAY) {
+        std::vector<std::string> fns;
+        for (size_t f = 0; f < value->elements; ++f) fns.push_back(to_string(value->element[f]));
+        std::sort(fns.begin(), fns.end());
+        rendered += " functions=";
+        for (const std::string& f : fns) rendered += f;
+      } else {
+        rendered += " " + field + "=" + text(value);  // library_code in full, not abridged
+      }
+    }
+    libraries[name] = rendered;
+  }
+  return libraries;
 }
 
 }  // namespace rrs::test

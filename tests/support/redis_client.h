@@ -62,10 +62,14 @@ class RedisClient {
   // Sum of DBSIZE over every DB.
   uint64_t total_keys() { return rrs::test::total_keys(keyspace()); }
   // What DEBUG DIGEST leaves out: each key's exact expiry (PEXPIRETIME; the
-  // digest only notes that one exists) and each stream's consumer groups,
-  // pending entries and consumers (XINFO STREAM FULL). Keyed "db<N>:<key>".
+  // digest only notes that one exists), each stream's consumer groups,
+  // pending entries and consumers (XINFO STREAM FULL), keyed "db<N>:<key>";
+  // and the function libraries (functions()), keyed "function library <name>".
   // Leaves DB 0 selected.
   std::map<std::string, std::string> state_outside_digest();
+  // FUNCTION LIST WITHCODE as library name -> engine, functions (sorted, as
+  // Redis lists them in hash order) and code; empty before Redis 7.0.
+  std::map<std::string, std::string> functions();
 
   std::string last_error() const { return last_error_; }
 

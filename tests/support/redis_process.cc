@@ -40,6 +40,9 @@ bool RedisProcess::try_start(std::string& error) {
                                    "--save", "",
                                    "--appendonly", "no",
                                    "--enable-debug-command", "yes",
+                                   // As a master serving the sidecar should be set: fork for a
+                                   // full sync at once, not 5 s later waiting for more replicas.
+                                   "--repl-diskless-sync-delay", "0",
                                    "--daemonize", "no",
                                    "--logfile", ""};
   if (!opts_.password.empty()) {

@@ -1,6 +1,6 @@
 // A real redis-server for one test: its own loopback port and temp dir, no
 // persistence, DEBUG enabled (for DEBUG DIGEST). Stopped and cleaned up with
-// its owner.
+// its owner. It forks for a full sync at once (repl-diskless-sync-delay 0).
 #pragma once
 
 #include <chrono>

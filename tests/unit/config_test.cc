@@ -67,7 +67,7 @@ TEST(ServerConfig, RejectsBadFlagsWithReasons) {
   for (auto [args, expect] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--port", "99999"}, "port"},
            {{"--redis"}, "needs a value"},
-           {{"--source", "psync"}, "not built yet"},
+           {{"--source", "dump"}, "expected psync or scan"},
            {{"--transport", "ib"}, "auto, tcp or verbs"},
            {{"--bogus"}, "unknown option"},
            {{"--scan-count", "0"}, "--scan-count"}}) {

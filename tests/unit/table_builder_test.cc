@@ -85,7 +85,87 @@ TEST(TableBuilder, EmptyKeyspaceMakesAValidEmptyTable) {
   auto t = b.build(1);
   ASSERT_TRUE(t.ok());
   EXPECT_EQ((*t)->header.record_count, 0u);
+  EXPECT_EQ((*t)->header.scripts_size, 0u);
+  EXPECT_EQ((*t)->header.scripts_offset, 0u);
   EXPECT_TRUE(walk(**t).empty());
+}
+
+// The table's scripts region, decoded with proto/ functions alone.
+table::Scripts walk_scripts(const Table& t) {
+  auto bytes = t.bytes.span();
+  auto h = table::decode_header(bytes.first(table::kHeaderSize), bytes.size());
+  EXPECT_TRUE(h.ok()) << h.status().message();
+  if (!h.ok()) return {};
+  auto s = table::decode_scripts(*h, bytes.subspan(h->scripts_offset, h->scripts_size));
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return s.ok() ? *s : table::Scripts{};
+}
+
+// Shaped like a FUNCTION DUMP reply: opaque bytes ending in RDB version 10 and a CRC64.
+std::string function_payload(const std::string& code) {
+  return "\xf5" + code + std::string("\x0a\x00", 2) + "12345678";
+}
+
+TEST(TableBuilder, WritesFunctionsAndLuaScriptsAfterTheHeap) {
+  TableBuilder b;
+  b.set_source({"7.0.15", table::SourceKind::kScan, 0, {}});
+  b.add(0, "k", test::fake_payload(10, 'k'), -1);
+  b.add(0, "heap", test::fake_payload(100000, 'h'), -1);
+  const std::string payload = function_payload("#!lua name=lib1 ...");
+  b.set_function_payload(payload, 2);
+  b.add_lua_script("return 1");
+  b.add_lua_script(std::string("return '\0'", 11));
+  auto t = b.build(3);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const table::Header& h = (*t)->header;
+  EXPECT_EQ(h.scripts_offset % table::kRegionAlign, 0u);
+  EXPECT_GE(h.scripts_offset, h.heap_offset + h.heap_size);
+  EXPECT_GT(h.heap_size, 0u);
+  EXPECT_EQ(h.scripts_size, 16u + 32 + 16 + 8 + 16 + 16);
+  EXPECT_LE(h.scripts_offset + h.scripts_size, h.total_size);
+  EXPECT_EQ((*t)->bytes.size(), h.total_size);
+  EXPECT_EQ(walk(**t).size(), 2u);
+
+  table::Scripts s = walk_scripts(**t);
+  EXPECT_EQ(s.function_payload, payload);
+  EXPECT_EQ(s.function_libraries, 2u);
+  EXPECT_EQ(s.lua_scripts, (std::vector<std::string>{"return 1", std::string("return '\0'", 11)}));
+
+  // A build releases them: the next epoch starts without.
+  b.add(0, "k", test::fake_payload(10, 'k'), -1);
+  auto next = b.build(4);
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ((*next)->header.scripts_size, 0u);
+  EXPECT_TRUE(walk_scripts(**next).empty());
+}
+
+TEST(TableBuilder, FunctionsWithoutKeysGiveTheTableTheirRdbVersion) {
+  TableBuilder b;
+  b.set_source({"7.0.15", table::SourceKind::kScan, 0, {}});
+  b.set_function_payload(function_payload("#!lua name=only"), 1);
+  auto t = b.build(9);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ((*t)->header.record_count, 0u);
+  EXPECT_EQ((*t)->header.rdb_version, 10u);
+  EXPECT_EQ(walk_scripts(**t).function_libraries, 1u);
+}
+
+TEST(TableBuilder, RefusesAFunctionPayloadThatCannotBeOne) {
+  TableBuilder none;
+  none.set_function_payload(function_payload("x"), 0);  // no libraries
+  EXPECT_FALSE(none.build(1).ok());
+  TableBuilder tiny;
+  tiny.set_function_payload("short", 1);
+  auto t = tiny.build(1);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("not a FUNCTION DUMP reply"), std::string::npos)
+      << t.status().message();
+  TableBuilder cleared;
+  cleared.set_function_payload(function_payload("x"), 1);
+  cleared.set_function_payload("", 1);  // an empty payload clears it
+  auto c = cleared.build(1);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ((*c)->header.scripts_size, 0u);
 }
 
 }  // namespace
@@ -104,9 +184,12 @@ TEST(TableBuilder, SurvivesEveryByteFlipOfASmallTable) {
   b.add(0, "a", test::fake_payload(5, 'x'), -1);
   b.add(2, "bb", test::fake_payload(30, 'y'), 1700000000000);
   b.add(2, "heap", test::fake_payload(400, 'z'), -1);
+  b.set_function_payload(function_payload("lib"), 1);
+  b.add_lua_script("return 2");
   auto t = b.build(5);
   ASSERT_TRUE(t.ok());
   const std::vector<Rec> want = walk(**t);
+  const table::Scripts want_scripts = walk_scripts(**t);
   auto bytes = (*t)->bytes.span();
   const table::Header h = (*t)->header;
   std::vector<uint64_t> offsets;
@@ -114,10 +197,17 @@ TEST(TableBuilder, SurvivesEveryByteFlipOfASmallTable) {
   for (uint64_t i = 0; i < h.dbdir_size; ++i) offsets.push_back(h.dbdir_offset + i);
   for (uint64_t i = 0; i < h.slots_size; ++i) offsets.push_back(h.slots_offset + i);
   for (uint64_t i = 0; i < h.heap_size; ++i) offsets.push_back(h.heap_offset + i);
+  for (uint64_t i = 0; i < h.scripts_size; ++i) offsets.push_back(h.scripts_offset + i);
   for (uint64_t off : offsets) {
     bytes[off] ^= std::byte{0x5a};
     auto hd = table::decode_header(bytes.first(table::kHeaderSize), bytes.size());
     if (hd.ok()) {
+      auto sc = table::decode_scripts(*hd, bytes.subspan(hd->scripts_offset, hd->scripts_size));
+      if (sc.ok()) {
+        EXPECT_EQ(sc->function_payload, want_scripts.function_payload) << "flip at " << off;
+        EXPECT_EQ(sc->function_libraries, want_scripts.function_libraries) << "flip at " << off;
+        EXPECT_EQ(sc->lua_scripts, want_scripts.lua_scripts) << "flip at " << off;
+      }
       auto dbs = table::decode_db_directory(*hd, bytes.subspan(hd->dbdir_offset, hd->dbdir_size));
       if (dbs.ok()) {
         for (const table::DbEntry& db : *dbs)

@@ -1,5 +1,5 @@
-// Encode/decode of the mapping table's header, directory and slots, and every
-// way decoding must refuse bytes.
+// Encode/decode of the mapping table's header, directory, slots and scripts
+// region, and every way decoding must refuse bytes.
 #include "proto/table_layout.h"
 
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 namespace rrs::table {
 namespace {
 
-Header sample_header() {
+Header sample_header(uint64_t scripts_bytes = 0) {
   Header h;
   h.state = State::kReady;
   h.epoch = 42;
@@ -25,7 +25,7 @@ Header sample_header() {
   h.db_count = 2;
   h.record_count = 3;
   h.slot_size = 128;
-  EXPECT_TRUE(plan_geometry(h, 64).ok());
+  EXPECT_TRUE(plan_geometry(h, 64, scripts_bytes).ok());
   return h;
 }
 
@@ -53,6 +53,19 @@ TEST(TableHeader, RoundTrips) {
   EXPECT_EQ(d->heap_offset, h.heap_offset);
   EXPECT_EQ(d->slot_offset(2), h.slots_offset + 2 * 128);
   EXPECT_EQ(d->total_size, h.total_size);
+  EXPECT_EQ(d->layout_version, 2u);
+  EXPECT_EQ(d->scripts_offset, 0u);
+  EXPECT_EQ(d->scripts_size, 0u);
+}
+
+TEST(TableHeader, RoundTripsTheScriptsRegionFields) {
+  Header h = sample_header(40);
+  h.scripts_crc32c = 0xdeadbeef;
+  auto d = decode_header(encode(h), h.total_size);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->scripts_offset, h.scripts_offset);
+  EXPECT_EQ(d->scripts_size, 40u);
+  EXPECT_EQ(d->scripts_crc32c, 0xdeadbeefu);
 }
 
 TEST(TableHeader, GeometryIsPageAlignedAndOrdered) {
@@ -62,9 +75,20 @@ TEST(TableHeader, GeometryIsPageAlignedAndOrdered) {
   EXPECT_EQ(h.slots_size, 3u * 128);
   EXPECT_GE(h.heap_offset, h.slots_offset + h.slots_size);
   EXPECT_EQ(h.total_size % kRegionAlign, 0u);
+  EXPECT_EQ(h.scripts_offset, 0u);
+  EXPECT_EQ(h.scripts_size, 0u);
+  EXPECT_EQ(h.total_size, h.heap_offset + kRegionAlign);
   Header bad = h;
   bad.slot_size = 100;
   EXPECT_FALSE(plan_geometry(bad, 0).ok());
+
+  // The scripts region follows the heap on a page of its own.
+  Header s = sample_header(5000);
+  EXPECT_EQ(s.heap_offset, h.heap_offset);
+  EXPECT_EQ(s.scripts_offset % kRegionAlign, 0u);
+  EXPECT_GE(s.scripts_offset, s.heap_offset + s.heap_size);
+  EXPECT_EQ(s.scripts_size, 5000u);
+  EXPECT_EQ(s.total_size, s.scripts_offset + 2 * kRegionAlign);
 }
 
 struct Corruption {
@@ -79,12 +103,16 @@ TEST(TableHeader, RejectsEveryInconsistency) {
   const std::vector<Corruption> cases = {
       {"magic", [](auto& b) { b[0] = std::byte{'X'}; }, true, "magic"},
       {"version", [](auto& b) { wire::store_u16(&b[hdr::kLayoutVersion], 9); }, true, "layout version 9"},
+      {"version 1", [](auto& b) { wire::store_u16(&b[hdr::kLayoutVersion], 1); }, true, "layout version 1"},
       {"header size", [](auto& b) { wire::store_u16(&b[hdr::kHeaderSize], 128); }, true, "header size"},
       {"checksum", [](auto& b) { b[hdr::kEpoch] ^= std::byte{1}; }, false, "checksum"},
       {"building", [](auto& b) { wire::store_u32(&b[hdr::kState], 1); }, true, "still being built"},
       {"state", [](auto& b) { wire::store_u32(&b[hdr::kState], 7); }, true, "unknown state"},
       {"source", [](auto& b) { wire::store_u32(&b[hdr::kSourceKind], 9); }, true, "source kind"},
       {"reserved", [](auto& b) { b[hdr::kReserved + 3] = std::byte{1}; }, true, "reserved"},
+      {"reserved end", [](auto& b) { b[hdr::kHeaderCrc - 1] = std::byte{1}; }, true, "reserved"},
+      {"scripts offset alone", [](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], 8192); }, true, "no scripts region"},
+      {"scripts crc alone", [](auto& b) { wire::store_u32(&b[hdr::kScriptsCrc], 1); }, true, "no scripts region"},
       {"version text", [](auto& b) { b[hdr::kRedisVersion] = std::byte{0x01}; }, true, "printable"},
       {"slot header", [](auto& b) { wire::store_u32(&b[hdr::kSlotHeaderSize], 40); }, true, "slot header size"},
       {"too long", [](auto& b) { wire::store_u64(&b[hdr::kTotalSize], 1ull << 40); }, true, "published region"},
@@ -111,6 +139,34 @@ TEST(TableHeader, RejectsEveryInconsistency) {
   }
   auto full = encode(h);
   EXPECT_FALSE(decode_header(std::span(full).first(100), h.total_size).ok());
+}
+
+TEST(TableHeader, RejectsABadScriptsRegion) {
+  const Header h = sample_header(40);
+  const uint64_t at = h.scripts_offset;
+  const std::vector<Corruption> cases = {
+      {"misaligned", [=](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], at + 8); }, true, "page aligned"},
+      {"odd size", [](auto& b) { wire::store_u64(&b[hdr::kScriptsSize], 41); }, true, "multiple of 8"},
+      {"over the limit", [](auto& b) { wire::store_u64(&b[hdr::kScriptsSize], kMaxScriptsSize + 8); }, true, "limit"},
+      {"past the end", [](auto& b) { wire::store_u64(&b[hdr::kScriptsSize], 8192); }, true, "regions"},
+      {"offset past the end", [=](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], at + kRegionAlign); }, true, "regions"},
+      {"overflowing offset", [](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], ~0ull - 4095); }, true, "regions"},
+      {"inside the heap", [](auto& b) { wire::store_u64(&b[hdr::kHeapSize], 8192); }, true, "regions"},
+      {"before the heap", [=](auto& b) {
+         wire::store_u64(&b[hdr::kScriptsOffset], at - kRegionAlign);
+       }, true, "regions"},
+      {"zero offset", [](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], 0); }, true, "regions"},
+  };
+  ASSERT_TRUE(decode_header(encode(h), h.total_size).ok());
+  for (const Corruption& c : cases) {
+    std::vector<std::byte> b = encode(h);
+    c.poke(b);
+    if (c.reseal) reseal(b);
+    auto d = decode_header(b, h.total_size);
+    ASSERT_FALSE(d.ok()) << c.name;
+    EXPECT_NE(d.status().message().find(c.expect), std::string::npos)
+        << c.name << ": " << d.status().message();
+  }
 }
 
 TEST(DbDirectory, RoundTripsAndRejectsInconsistency) {
@@ -231,6 +287,143 @@ TEST_F(SlotTest, RejectsEveryInconsistency) {
   }
   auto s = inline_slot();
   EXPECT_FALSE(decode_slot(h, 0, 3, std::span(s).first(64)).ok());
+}
+
+// A FUNCTION DUMP-shaped payload: opaque to the table, at least a trailer long.
+const std::string kFunctionPayload = std::string("\xf5\x00lib code\x0a\x00", 12) + "CRC64xyz";
+
+class ScriptsTest : public ::testing::Test {
+ protected:
+  Header h = sample_header();
+
+  // Points the header at `region` as its scripts region.
+  void seal(const std::vector<std::byte>& region) {
+    h.scripts_size = region.size();
+    h.scripts_crc32c = crc32c(0, region.data(), region.size());
+  }
+  std::vector<std::byte> encode_region(const Scripts& s) {
+    std::vector<std::byte> b(scripts_region_size(s));
+    uint32_t crc = encode_scripts(s, b);
+    EXPECT_EQ(crc, crc32c(0, b.data(), b.size()));
+    seal(b);
+    return b;
+  }
+  // One entry by hand: header, data, `pad` bytes of `pad_byte`.
+  static void entry(std::vector<std::byte>& out, uint8_t kind, uint32_t count, uint64_t len,
+                    std::string_view data, size_t pad, std::byte pad_byte = std::byte{0}) {
+    size_t at = out.size();
+    out.resize(at + kScriptEntryHeaderSize);
+    out[at + script::kKind] = std::byte{kind};
+    wire::store_u32(&out[at + script::kCount], count);
+    wire::store_u64(&out[at + script::kLen], len);
+    for (char c : data) out.push_back(static_cast<std::byte>(c));
+    out.insert(out.end(), pad, pad_byte);
+  }
+  Result<Scripts> decode(const std::vector<std::byte>& region) {
+    return decode_scripts(h, region);
+  }
+};
+
+TEST_F(ScriptsTest, RoundTripsFunctionsAndLuaScripts) {
+  Scripts in;
+  in.function_payload = kFunctionPayload;
+  in.function_libraries = 2;
+  in.lua_scripts = {"return 1", "", std::string("return '\0\r\n'", 12), std::string(8, 'x')};
+  auto region = encode_region(in);
+  EXPECT_EQ(region.size() % kScriptAlign, 0u);
+  // 16 + 24, then 16 + 8, 16 + 0, 16 + 16, 16 + 8.
+  EXPECT_EQ(region.size(), 40u + 24 + 16 + 32 + 24);
+  auto out = decode(region);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(out->function_payload, in.function_payload);
+  EXPECT_EQ(out->function_libraries, 2u);
+  EXPECT_EQ(out->lua_scripts, in.lua_scripts);
+}
+
+TEST_F(ScriptsTest, EmptyAndSingleKindRegions) {
+  Scripts none;
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(scripts_region_size(none), 0u);
+  auto empty = decode({});
+  ASSERT_TRUE(empty.ok()) << empty.status().message();
+  EXPECT_TRUE(empty->empty());
+
+  Scripts lua;
+  lua.lua_scripts = {"return redis.call('GET', KEYS[1])"};
+  auto l = decode(encode_region(lua));
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_TRUE(l->function_payload.empty());
+  EXPECT_EQ(l->function_libraries, 0u);
+  EXPECT_EQ(l->lua_scripts, lua.lua_scripts);
+
+  Scripts fn;
+  fn.function_payload = kFunctionPayload;
+  fn.function_libraries = 1;
+  auto f = decode(encode_region(fn));
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(f->function_payload, kFunctionPayload);
+  EXPECT_TRUE(f->lua_scripts.empty());
+}
+
+TEST_F(ScriptsTest, RejectsEveryInconsistency) {
+  struct Case {
+    const char* name;
+    std::function<void(std::vector<std::byte>&)> build;
+    const char* expect;
+  };
+  const std::string fn = kFunctionPayload;  // 20 bytes: 4 of padding
+  const std::vector<Case> cases = {
+      {"truncated entry header", [&](auto& b) {
+         entry(b, 2, 1, 8, "return 1", 0);
+         b.resize(b.size() + 8);
+       }, "entry at offset 24: truncated"},
+      {"length past the end", [&](auto& b) { entry(b, 2, 1, 100, "return 1", 0); }, "runs past the end"},
+      {"huge length", [&](auto& b) { entry(b, 2, 1, ~0ull, "return 1", 0); }, "runs past the end"},
+      {"length into the padding", [&](auto& b) { entry(b, 2, 1, 12, "return 1", 0); }, "runs past the end"},
+      {"padding past the end", [&](auto& b) { entry(b, 2, 1, 5, "retur", 0); }, "runs past the end"},
+      {"unknown kind", [&](auto& b) {
+         entry(b, 2, 1, 8, "return 1", 0);
+         entry(b, 7, 1, 8, "return 1", 0);
+       }, "entry at offset 24: unknown kind 7"},
+      {"kind zero", [&](auto& b) { entry(b, 0, 1, 8, "return 1", 0); }, "entry at offset 0: unknown kind 0"},
+      {"two function entries", [&](auto& b) {
+         entry(b, 1, 1, fn.size(), fn, 4);
+         entry(b, 1, 1, fn.size(), fn, 4);
+       }, "entry at offset 40: a second function entry"},
+      {"no libraries", [&](auto& b) { entry(b, 1, 0, fn.size(), fn, 4); }, "library count 0"},
+      {"more libraries than bytes", [&](auto& b) { entry(b, 1, 21, fn.size(), fn, 4); }, "library count 21"},
+      {"short function payload", [&](auto& b) { entry(b, 1, 1, 8, "12345678", 0); }, "shorter than any"},
+      {"lua count", [&](auto& b) { entry(b, 2, 2, 8, "return 1", 0); }, "count 2"},
+      {"reserved", [&](auto& b) {
+         entry(b, 2, 1, 8, "return 1", 0);
+         b[script::kReserved + 2] = std::byte{1};
+       }, "reserved"},
+      {"padding", [&](auto& b) { entry(b, 2, 1, 5, "retur", 3, std::byte{'n'}); }, "padding is not zero"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::byte> b;
+    c.build(b);
+    seal(b);
+    auto d = decode(b);
+    ASSERT_FALSE(d.ok()) << c.name;
+    EXPECT_NE(d.status().message().find("scripts region"), std::string::npos) << c.name;
+    EXPECT_NE(d.status().message().find(c.expect), std::string::npos)
+        << c.name << ": " << d.status().message();
+  }
+
+  Scripts in;
+  in.function_payload = kFunctionPayload;
+  in.function_libraries = 1;
+  in.lua_scripts = {"return 1"};
+  auto good = encode_region(in);
+  auto flipped = good;
+  flipped[kScriptEntryHeaderSize + 3] ^= std::byte{1};  // not resealed
+  auto d = decode(flipped);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("checksum mismatch"), std::string::npos) << d.status().message();
+  // The header and the bytes read must agree on the size.
+  EXPECT_FALSE(decode_scripts(h, std::span(good).first(good.size() - 8)).ok());
+  EXPECT_FALSE(decode_scripts(h, {}).ok());
 }
 
 TEST(SlotFit, InlineCapacityIsSlotMinusHeader) {

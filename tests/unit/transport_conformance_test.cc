@@ -25,12 +25,19 @@
 namespace rrs {
 namespace {
 
+// Function payload and Lua script of sample_table(): the payload spans several
+// 4 KiB reads.
+std::string sample_functions() { return test::fake_payload(10000, 'F'); }
+const char* const kSampleScript = "return redis.call('GET', KEYS[1])";
+
 std::shared_ptr<Table> sample_table(uint64_t epoch, int records = 300) {
   TableBuilder b;
   b.set_source({"7.0.15", table::SourceKind::kScan, 0, {}});
   for (int i = 0; i < records; ++i)
     b.add(i % 2, "key:" + std::to_string(i), test::fake_payload(200 + i % 50, static_cast<char>('a' + i % 26)), -1);
   b.add(3, "huge", test::fake_payload(3u << 20, 'H'), -1);  // bigger than a 1 MiB read
+  b.set_function_payload(sample_functions(), 3);
+  b.add_lua_script(kSampleScript);
   auto t = b.build(epoch);
   EXPECT_TRUE(t.ok());
   return *t;
@@ -215,6 +222,9 @@ TEST_P(TransportConformance, FetchesEveryRecordIntact) {
     ASSERT_TRUE(f.open.ok()) << f.open.message();
     ASSERT_TRUE(f.run.ok()) << f.run.message();
     EXPECT_EQ(f.info.header.epoch, 11u);
+    EXPECT_EQ(f.info.scripts.function_payload, sample_functions());
+    EXPECT_EQ(f.info.scripts.function_libraries, 3u);
+    EXPECT_EQ(f.info.scripts.lua_scripts, std::vector<std::string>{kSampleScript});
     EXPECT_TRUE(f.failures.empty());
     ASSERT_EQ(f.records.size(), 301u);
     size_t huge = 0;
@@ -264,6 +274,18 @@ TEST_P(TransportConformance, CorruptHeaderFailsOpenAsBadData) {
   ASSERT_FALSE(f.open.ok());
   EXPECT_EQ(f.open.kind(), ErrorKind::kBadData);
   EXPECT_NE(f.open.message().find("checksum"), std::string::npos);
+}
+
+TEST_P(TransportConformance, CorruptScriptsRegionFailsOpenAsBadData) {
+  auto t = sample_table(15);
+  t->bytes.data()[t->header.scripts_offset + 100] ^= std::byte{1};
+  harness_->publish(t);
+  auto reader = harness_->make_reader();
+  Fetched f = fetch(*reader);
+  ASSERT_FALSE(f.open.ok());
+  EXPECT_EQ(f.open.kind(), ErrorKind::kBadData);
+  EXPECT_NE(f.open.message().find("scripts region: checksum"), std::string::npos)
+      << f.open.message();
 }
 
 // Posts one read and waits for it; the first failure of either step.

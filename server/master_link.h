@@ -1,0 +1,105 @@
+// The sidecar's connection to the master, speaking Redis's replica protocol:
+// the handshake, the RDB the master sends after +FULLRESYNC (either framing),
+// then the replication stream, acknowledged every second like a replica does.
+//
+//   auto link = MasterLink::connect(master, creds, opts);
+//   auto sync = link->psync("?", -1);          // +FULLRESYNC <replid> <offset>
+//   link->receive_rdb(parser, on_event, stop); // the RDB, parsed as it arrives
+//   link->follow(stop);                        // stream bytes; offset advances
+//
+// Blocking I/O with timeouts, on one thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "common/endpoint.h"
+#include "common/redis_client.h"
+#include "common/socket.h"
+#include "common/status.h"
+#include "proto/rdb_parser.h"
+
+namespace rrs {
+
+struct MasterLinkOptions {
+  // REPLCONF listening-port: what the master shows in INFO replication.
+  uint16_t announce_port = 0;
+  // Connecting and each handshake reply.
+  std::chrono::milliseconds timeout{30000};
+  // The longest silence from the master once syncing, like repl-timeout: a
+  // master sends a newline every second while preparing the RDB, and PINGs
+  // the stream every repl-ping-replica-period (10 s).
+  std::chrono::milliseconds repl_timeout{60000};
+};
+
+struct PsyncReply {
+  enum Kind {
+    kFull,      // +FULLRESYNC: an RDB as of `offset` follows
+    kContinue,  // +CONTINUE: the stream resumes after `offset`
+    kNotReady,  // -LOADING / -NOMASTERLINK: ask again later (`why`)
+  };
+  Kind kind = kFull;
+  std::string replid;   // the master's replication ID
+  uint64_t offset = 0;  // the offset the keyspace (RDB) or our copy is at
+  std::string why;
+};
+
+class MasterLink {
+ public:
+  static Result<MasterLink> connect(const Endpoint& master, const RedisCredentials& creds,
+                                    MasterLinkOptions opts);
+
+  // PSYNC <replid> <next_offset> ("?", -1 asks for a full resync; to
+  // continue, ask for the byte after offset()). Errors name the master's
+  // answer and what to do about it.
+  Result<PsyncReply> psync(std::string_view replid, int64_t next_offset);
+
+  // Reads the RDB preamble, then receives the RDB straight into `parser`'s
+  // buffer and hands each event to `on_event` (which may return an error to
+  // abandon the transfer) until the RDB's EOF. Checks the framing: the
+  // $<len> length, or the 40-byte mark after a diskless $EOF:<mark> RDB.
+  // Bytes after the RDB start the replication stream.
+  using OnEvent = std::function<Status(const rdb::Event&)>;
+  Status receive_rdb(rdb::RdbParser& parser, const OnEvent& on_event,
+                     const std::atomic<bool>& stop);
+
+  // The RDB size for the $<len> framing (0 for diskless), once known.
+  uint64_t rdb_size() const { return rdb_size_; }
+
+  // Consumes the replication stream until `stop`, an error, or the master
+  // going silent: advances offset() by every byte and sends REPLCONF ACK
+  // <offset> at once and then every second. (Follow mode will apply them.)
+  Status follow(const std::atomic<bool>& stop);
+
+  // The master's replication offset our copy has reached: the RDB's offset
+  // plus every stream byte received since. REPLCONF ACK reports it.
+  uint64_t offset() const { return offset_; }
+  const std::string& replid() const { return replid_; }
+  const Endpoint& master() const { return master_; }
+
+ private:
+  MasterLink(UniqueFd fd, Endpoint master, MasterLinkOptions opts)
+      : fd_(std::move(fd)), master_(std::move(master)), opts_(opts) {}
+
+  Status send_command(std::initializer_list<std::string_view> argv);
+  // The next reply line, skipping the empty lines a master sends to keep
+  // the link alive while it prepares an RDB.
+  Result<std::string> read_line(std::chrono::milliseconds timeout, const std::atomic<bool>* stop);
+  // Reads into inbuf_; 0 bytes read means the wait ended (timeout or stop).
+  Result<size_t> read_some(std::chrono::milliseconds wait);
+  Status expect_ok(std::string_view what, std::string_view hint);
+  Status send_ack();
+
+  UniqueFd fd_;
+  Endpoint master_;
+  MasterLinkOptions opts_;
+  std::string inbuf_;  // bytes read and not yet consumed
+  std::string replid_;
+  uint64_t offset_ = 0;
+  uint64_t rdb_size_ = 0;
+};
+
+}  // namespace rrs

@@ -1,0 +1,168 @@
+#include "server/psync_source.h"
+
+#include <thread>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "proto/dump_payload.h"
+
+namespace rrs {
+namespace {
+
+std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+}  // namespace
+
+void PsyncSource::back_off(const std::string& why, const std::atomic<bool>& stop) {
+  backoff_ = backoff_.count() == 0 ? opts_.retry_first : std::min(backoff_ * 2, opts_.retry_max);
+  log::warn(why + "; retrying in " + std::to_string(static_cast<double>(backoff_.count()) / 1000).substr(0, 4) + " s");
+  auto until = Clock::now() + backoff_;
+  while (!stop.load() && Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
+
+Result<SnapshotStats> PsyncSource::snapshot(TableBuilder& into) {
+  static const std::atomic<bool> never{false};
+  for (int attempt = 1;; ++attempt) {
+    link_.reset();
+    auto link = MasterLink::connect(master_, creds_, opts_.link);
+    if (!link.ok()) return link.status().wrap("connect to master for PSYNC");
+    auto reply = link->psync("?", -1);
+    if (!reply.ok()) return reply.status();
+    if (reply->kind != PsyncReply::kFull) {
+      back_off(reply->why, never);
+      continue;
+    }
+    into = TableBuilder();  // nothing from a broken attempt survives
+    auto stats = receive(*link, *reply, into, never);
+    if (stats.ok()) {
+      link_ = std::move(*link);
+      backoff_ = std::chrono::milliseconds(0);
+      return stats;
+    }
+    // A master that went away mid-RDB may come back; bytes we cannot parse
+    // will not get better by asking the master to fork again.
+    if (stats.status().kind() != ErrorKind::kUnavailable) return stats.status();
+    back_off("snapshot attempt " + std::to_string(attempt) + " failed: " + stats.status().message(),
+             never);
+  }
+}
+
+Result<SnapshotStats> PsyncSource::receive(MasterLink& link, const PsyncReply& reply,
+                                           TableBuilder& into, const std::atomic<bool>& stop) {
+  log::info("master " + master_.to_string() + " began a full resync: replid " + reply.replid +
+            " offset " + std::to_string(reply.offset) + "; parsing its RDB as it streams in");
+  rdb::RdbParser parser(opts_.limits);
+  SnapshotStats stats;
+  std::string redis_version;
+  std::vector<std::string> libraries;
+  auto t0 = Clock::now(), last_report = t0;
+
+  auto on_event = [&](const rdb::Event& ev) -> Status {
+    switch (ev.kind) {
+      case rdb::EventKind::kRecord:
+        into.add_rdb_value(ev.db, ev.key, ev.type, ev.value, parser.version(), ev.expire_at_ms);
+        if ((++stats.keys & 4095) == 0 && seconds_since(last_report) >= 1.0) {
+          last_report = Clock::now();
+          uint64_t total = link.rdb_size();
+          log::info("snapshot: " + mib(parser.consumed()) + " of the RDB" +
+                    (total ? " (" + std::to_string(parser.consumed() * 100 / total) + "%)" : "") +
+                    ", " + std::to_string(stats.keys) + " keys, " +
+                    std::to_string(static_cast<int>(static_cast<double>(parser.consumed()) / 1e6 /
+                                                    seconds_since(t0))) +
+                    " MB/s");
+        }
+        break;
+      case rdb::EventKind::kAux:
+        if (ev.aux_key == "redis-ver") redis_version = ev.aux_value;
+        if (ev.aux_key == "lua") {  // Redis < 7.0 ships its script cache this way
+          into.add_lua_script(std::string(ev.aux_value));
+          stats.scripts++;
+        }
+        break;
+      case rdb::EventKind::kFunction:
+        libraries.emplace_back(ev.function_code);
+        break;
+      case rdb::EventKind::kModuleAux:
+        stats.module_aux++;
+        log::warn("the RDB holds module data that is not a key (module id " +
+                  std::to_string(ev.module_id) +
+                  "); it cannot be carried: RESTORE has no way to load it");
+        break;
+      default:
+        break;
+    }
+    return {};
+  };
+  Status s = link.receive_rdb(parser, on_event, stop);
+  if (!s.ok()) {
+    if (parser.consumed() > 0)
+      return s.wrap("after " + mib(parser.consumed()) + " of the RDB and " +
+                    std::to_string(stats.keys) + " keys");
+    return s;
+  }
+  stats.rdb_bytes = parser.consumed();
+  stats.functions = libraries.size();
+  if (!libraries.empty())
+    into.set_function_payload(dump::function_restore_payload(libraries, parser.version()),
+                              static_cast<uint32_t>(libraries.size()));
+  into.set_source({redis_version, table::SourceKind::kPsync, reply.offset, reply.replid});
+  log::info("snapshot: RDB complete: " + mib(stats.rdb_bytes) + ", " +
+            std::to_string(stats.keys) + " keys in " + std::to_string(seconds_since(t0)).substr(0, 5) +
+            " s; the table is the keyspace as of offset " + std::to_string(reply.offset));
+  return stats;
+}
+
+void PsyncSource::follow(const std::atomic<bool>& stop, const OnSnapshot& on_snapshot) {
+  std::string replid = link_ ? link_->replid() : "?";
+  uint64_t offset = link_ ? link_->offset() : 0;
+  std::string last_failure = "reconnecting to master " + master_.to_string();
+  while (!stop.load()) {
+    if (link_) {
+      Status s = link_->follow(stop);
+      replid = link_->replid();
+      offset = link_->offset();
+      link_.reset();
+      if (stop.load()) return;
+      log::warn("replication link lost: " + s.message() + " (the current table stays served)");
+    }
+    back_off(last_failure, stop);
+    if (stop.load()) return;
+    auto link = MasterLink::connect(master_, creds_, opts_.link);
+    if (!link.ok()) {
+      last_failure = link.status().message();
+      continue;
+    }
+    auto reply = link->psync(replid, static_cast<int64_t>(offset + 1));
+    if (!reply.ok() || reply->kind == PsyncReply::kNotReady) {
+      last_failure = reply.ok() ? reply->why : reply.status().message();
+      continue;
+    }
+    if (reply->kind == PsyncReply::kContinue) {
+      log::info("master continued the stream at offset " + std::to_string(offset) +
+                " (partial resync); the table is still current");
+    } else {
+      log::info("master answered with a full resync; building a new table while the current "
+                "one is served");
+      TableBuilder builder;
+      auto stats = receive(*link, *reply, builder, stop);
+      if (!stats.ok() && stats.status().kind() == ErrorKind::kBadData) {
+        // Asking again would only make the master fork for the same bytes.
+        log::error("new snapshot failed: " + stats.status().message() +
+                   "; leaving the replication link (the current table stays served; restart "
+                   "rdma-server to try again)");
+        return;
+      }
+      if (!stats.ok()) {
+        last_failure = "new snapshot failed: " + stats.status().message();
+        continue;
+      }
+      on_snapshot(builder, *stats);
+    }
+    link_ = std::move(*link);
+    backoff_ = std::chrono::milliseconds(0);
+    last_failure = "reconnecting to master " + master_.to_string();
+  }
+}
+
+}  // namespace rrs
