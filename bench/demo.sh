@@ -43,7 +43,7 @@ trap cleanup EXIT INT TERM
 start_redis() {  # name port
   mkdir -p "$work/$1"
   redis-server --port "$2" --bind 127.0.0.1 --dir "$work/$1" --save '' --appendonly no \
-    --enable-debug-command yes --logfile "$work/$1/redis.log" &
+    --enable-debug-command yes --repl-diskless-sync-delay 0 --logfile "$work/$1/redis.log" &
   pids+=($!)
   for _ in $(seq 100); do redis-cli -p "$2" ping >/dev/null 2>&1 && return; sleep 0.05; done
   echo "demo: redis-server on port $2 did not start; see $work/$1/redis.log" >&2
@@ -61,9 +61,11 @@ r ZADD board 1 alice 2 bob +inf top -inf bottom ; r XADD events '*' type login u
 r XGROUP CREATE events workers 0 ; r XREADGROUP GROUP workers w1 COUNT 1 STREAMS events '>'
 r PFADD visitors a b c ; r SETBIT flags 7 1 ; r GEOADD places 13.36 38.11 palermo
 r SET session:1 token PX 3600000 ; r -n 2 SET other-db value
+r FUNCTION LOAD "#!lua name=demo
+redis.register_function('hello', function() return 'hello' end)"
 echo "loaded in $(since "$t"): $(redis-cli -p "$master" info keyspace | grep '^db' | tr '\r\n' '  ')"
 
-step "rdma-server snapshots the master and serves the table on 127.0.0.1:$sidecar"
+step "rdma-server takes the master's own full sync (PSYNC), parses the RDB into its table, serves it on 127.0.0.1:$sidecar"
 t=$(now)
 build/server/rdma-server --redis "127.0.0.1:$master" --port "$sidecar" >"$work/server.out" 2>"$work/server.err" &
 pids+=($!)
@@ -84,4 +86,9 @@ step "verify"
 m=$(redis-cli -p "$master" debug digest); s=$(redis-cli -p "$replica" debug digest)
 echo "master  DEBUG DIGEST $m"
 echo "replica DEBUG DIGEST $s"
-if [ "$m" = "$s" ]; then echo "replica is an exact copy of the master"; else echo "MISMATCH" >&2; exit 1; fi
+mf=$(redis-cli -p "$master" function list withcode | md5sum); sf=$(redis-cli -p "$replica" function list withcode | md5sum)
+if [ "$m" = "$s" ] && [ "$mf" = "$sf" ]; then
+  echo "replica is an exact copy of the master (keys and function libraries)"
+else
+  echo "MISMATCH" >&2; exit 1
+fi

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Builds everything with warnings as errors and runs every test: unit,
-# transport conformance, integration with real redis-server processes, then
-# the Soft-RoCE suite (verbs for real, on rxe in a small VM; tests/vm/).
+# transport conformance, integration with real redis-server processes, the
+# fuzzers for 60 s each (clang, ASan + UBSan, in <build-dir>-fuzz;
+# tests/fuzz/), then the Soft-RoCE suite (verbs for real, on rxe in a small
+# VM; tests/vm/).
 # Usage: bash tests/run.sh [build-dir]
-# RRS_SKIP_VM=1 leaves out the Soft-RoCE suite (2-6 minutes) for quick
-# local runs; CI always runs it.
+# RRS_SKIP_FUZZ=1 leaves out the fuzzers (about 1.5 minutes with the clang
+# build) and RRS_SKIP_VM=1 the Soft-RoCE suite (2-6 minutes) for quick local
+# runs; CI always runs both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -15,6 +18,12 @@ cmake --build "$build"
 # Integration tests start many redis-server processes; two at a time suits a
 # 2-core machine without making the run take long.
 ctest --test-dir "$build" --output-on-failure -j 2
+
+if [ "${RRS_SKIP_FUZZ:-}" = 1 ]; then
+  echo "tests/run.sh: RRS_SKIP_FUZZ=1: the fuzzers were NOT run" >&2
+else
+  RRS_FUZZ_BUILD="$build-fuzz" bash tests/fuzz/run.sh 60
+fi
 
 if [ "${RRS_SKIP_VM:-}" = 1 ]; then
   echo "tests/run.sh: RRS_SKIP_VM=1: the Soft-RoCE suite was NOT run" >&2

@@ -1,0 +1,328 @@
+// Writes the seeds that redis-server cannot produce: control-protocol
+// messages and mapping tables (made with the real encoders, so they stay in
+// step with the format), and RDBs with the types and opcodes that Redis 7.0
+// does not write (older and newer encodings, modules, pre-GA functions).
+//
+//   build-fuzz/tests/fuzz/make_seeds tests/fuzz/corpus
+//
+// writes into corpus/control, corpus/table_layout and corpus/rdb. Each table
+// is checked with the decoders before it is written.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proto/control.h"
+#include "proto/crc32c.h"
+#include "proto/crc64.h"
+#include "proto/dump_payload.h"
+#include "proto/rdb_format.h"
+#include "proto/table_layout.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+void write(const fs::path& dir, const std::string& name, std::string_view bytes) {
+  fs::create_directories(dir);
+  std::ofstream f(dir / name, std::ios::binary | std::ios::trunc);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!f) {
+    std::fprintf(stderr, "make_seeds: cannot write %s\n", (dir / name).c_str());
+    std::exit(1);
+  }
+}
+
+// --- control ----------------------------------------------------------------
+
+void control_seeds(const fs::path& dir) {
+  using namespace rrs::control;
+  write(dir, "connect", encode_connect(Hello{}));
+  write(dir, "connect-range", encode_connect(Hello{.min_version = 1, .max_version = 4}));
+  Accept a;
+  a.hello = HelloOk{.version = 1, .max_read_len = kMaxReadLength, .max_in_flight = 16,
+                    .keepalive_interval_ms = 1000};
+  a.descriptor = Descriptor{.epoch = 7, .table_length = 1 << 20, .remote_addr = 0x7f0012340000,
+                            .rkey = 0x1234, .layout_version = 2,
+                            .transport = TransportKind::kVerbs};
+  std::string accept = encode_accept(a);
+  accept.resize(kAcceptPrivateDataMax, '\0');  // rdma_cm pads private data with zeros
+  write(dir, "accept", accept);
+  write(dir, "reject", encode_reject({ErrorCode::kUnsupportedVersion, "no common version"}));
+  write(dir, "keepalive", encode_keepalive(MsgType::kKeepalive, 12345));
+  write(dir, "keepalive-ack", encode_keepalive(MsgType::kKeepaliveAck, 12345));
+
+  std::string client;  // what a client sends over TCP
+  append_hello(client, 1, Hello{});
+  append_get_descriptor(client, 2);
+  append_read(client, 3, ReadRequest{.epoch = 7, .offset = 0, .length = 4096});
+  append_read(client, 4, ReadRequest{.epoch = 7, .offset = 4096, .length = 1 << 20});
+  write(dir, "client-stream", client);
+
+  std::string server;  // and what the server answers
+  append_hello_ok(server, 1, a.hello);
+  Descriptor tcp = a.descriptor;
+  tcp.transport = TransportKind::kTcp, tcp.remote_addr = 0, tcp.rkey = 0;
+  append_descriptor(server, 2, tcp);
+  append_read_data_header(server, 3, 32);
+  server.append(32, 'x');
+  append_error(server, 4, {ErrorCode::kEpochGone, "epoch 7 was replaced by 8"});
+  write(dir, "server-stream", server);
+}
+
+// --- mapping tables -----------------------------------------------------------
+
+struct Rec {
+  uint32_t db;
+  std::string key;
+  std::string value;  // RDB-encoded string value
+  int64_t expire_at_ms = rrs::table::kNoExpiry;
+};
+
+std::string string_value(std::string_view s) {
+  std::string v;
+  rrs::rdb::append_length(v, s.size());
+  v.append(s);
+  return v;
+}
+
+std::string payload_of(const std::string& value) {
+  std::string p(rrs::dump::payload_size(value.size()), '\0');
+  rrs::dump::write_payload(rrs::rdb::kString, value, 10, p.data());
+  return p;
+}
+
+// A whole table as the server builds it, with slot size `slot_size`.
+std::string table(const std::vector<Rec>& recs, uint32_t slot_size,
+                  const rrs::table::Scripts& scripts) {
+  using namespace rrs::table;
+  Header h;
+  h.state = State::kReady;
+  h.epoch = 42;
+  h.created_unix_ms = 1'790'000'000'000;
+  h.redis_version = "7.0.15";
+  h.rdb_version = 10;
+  h.slot_size = slot_size;
+  h.record_count = recs.size();
+  std::vector<DbEntry> dbs;
+  std::vector<std::string> payloads;
+  uint64_t heap = 0;
+  for (size_t i = 0; i < recs.size(); ++i) {
+    if (dbs.empty() || dbs.back().db != recs[i].db) dbs.push_back({recs[i].db, i, 0, 0});
+    ++dbs.back().key_count;
+    if (recs[i].expire_at_ms != kNoExpiry) ++dbs.back().expires_count;
+    payloads.push_back(payload_of(recs[i].value));
+    if (!fits_inline(slot_size, recs[i].key.size(), payloads.back().size()))
+      heap += heap_footprint(recs[i].key.size(), payloads.back().size());
+  }
+  h.db_count = static_cast<uint32_t>(dbs.size());
+  if (!plan_geometry(h, heap, scripts_region_size(scripts)).ok()) std::abort();
+
+  std::vector<std::byte> t(h.total_size);
+  for (size_t i = 0; i < dbs.size(); ++i)
+    encode_db_entry(dbs[i], std::span<std::byte, kDbEntrySize>(
+                                &t[h.dbdir_offset + i * kDbEntrySize], kDbEntrySize));
+  h.dbdir_crc32c = rrs::crc32c(0, &t[h.dbdir_offset], h.dbdir_size);
+  uint64_t heap_ref = 0;
+  for (size_t i = 0; i < recs.size(); ++i) {
+    RecordIn r{recs[i].db, recs[i].key, payloads[i], recs[i].expire_at_ms};
+    std::span<std::byte> slot(&t[h.slot_offset(i)], slot_size);
+    if (fits_inline(slot_size, r.key.size(), r.payload.size())) {
+      encode_inline_slot(r, slot);
+      continue;
+    }
+    encode_heap_slot(r, heap_ref, slot);
+    std::byte* at = &t[h.heap_offset + heap_ref];
+    std::memcpy(at, r.key.data(), r.key.size());
+    std::memcpy(at + r.key.size(), r.payload.data(), r.payload.size());
+    heap_ref += heap_footprint(r.key.size(), r.payload.size());
+  }
+  if (h.scripts_size)
+    h.scripts_crc32c = encode_scripts(scripts, std::span(&t[h.scripts_offset], h.scripts_size));
+  encode_header(h, std::span<std::byte, kHeaderSize>(t.data(), kHeaderSize));
+
+  // The seed is only useful if the decoders take it.
+  auto back = decode_header(std::span(t).first(kHeaderSize), t.size());
+  bool ok = back.ok() &&
+            decode_db_directory(*back, std::span(t).subspan(h.dbdir_offset, h.dbdir_size)).ok() &&
+            decode_scripts(*back, std::span(t).subspan(h.scripts_offset, h.scripts_size)).ok();
+  for (size_t i = 0; ok && i < recs.size(); ++i)
+    ok = decode_slot(*back, i, recs[i].db, std::span(t).subspan(h.slot_offset(i), slot_size)).ok();
+  if (!ok) {
+    std::fprintf(stderr, "make_seeds: a table seed does not decode\n");
+    std::exit(1);
+  }
+  return {reinterpret_cast<const char*>(t.data()), t.size()};
+}
+
+void table_seeds(const fs::path& dir) {
+  std::vector<Rec> recs = {
+      {0, "user:1", string_value("alice")},
+      {0, "counter", string_value("12345"), 1'790'000'060'000},
+      {0, "big", string_value(std::string(300, 'b'))},  // to the heap
+      {5, "k", string_value("")},
+      {5, std::string("bin\0key", 7), string_value(std::string("\x00\xff\x01", 3))},
+  };
+  rrs::table::Scripts scripts;
+  // FUNCTION DUMP's shape: opcode, library code as an RDB string, version, CRC.
+  std::string lib = "#!lua name=lib\nredis.register_function('f', function() return 1 end)";
+  std::string fdump(1, static_cast<char>(rrs::rdb::kOpFunction2));
+  rrs::rdb::append_length(fdump, lib.size());
+  fdump += lib;
+  fdump += std::string("\x0a\x00", 2);
+  uint64_t crc = rrs::crc64(0, fdump.data(), fdump.size());
+  for (int i = 0; i < 8; ++i) fdump += static_cast<char>(crc >> (8 * i));
+  scripts.function_payload = fdump;
+  scripts.function_libraries = 1;
+  scripts.lua_scripts = {"return 1", "return redis.call('GET', KEYS[1])"};
+
+  // The flag byte: 0 leaves every CRC as written (they are valid), 15 makes
+  // the harness recompute them, so mutations get past them.
+  for (std::string flags : {std::string(1, '\0'), std::string(1, '\x0f')}) {
+    std::string tag = flags[0] ? "-fixcrc" : "";
+    write(dir, "table" + tag, flags + table(recs, 128, scripts));
+    write(dir, "table-no-scripts" + tag, flags + table(recs, 64, {}));
+  }
+  write(dir, "table-empty", std::string(1, '\0') + table({}, 64, {}));
+}
+
+// --- RDBs redis-server 7.0 does not write ---------------------------------
+
+// Builds an RDB by hand, byte by byte as rdb.c writes it.
+class Rdb {
+ public:
+  explicit Rdb(int version) {
+    char magic[10];
+    std::snprintf(magic, sizeof magic, "REDIS%04d", version);
+    s_ = magic;
+  }
+  Rdb& op(uint8_t b) { s_ += static_cast<char>(b); return *this; }
+  Rdb& len(uint64_t n) { rrs::rdb::append_length(s_, n); return *this; }
+  Rdb& str(std::string_view v) { len(v.size()); s_ += v; return *this; }
+  Rdb& le(uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) s_ += static_cast<char>(v >> (8 * i));
+    return *this;
+  }
+  Rdb& raw(std::string_view v) { s_ += v; return *this; }
+  Rdb& aux(std::string_view k, std::string_view v) { return op(rrs::rdb::kOpAux).str(k).str(v); }
+  Rdb& key(uint8_t type, std::string_view k) { return op(type).str(k); }
+  // An integer-encoded string (RDB_ENC_INT16).
+  Rdb& int16(int16_t v) { return op(0xc1).le(static_cast<uint16_t>(v), 2); }
+  std::string eof(bool checksum = true) {
+    op(rrs::rdb::kOpEof);
+    le(checksum ? rrs::crc64(0, s_.data(), s_.size()) : 0, 8);
+    return s_;
+  }
+
+ private:
+  std::string s_;
+};
+
+// A string literal with its NULs.
+template <size_t N>
+std::string bin(const char (&s)[N]) {
+  return std::string(s, N - 1);
+}
+
+std::string stream_id(uint64_t ms, uint64_t seq) {  // 128-bit big-endian, as streamID is saved
+  std::string id;
+  for (int i = 7; i >= 0; --i) id += static_cast<char>(ms >> (8 * i));
+  for (int i = 7; i >= 0; --i) id += static_cast<char>(seq >> (8 * i));
+  return id;
+}
+
+// A stream value of RDB type `type` (15, 19 or 21): one listpack, one group
+// with one pending entry owned by one consumer.
+void stream(Rdb& r, uint8_t type) {
+  using namespace rrs::rdb;
+  const bool v2 = type != kStreamListpacks, v3 = type == kStreamListpacks3;
+  r.len(1).str(stream_id(1000, 0)).str(bin("\x1c\x00\x00\x00\x02\x00\xff"));
+  r.len(1).len(1000).len(0);                        // length, last ID
+  if (v2) r.len(1000).len(0).len(0).len(0).len(1);  // first ID, max deleted ID, entries added
+  r.len(1).str("group").len(1000).len(0);           // one group, its last delivered ID
+  if (v2) r.len(1);                                 // entries read
+  r.len(1).raw(stream_id(1000, 0)).le(1'700'000'000'000, 8).len(1);  // PEL: ID, time, count
+  r.len(1).str("consumer").le(1'700'000'000'000, 8);                // one consumer, seen time
+  if (v3) r.le(1'700'000'000'000, 8);                               // active time
+  r.len(1).raw(stream_id(1000, 0));                                  // its PEL
+}
+
+void rdb_seeds(const fs::path& dir) {
+  using namespace rrs::rdb;
+  // The 8-byte fragment seed rdb_parser_fuzz reads first.
+  const std::string prefix("\x05\x00\x00\x00\x00\x00\x00\x00", 8);
+
+  Rdb v9(9);  // Redis 5.0: pre-listpack encodings, modules, a Lua script in AUX
+  v9.aux("redis-ver", "5.0.14").aux("redis-bits", "64").aux("lua", "return 1");
+  v9.op(kOpModuleAux).len(0x1234567890ull << 10).len(kModuleUint).len(2);
+  v9.len(kModuleString).str("aux").len(kModuleEof);
+  v9.op(kOpSelectDb).len(0).op(kOpResizeDb).len(12).len(2);
+  v9.key(kString, "i").int16(-42);
+  v9.key(kList, "list").len(2).str("a").str("b");
+  v9.key(kSet, "set").len(2).str("x").str("y");
+  v9.key(kZset, "zset").len(3).str("a").raw("\x03" "1.5").str("b").op(254).str("c").op(253);
+  v9.key(kHash, "hash").len(1).str("f").str("v");
+  v9.key(kZset2, "zset2").len(1).str("m").le(0x3ff8000000000000ull, 8);
+  v9.op(kOpExpireTime).le(1'900'000'000, 4);
+  v9.key(kHashZipmap, "zipmap").str(bin("\x01\x01" "f\x01\x00v\xff"));
+  v9.op(kOpExpireTimeMs).le(1'900'000'000'000, 8).op(kOpIdle).len(10);
+  v9.key(kListZiplist, "ziplist").str(bin("\x0b\x00\x00\x00\x0a\x00\x00\x00\x00\x00\xff"));
+  v9.op(kOpFreq).op(5);
+  v9.key(kSetIntset, "intset").str(bin("\x02\x00\x00\x00\x01\x00\x00\x00\x07\x00"));
+  v9.key(kZsetZiplist, "zziplist").str("zl");
+  v9.key(kHashZiplist, "hziplist").str("zl");
+  v9.key(kListQuicklist, "quicklist").len(2).str("node1").str("node2");
+  stream(v9.key(kStreamListpacks, "stream"), kStreamListpacks);
+  v9.key(kModule2, "mod").len(0x1234567890ull << 10);
+  v9.len(kModuleSint).len(7).len(kModuleUint).len(8).len(kModuleFloat).le(0x3f800000, 4);
+  v9.len(kModuleDouble).le(0x3ff0000000000000ull, 8).len(kModuleString).str("s").len(kModuleEof);
+  write(dir, "synthetic-v9", prefix + v9.eof());
+
+  Rdb v10(10);  // Redis 7.0 release candidates and GA opcodes
+  v10.aux("redis-ver", "7.0.0");
+  v10.op(kOpFunctionPreGa).str("lib").str("LUA").len(1).str("desc");  // name, engine, description
+  v10.str("redis.register_function('f', function() return 1 end)");       // code
+  v10.op(kOpFunction2);
+  v10.str("#!lua name=lib2\nredis.register_function('g', function() return 2 end)");
+  v10.op(kOpSelectDb).len(3).op(kOpSlotInfo).len(100).len(2).len(0);
+  v10.key(kListQuicklist2, "ql2").len(2).len(kQuicklistPacked).str("lp");
+  v10.len(kQuicklistPlain).str(std::string(100, 'p'));
+  stream(v10.key(kStreamListpacks2, "stream2"), kStreamListpacks2);
+  write(dir, "synthetic-v10", prefix + v10.eof());
+
+  Rdb v12(12);  // Redis 7.2 and 7.4: set listpacks, stream v3, field TTLs
+  v12.aux("redis-ver", "7.4.0").op(kOpSelectDb).len(0);
+  v12.key(kSetListpack, "slp").str("lp");
+  stream(v12.key(kStreamListpacks3, "stream3"), kStreamListpacks3);
+  v12.key(kHashMetadata, "hmeta").le(1'900'000'000'000, 8).len(2);
+  v12.len(0).str("f1").str("v1").len(1'900'000'000'000).str("f2").str("v2");
+  v12.key(kHashMetadataPreGa, "hmeta-rc").len(1).len(0).str("f").str("v");
+  v12.key(kHashListpackEx, "hlpex").le(1'900'000'000'000, 8).str("lp");
+  v12.key(kHashListpackExPreGa, "hlpex-rc").str("lp");
+  write(dir, "synthetic-v12", prefix + v12.eof());
+
+  Rdb v6(6);  // Redis 2.6, and a master that does not checksum (rdbchecksum no)
+  v6.op(kOpSelectDb).len(0).key(kString, "k").str("v");
+  write(dir, "synthetic-v6-no-checksum", prefix + v6.eof(false));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: make_seeds CORPUS_DIR (tests/fuzz/corpus)\n");
+    return 2;
+  }
+  fs::path out = argv[1];
+  control_seeds(out / "control");
+  table_seeds(out / "table_layout");
+  rdb_seeds(out / "rdb");
+  return 0;
+}
