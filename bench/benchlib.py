@@ -1,10 +1,13 @@
-"""Plumbing for the benchmarks: a tiny RESP client, a registry that stops every
-process it started, and a redis-server on a free loopback port.
+"""Plumbing for the benchmarks (sync_bench.py, build_bench.py): a tiny RESP
+client, a registry that stops every process it started, a redis-server on a
+free loopback port, replication-state predicates, gen_dataset, rdma-server up
+to its `ready` line, and /proc CPU time and peak RSS.
 
 Standard library only. Every wall time in the benchmarks is time.monotonic()
 (CLOCK_MONOTONIC): never CPU time.
 """
 import os
+import re
 import shutil
 import signal
 import socket
@@ -109,6 +112,16 @@ def cpu_busy(interval_s=0.5):
     time.sleep(interval_s)
     t2, i2 = snap()
     return 1.0 - (i2 - i1) / max(1, t2 - t1)
+
+
+def settle(wait_s, quiet):
+    """How busy the machine is (cpu_busy) once it is under `quiet`, or after
+    waiting up to wait_s s for that (0: just measure)."""
+    deadline = time.monotonic() + wait_s
+    busy = cpu_busy()
+    while busy > quiet and time.monotonic() < deadline:
+        busy = cpu_busy()
+    return busy
 
 
 def tail(path, lines=15):
@@ -228,6 +241,98 @@ class RedisServer:
             self.procs.stop(self.proc)
 
 
+def replica_synced(replica):
+    """True once a replica finished its full sync: link up and nothing loading
+    (with repl-diskless-load swapdb the link comes up only after the load)."""
+    info = replica.info("replication")
+    return (info.get("master_link_status") == "up"
+            and info.get("master_sync_in_progress") == "0")
+
+
+def master_idle(master, replicas_allowed=0):
+    """True when the master has no fork child (BGSAVE / full sync) and at most
+    `replicas_allowed` replicas connected."""
+    p = master.info("persistence")
+    r = master.info("replication")
+    return (p["rdb_bgsave_in_progress"] == "0"
+            and int(r["connected_slaves"]) <= replicas_allowed)
+
+
+def kv_fields(line):
+    """`a=1 b=x` -> {"a": "1", "b": "x"} (tokens without '=' are skipped)."""
+    return dict(tok.split("=", 1) for tok in line.split() if "=" in tok)
+
+
+def load_dataset(procs, gen_dataset, port, keys, value_size, dtype="strings", cpu=None,
+                 timeout_s=600.0):
+    """Loads a random-byte data set into the Redis on `port` with the gen_dataset
+    tool; returns (wall seconds, its summary line). Raises BenchError on failure."""
+    argv = pin_prefix(cpu) + [gen_dataset, "--redis", f"{LOOPBACK}:{port}",
+                              "--keys", str(keys), "--value-size", str(value_size)]
+    if dtype != "strings":
+        argv += ["--type", dtype]
+    t0 = time.monotonic()
+    p = procs.start("gen_dataset", argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                    text=True)
+    out, _ = p.communicate(timeout=timeout_s)
+    wall = time.monotonic() - t0
+    procs.stop(p)
+    if p.returncode != 0:
+        raise BenchError(f"gen_dataset failed ({p.returncode}): {out.strip()}")
+    return wall, out.strip().splitlines()[-1] if out.strip() else ""
+
+
+class Sidecar:
+    """rdma-server, its stdout in a file polled every 5 ms for the `ready` line.
+
+    While it waits, every new stderr line is stamped with its first sighting,
+    in seconds since the spawn (`events`): where the time before `ready` went.
+    """
+
+    def __init__(self, procs, name, workdir):
+        self.procs, self.name = procs, name
+        self.log = os.path.join(workdir, f"{name}.log")
+        self.port = None
+        self.proc = None
+        self.events = []  # (seconds since spawn, stderr line)
+
+    def start(self, argv, timeout_s):
+        """Spawns argv + --port P; returns (seconds from spawn to `ready`, the line)."""
+        self.port = free_port()
+        with open(self.log, "w") as out, open(self.log + ".stderr", "w") as err:
+            t0 = time.monotonic()
+            self.proc = self.procs.start(self.name, argv + ["--port", str(self.port)],
+                                         stdout=out, stderr=err)
+        line = None
+        seen = 0  # stderr bytes already stamped
+
+        def ready():
+            nonlocal line, seen
+            with open(self.log + ".stderr", "rb") as f:
+                f.seek(seen)
+                chunk = f.read()
+            done = chunk[:chunk.rfind(b"\n") + 1]
+            if done:
+                now = time.monotonic() - t0
+                seen += len(done)
+                self.events += [(now, ln) for ln in done.decode(errors="replace").splitlines()]
+            with open(self.log, errors="replace") as f:
+                for ln in f:
+                    if ln.endswith("\n") and re.search(r"(^|\s)ready(\s|$)", ln):
+                        line = ln.strip()
+                        return True
+            if self.proc.poll() is not None:
+                raise BenchError(f"{self.name} exited {self.proc.returncode} before ready:\n"
+                                 f"{tail(self.log)}{tail(self.log + '.stderr')}")
+            return False
+        t1 = wait_until(f"{self.name} `ready` line", ready, timeout_s, poll_s=0.005)
+        return t1 - t0, line
+
+    def stop(self):
+        if self.proc:
+            self.procs.stop(self.proc)
+
+
 # ---- what a process costs (Linux /proc) ---------------------------------------
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -243,6 +348,14 @@ def cpu_seconds(pid, children=True):
     if children:
         ticks += int(fields[13]) + int(fields[14])
     return ticks / CLK_TCK
+
+
+def thread_cpu_seconds(pid, tid=None):
+    """utime + stime of one thread (default: the main thread, tid == pid), in s:
+    for Redis, the event loop that serves every command."""
+    with open(f"/proc/{pid}/task/{tid or pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def reset_peak_rss(pid):

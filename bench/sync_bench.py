@@ -39,8 +39,9 @@ import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from benchlib import (LOOPBACK, BenchError, Procs, RedisServer, cpu_busy, cpu_seconds,
-                      free_port, peak_rss_mb, pin_prefix, reset_peak_rss, tail, wait_until)
+from benchlib import (LOOPBACK, BenchError, Procs, RedisServer, Sidecar, cpu_seconds, kv_fields,
+                      load_dataset, master_idle, peak_rss_mb, replica_synced, reset_peak_rss,
+                      settle, tail, wait_until)
 import report
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -138,10 +139,6 @@ def device_address(device):
     return m.group(1) if m else None
 
 
-def kv_fields(line):
-    return dict(tok.split("=", 1) for tok in line.split() if "=" in tok)
-
-
 class Dataset:
     def __init__(self, name, scale):
         keys, self.value_size, self.type = DATASETS[name]
@@ -202,10 +199,7 @@ class Bench:
         return 180 + replicas * ds.payload / 2e6  # generous: 2 MB/s is far below any path
 
     def settle(self):
-        deadline = time.monotonic() + self.a.wait_quiet
-        busy = cpu_busy()
-        while busy > QUIET and time.monotonic() < deadline:
-            busy = cpu_busy()
+        busy = settle(self.a.wait_quiet, QUIET)
         if busy > QUIET:
             self.disturbed += 1
             print(f"  warning: machine {busy:.0%} busy before this sync: it may be slow",
@@ -217,28 +211,18 @@ class Bench:
             self.master.stop()
         self.master = RedisServer(self.procs, f"master-{ds.name}", self.work, self.a.master_cpu,
                                   ["--rdbcompression", self.a.rdbcompression]).start()
-        argv = pin_prefix(self.a.replica_cpu) + [
-            self.binary("bench/gen_dataset"), "--redis", f"{LOOPBACK}:{self.master.port}",
-            "--keys", str(ds.keys), "--value-size", str(ds.value_size)]
-        if ds.type != "strings":
-            argv += ["--type", ds.type]
         print(f"\n== {ds.describe()}\nloading the master (port {self.master.port}) ...",
               flush=True)
-        t0 = time.monotonic()
-        p = self.procs.start("gen_dataset", argv, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
-        out, _ = p.communicate(timeout=self.timeout_s(ds))
-        wall = time.monotonic() - t0
-        self.procs.stop(p)
-        if p.returncode != 0:
-            raise BenchError(f"gen_dataset failed ({p.returncode}): {out.strip()}")
+        wall, detail = load_dataset(self.procs, self.binary("bench/gen_dataset"),
+                                    self.master.port, ds.keys, ds.value_size, ds.type,
+                                    self.a.replica_cpu, self.timeout_s(ds))
         self.master_keys = self.master.call("DBSIZE")
         if self.master_keys != ds.keys:
             raise BenchError(f"master has {self.master_keys} keys, expected {ds.keys}")
         self.master_digest = self.master.call("DEBUG", "DIGEST")
         mem = self.master.info("memory")["used_memory_human"]
         self.loads.append({"dataset": ds.name, "seconds": wall, "used_memory": mem,
-                           "detail": out.strip().splitlines()[-1] if out.strip() else ""})
+                           "detail": detail})
         print(f"  loaded in {wall:.1f} s; used_memory {mem}", flush=True)
 
     def configure_master(self, system, replicas):
@@ -250,11 +234,7 @@ class Bench:
         self.master.call("CONFIG", "SET", "repl-diskless-sync-max-replicas", str(replicas))
 
     def wait_master_idle(self, ds):
-        def idle():
-            p = self.master.info("persistence")
-            r = self.master.info("replication")
-            return p["rdb_bgsave_in_progress"] == "0" and r["connected_slaves"] == "0"
-        wait_until("master to be idle", idle, self.timeout_s(ds))
+        wait_until("master to be idle", lambda: master_idle(self.master), self.timeout_s(ds))
 
     def start_replicas(self, n, tag, args=()):
         return [RedisServer(self.procs, f"{tag}-r{i}", self.work, self.a.replica_cpu,
@@ -300,11 +280,8 @@ class Bench:
 
         def all_synced():
             for i, r in enumerate(replicas):
-                if done[i] is None:
-                    info = r.info("replication")
-                    if (info.get("master_link_status") == "up"
-                            and info.get("master_sync_in_progress") == "0"):
-                        done[i] = time.monotonic()
+                if done[i] is None and replica_synced(r):
+                    done[i] = time.monotonic()
             return all(done)
         wait_until(f"{system} full sync of {n} replicas", all_synced, self.timeout_s(ds, n))
         for r in replicas:  # detach, so the master is idle for the next sync
@@ -401,12 +378,8 @@ class Bench:
             busy = self.settle()
             t0 = time.monotonic()
             replica.call("REPLICAOF", LOOPBACK, port)
-
-            def synced():
-                info = replica.info("replication")
-                return (info.get("master_link_status") == "up"
-                        and info.get("master_sync_in_progress") == "0")
-            t1 = wait_until("replica loading the prepared RDB", synced, self.timeout_s(ds))
+            t1 = wait_until("replica loading the prepared RDB", lambda: replica_synced(replica),
+                            self.timeout_s(ds))
             replica.call("REPLICAOF", "NO", "ONE")
             self.verify(replica, "floor replica")
             self.record(ds, "floor", 1, run, 0, t1 - t0, {"busy_before": busy})
@@ -470,42 +443,6 @@ class Bench:
                 if name.endswith(".rdb"):
                     os.unlink(os.path.join(d, name))
         print(f"logs kept in {self.work}", file=sys.stderr)
-
-
-class Sidecar:
-    """rdma-server, its stdout in a file polled every 5 ms for the `ready` line."""
-
-    def __init__(self, procs, name, workdir):
-        self.procs, self.name = procs, name
-        self.log = os.path.join(workdir, f"{name}.log")
-        self.port = None
-        self.proc = None
-
-    def start(self, argv, timeout_s):
-        self.port = free_port()
-        with open(self.log, "w") as out, open(self.log + ".stderr", "w") as err:
-            t0 = time.monotonic()
-            self.proc = self.procs.start(self.name, argv + ["--port", str(self.port)],
-                                         stdout=out, stderr=err)
-        line = None
-
-        def ready():
-            nonlocal line
-            with open(self.log, errors="replace") as f:
-                for ln in f:
-                    if ln.endswith("\n") and re.search(r"(^|\s)ready(\s|$)", ln):
-                        line = ln.strip()
-                        return True
-            if self.proc.poll() is not None:
-                raise BenchError(f"{self.name} exited {self.proc.returncode} before ready:\n"
-                                 f"{tail(self.log)}{tail(self.log + '.stderr')}")
-            return False
-        t1 = wait_until(f"{self.name} `ready` line", ready, timeout_s, poll_s=0.005)
-        return t1 - t0, line
-
-    def stop(self):
-        if self.proc:
-            self.procs.stop(self.proc)
 
 
 def main(argv):
