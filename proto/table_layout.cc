@@ -163,9 +163,10 @@ void encode_db_entry(const DbEntry& e, std::span<std::byte, kDbEntrySize> out) {
 
 void encode_inline_slot(const RecordIn& r, std::span<std::byte> slot) {
   encode_slot_header(r, SlotKind::kInline, 0, slot);
+  // memmove: a builder may have written key and payload in place already.
   std::byte* data = slot.data() + kSlotHeaderSize;
-  std::memcpy(data, r.key.data(), r.key.size());
-  std::memcpy(data + r.key.size(), r.payload.data(), r.payload.size());
+  std::memmove(data, r.key.data(), r.key.size());
+  std::memmove(data + r.key.size(), r.payload.data(), r.payload.size());
   size_t used = kSlotHeaderSize + r.key.size() + r.payload.size();
   std::memset(slot.data() + used, 0, slot.size() - used);
 }

@@ -233,7 +233,8 @@ void encode_db_entry(const DbEntry& e, std::span<std::byte, kDbEntrySize> out);
 
 // Record bytes as they are stored: fills the slot header (computing the CRC
 // over it, the key and the payload) and, for inline records, copies key and
-// payload after it. `slot` is exactly slot_size bytes.
+// payload after it (they may already be there: a builder writes them in
+// place). `slot` is exactly slot_size bytes.
 struct RecordIn {
   uint32_t db = 0;
   std::string_view key;

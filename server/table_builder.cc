@@ -8,27 +8,30 @@
 #include "proto/dump_payload.h"
 
 namespace rrs {
+namespace {
 
-char* TableBuilder::reserve(size_t bytes) {
-  if (bytes > block_left_) {
-    size_t size = std::max(bytes, kArenaBlock);
-    blocks_.push_back(std::make_unique_for_overwrite<char[]>(size));
-    block_next_ = blocks_.back().get();
-    block_left_ = size;
-  }
-  char* p = block_next_;
-  block_next_ += bytes;
-  block_left_ -= bytes;
-  return p;
-}
+constexpr uint64_t kPage = table::kRegionAlign;
+constexpr uint64_t kFirstRegionBytes = 2u << 20;
+
+uint64_t page_up(uint64_t n) { return (n + kPage - 1) / kPage * kPage; }
+
+}  // namespace
 
 void TableBuilder::add(uint32_t db, std::string_view key, std::string_view payload,
                        int64_t expire_at_ms) {
-  char* p = reserve(key.size() + payload.size());
-  std::memcpy(p, key.data(), key.size());
-  std::memcpy(p + key.size(), payload.data(), payload.size());
-  staged_.push_back({db, static_cast<uint32_t>(key.size()), payload.size(), expire_at_ms, p});
-  staged_bytes_ += key.size() + payload.size();
+  append(db, key.size(), payload.size(), expire_at_ms, [&](char* dst) {
+    std::memcpy(dst, key.data(), key.size());
+    std::memcpy(dst + key.size(), payload.data(), payload.size());
+  });
+}
+
+void TableBuilder::add_rdb_value(uint32_t db, std::string_view key, uint8_t type,
+                                 std::string_view value, uint16_t rdb_version,
+                                 int64_t expire_at_ms) {
+  append(db, key.size(), dump::payload_size(value.size()), expire_at_ms, [&](char* dst) {
+    std::memcpy(dst, key.data(), key.size());
+    dump::write_payload(type, value, rdb_version, dst + key.size());
+  });
 }
 
 void TableBuilder::set_function_payload(std::string payload, uint32_t libraries) {
@@ -40,15 +43,81 @@ void TableBuilder::add_lua_script(std::string body) {
   scripts_.lua_scripts.push_back(std::move(body));
 }
 
-void TableBuilder::add_rdb_value(uint32_t db, std::string_view key, uint8_t type,
-                                 std::string_view value, uint16_t rdb_version,
-                                 int64_t expire_at_ms) {
-  uint64_t payload_len = dump::payload_size(value.size());
-  char* p = reserve(key.size() + payload_len);
-  std::memcpy(p, key.data(), key.size());
-  dump::write_payload(type, value, rdb_version, p + key.size());
-  staged_.push_back({db, static_cast<uint32_t>(key.size()), payload_len, expire_at_ms, p});
-  staged_bytes_ += key.size() + payload_len;
+template <typename Write>
+void TableBuilder::append(uint32_t db, uint64_t key_len, uint64_t payload_len,
+                          int64_t expire_at_ms, Write&& write) {
+  data_bytes_ += key_len + payload_len;
+  if (slot_size_ != 0) return place(db, key_len, payload_len, expire_at_ms, write);
+  Held& held = sample_.emplace_back(Held{db, static_cast<uint32_t>(key_len), expire_at_ms, {}});
+  held.data.resize(key_len + payload_len);
+  write(held.data.data());
+  sample_bytes_ += held.data.size();
+  if (sample_.size() >= kSampleRecords || sample_bytes_ >= kSampleBytes) choose_slot_size();
+}
+
+void TableBuilder::choose_slot_size() {
+  std::vector<uint64_t> sizes;
+  for (const Held& h : sample_) sizes.push_back(h.data.size());
+  slot_size_ = sample_.empty() ? table::kMinSlotSize : table::choose_slot_size(sizes).slot_size;
+  std::vector<Held> held = std::move(sample_);
+  sample_.clear();
+  for (const Held& h : held)
+    place(h.db, h.key_len, h.data.size() - h.key_len, h.expire_at_ms,
+          [&](char* dst) { std::memcpy(dst, h.data.data(), h.data.size()); });
+}
+
+std::byte* TableBuilder::grow(PageBuffer& region, uint64_t& used, uint64_t bytes) {
+  if (used + bytes > region.size()) {
+    uint64_t want = std::max<uint64_t>({kFirstRegionBytes, region.size() * 2, page_up(used + bytes)});
+    if (Status s = region.resize(want); !s.ok()) {
+      if (error_.ok()) error_ = s;
+      return nullptr;
+    }
+  }
+  std::byte* at = region.data() + used;
+  used += bytes;
+  return at;
+}
+
+template <typename Write>
+void TableBuilder::place(uint32_t db, uint64_t key_len, uint64_t payload_len,
+                         int64_t expire_at_ms, Write&& write) {
+  if (!error_.ok()) return;
+  if (!dbs_.empty() && db < dbs_.back().db) {
+    error_ = Status::error("build table", "records of DB " + std::to_string(db) +
+                                              " came after DB " + std::to_string(dbs_.back().db) +
+                                              " (the builder needs them grouped in DB order)");
+    return;
+  }
+  if (dbs_.empty() || dbs_.back().db != db) dbs_.push_back({db, records_, 0, 0});
+  dbs_.back().key_count++;
+  if (expire_at_ms != table::kNoExpiry) dbs_.back().expires_count++;
+
+  std::byte* slot = grow(slots_, slots_used_, slot_size_);
+  if (!slot) return;
+  const bool in_slot = table::fits_inline(slot_size_, key_len, payload_len);
+  uint64_t heap_ref = heap_used_;
+  std::byte* data = in_slot ? slot + table::kSlotHeaderSize
+                            : grow(heap_, heap_used_, table::heap_footprint(key_len, payload_len));
+  if (!data) return;
+  write(reinterpret_cast<char*>(data));
+  const char* d = reinterpret_cast<const char*>(data);
+  table::RecordIn r{db, {d, key_len}, {d + key_len, payload_len}, expire_at_ms};
+  std::span<std::byte> slot_bytes(slot, slot_size_);
+  if (in_slot) {
+    table::encode_inline_slot(r, slot_bytes);  // key and payload are already in place
+  } else {
+    table::encode_heap_slot(r, heap_ref, slot_bytes);
+    heap_records_++;
+  }
+  if (rdb_version_ == 0) rdb_version_ = dump::rdb_version(r.payload).value_or(0);
+  records_++;
+}
+
+void TableBuilder::reset() {
+  table::SlotSizeChoice choice = choice_;  // still reported by slot_choice()
+  *this = TableBuilder();
+  choice_ = choice;
 }
 
 Result<std::shared_ptr<Table>> TableBuilder::build(uint64_t epoch) {
@@ -67,21 +136,8 @@ Result<std::shared_ptr<Table>> TableBuilder::build(uint64_t epoch) {
                                             " bytes, more than the table allows (" +
                                             std::to_string(table::kMaxScriptsSize) + ")");
 
-  // Records of one DB must be contiguous (the directory gives each DB a range).
-  std::stable_sort(staged_.begin(), staged_.end(),
-                   [](const Staged& a, const Staged& b) { return a.db < b.db; });
-
-  std::vector<uint64_t> sizes(staged_.size());
-  for (size_t i = 0; i < staged_.size(); ++i) sizes[i] = staged_[i].key_len + staged_[i].payload_len;
-  choice_ = table::choose_slot_size(sizes);
-  if (staged_.empty()) choice_.slot_size = table::kMinSlotSize;
-
-  std::vector<table::DbEntry> dbs;
-  for (size_t i = 0; i < staged_.size(); ++i) {
-    if (dbs.empty() || dbs.back().db != staged_[i].db) dbs.push_back({staged_[i].db, i, 0, 0});
-    dbs.back().key_count++;
-    if (staged_[i].expire_at_ms != table::kNoExpiry) dbs.back().expires_count++;
-  }
+  if (slot_size_ == 0) choose_slot_size();
+  RRS_RETURN_IF_ERROR(error_);
 
   auto t = std::make_shared<Table>();
   table::Header& h = t->header;
@@ -91,56 +147,41 @@ Result<std::shared_ptr<Table>> TableBuilder::build(uint64_t epoch) {
   h.source_kind = source_.kind;
   h.source_offset = source_.replication_offset;
   h.source_replid = source_.replid.substr(0, table::hdr::kReplidLen);
-  h.db_count = static_cast<uint32_t>(dbs.size());
-  h.record_count = staged_.size();
-  h.slot_size = choice_.slot_size;
-  if (!staged_.empty()) {
-    const Staged& first = staged_.front();
-    h.rdb_version = dump::rdb_version({first.data + first.key_len, first.payload_len}).value_or(0);
-  } else if (!scripts_.function_payload.empty()) {
+  h.db_count = static_cast<uint32_t>(dbs_.size());
+  h.record_count = records_;
+  h.slot_size = slot_size_;
+  h.rdb_version = rdb_version_;
+  if (records_ == 0 && !scripts_.function_payload.empty()) {
     // No keys: the function payload's trailer still tells a client which
     // Redis can take it.
     h.rdb_version = dump::rdb_version(scripts_.function_payload).value_or(0);
   }
-  RRS_RETURN_IF_ERROR(table::plan_geometry(h, choice_.heap_bytes, scripts_bytes));
+  RRS_RETURN_IF_ERROR(table::plan_geometry(h, heap_used_, scripts_bytes));
   auto mem = PageBuffer::allocate(h.total_size);
   if (!mem.ok()) return mem.status();
   t->bytes = std::move(*mem);
+
+  // Slots and heap were written while the records arrived: their pages move
+  // into place. Bytes past what was written are fresh (zero) pages.
+  RRS_RETURN_IF_ERROR(slots_.resize(page_up(slots_used_)));
+  RRS_RETURN_IF_ERROR(slots_.move_into(t->bytes, h.slots_offset));
+  RRS_RETURN_IF_ERROR(heap_.resize(page_up(heap_used_)));
+  RRS_RETURN_IF_ERROR(heap_.move_into(t->bytes, h.heap_offset));
+
   std::byte* base = t->bytes.data();
-
-  for (size_t i = 0; i < dbs.size(); ++i)
-    table::encode_db_entry(
-        dbs[i], std::span<std::byte, table::kDbEntrySize>(base + h.dbdir_offset + i * table::kDbEntrySize,
-                                                          table::kDbEntrySize));
+  for (size_t i = 0; i < dbs_.size(); ++i)
+    table::encode_db_entry(dbs_[i], std::span<std::byte, table::kDbEntrySize>(
+                                        base + h.dbdir_offset + i * table::kDbEntrySize,
+                                        table::kDbEntrySize));
   h.dbdir_crc32c = crc32c(0, base + h.dbdir_offset, h.dbdir_size);
-
-  uint64_t heap_ref = 0;
-  for (uint64_t i = 0; i < staged_.size(); ++i) {
-    const Staged& s = staged_[i];
-    table::RecordIn r{s.db, {s.data, s.key_len}, {s.data + s.key_len, s.payload_len}, s.expire_at_ms};
-    std::span<std::byte> slot(base + h.slot_offset(i), h.slot_size);
-    if (table::fits_inline(h.slot_size, s.key_len, s.payload_len)) {
-      table::encode_inline_slot(r, slot);
-    } else {
-      table::encode_heap_slot(r, heap_ref, slot);
-      std::memcpy(base + h.heap_offset + heap_ref, s.data, s.key_len + s.payload_len);
-      heap_ref += table::heap_footprint(s.key_len, s.payload_len);
-    }
-  }
-
   if (scripts_bytes)
-    h.scripts_crc32c =
-        table::encode_scripts(scripts_, {base + h.scripts_offset, h.scripts_size});
+    h.scripts_crc32c = table::encode_scripts(scripts_, {base + h.scripts_offset, h.scripts_size});
 
+  choice_ = {slot_size_, records_ - heap_records_, heap_records_, heap_used_,
+             slots_used_ + heap_used_};
   h.state = table::State::kReady;
   table::encode_header(h, std::span<std::byte, table::kHeaderSize>(base, table::kHeaderSize));
-
-  staged_.clear();
-  staged_.shrink_to_fit();
-  blocks_.clear();
-  block_left_ = 0;
-  staged_bytes_ = 0;
-  scripts_ = {};
+  reset();
   return t;
 }
 

@@ -1,7 +1,10 @@
 // Builds one epoch of the mapping table from records handed over by a
-// snapshot source. Records are staged in an arena first, because the slot size
-// depends on all of them (proto/slot_size.h); then the table is written into
-// one page-aligned allocation, header last, so it is never seen half-built.
+// snapshot source, in DB order, as they arrive. Each record is written once,
+// straight to its final bytes: inline in its slot, or in the heap. The slot
+// size depends on the records (proto/slot_size.h), so it is chosen from the
+// first ones (a sample held back until then). Slots and heap grow in mappings
+// of their own; build() moves their pages into the table (no copy) and writes
+// the header last, so a table is never seen half-built.
 #pragma once
 
 #include <memory>
@@ -25,6 +28,8 @@ struct SourceInfo {
 class TableBuilder {
  public:
   void set_source(SourceInfo info) { source_ = std::move(info); }
+  // Records must come grouped by DB in increasing DB order (an RDB and the
+  // scan source both do); build() refuses a table whose order was broken.
   void add(uint32_t db, std::string_view key, std::string_view payload, int64_t expire_at_ms);
   // A record straight from an RDB: the DUMP payload is built in place from
   // the value's raw bytes (type, value, RDB version, CRC64).
@@ -36,33 +41,48 @@ class TableBuilder {
   // A Lua script body a pre-7.0 master shipped in its RDB, for SCRIPT LOAD.
   void add_lua_script(std::string body);
 
-  uint64_t record_count() const { return staged_.size(); }
-  uint64_t staged_bytes() const { return staged_bytes_; }
+  uint64_t record_count() const { return records_ + sample_.size(); }
+  uint64_t staged_bytes() const { return data_bytes_; }
 
-  // Lays out and writes the table; the staged records, functions and scripts
-  // are released.
+  // Lays out and returns the table; the builder is empty again afterwards.
   Result<std::shared_ptr<Table>> build(uint64_t epoch);
   // How the last build chose its slot size.
   const table::SlotSizeChoice& slot_choice() const { return choice_; }
 
  private:
-  struct Staged {
+  // The sample the slot size is chosen from: this many records or bytes.
+  static constexpr size_t kSampleRecords = 4096;
+  static constexpr uint64_t kSampleBytes = 8u << 20;
+
+  struct Held {  // a sampled record, until the slot size is known
     uint32_t db;
     uint32_t key_len;
-    uint64_t payload_len;
     int64_t expire_at_ms;
-    const char* data;  // key then payload, in the arena
+    std::string data;  // key then payload
   };
-  char* reserve(size_t bytes);
 
-  static constexpr size_t kArenaBlock = 64u << 20;
+  // Writes one record: `write(dst)` fills key_len + payload_len bytes.
+  template <typename Write>
+  void place(uint32_t db, uint64_t key_len, uint64_t payload_len, int64_t expire_at_ms,
+             Write&& write);
+  template <typename Write>
+  void append(uint32_t db, uint64_t key_len, uint64_t payload_len, int64_t expire_at_ms,
+              Write&& write);
+  void choose_slot_size();
+  std::byte* grow(PageBuffer& region, uint64_t& used, uint64_t bytes);
+  void reset();
+
   SourceInfo source_;
-  std::vector<std::unique_ptr<char[]>> blocks_;
-  size_t block_left_ = 0;
-  char* block_next_ = nullptr;
-  std::vector<Staged> staged_;
   table::Scripts scripts_;
-  uint64_t staged_bytes_ = 0;
+  std::vector<Held> sample_;
+  uint64_t sample_bytes_ = 0;
+  uint32_t slot_size_ = 0;  // 0 until chosen
+  PageBuffer slots_, heap_;
+  uint64_t slots_used_ = 0, heap_used_ = 0;
+  uint64_t records_ = 0, heap_records_ = 0, data_bytes_ = 0;
+  std::vector<table::DbEntry> dbs_;
+  uint16_t rdb_version_ = 0;
+  Status error_;  // sticky: memory could not grow, or the DB order broke
   table::SlotSizeChoice choice_;
 };
 

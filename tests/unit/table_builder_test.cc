@@ -45,11 +45,11 @@ std::vector<Rec> walk(const Table& t) {
 
 TEST(TableBuilder, RoundTripsInlineAndHeapRecordsAcrossDbs) {
   std::vector<Rec> in;
-  for (int i = 0; i < 500; ++i)
-    in.push_back({static_cast<uint32_t>(i % 3 == 0 ? 5 : 0), "key:" + std::to_string(i),
+  for (int i = 0; i < 500; ++i)  // DB 0 then DB 5, as an RDB or a scan hands them over
+    in.push_back({static_cast<uint32_t>(i < 330 ? 0 : 5), "key:" + std::to_string(i),
                   test::fake_payload(100, static_cast<char>('a' + i % 26)), i % 7 == 0 ? 1700000000000 + i : -1});
-  in.push_back({0, std::string("\0\r\n", 3), test::fake_payload(1, 'x'), -1});  // binary key
-  in.push_back({0, "", test::fake_payload(1, 'e'), -1});                         // empty key
+  in.push_back({5, std::string("\0\r\n", 3), test::fake_payload(1, 'x'), -1});  // binary key
+  in.push_back({5, "", test::fake_payload(1, 'e'), -1});                         // empty key
   in.push_back({15, "big", test::fake_payload(9u << 20, 'B'), -1});              // heap
   in.push_back({15, "medium", test::fake_payload(100000, 'M'), 1800000000000});  // heap
 
@@ -78,6 +78,48 @@ TEST(TableBuilder, RoundTripsInlineAndHeapRecordsAcrossDbs) {
       EXPECT_EQ(out[k].expire, r->expire);
       ++k;
     }
+}
+
+// Past the sample the slot size is fixed, records go straight to their
+// slots or the heap, and both regions grow (many times over) as they come.
+TEST(TableBuilder, RecordsAfterTheSampleAndGrowingRegions) {
+  std::vector<Rec> in;
+  for (int i = 0; i < 30000; ++i) {
+    uint32_t db = i < 10000 ? 0 : i < 20000 ? 3 : 9;
+    size_t size = i % 97 == 0 ? 20000 : 200 + i % 700;  // some go to the heap
+    in.push_back({db, "k" + std::to_string(i), test::fake_payload(size, static_cast<char>('a' + i % 26)),
+                  i % 5 == 0 ? 1700000000000 + i : -1});
+  }
+  TableBuilder b;
+  for (const Rec& r : in) b.add(r.db, r.key, r.payload, r.expire);
+  EXPECT_EQ(b.record_count(), in.size());
+  auto t = b.build(5);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_GT(b.slot_choice().heap_records, 300u);
+  EXPECT_EQ(b.slot_choice().inline_records + b.slot_choice().heap_records, in.size());
+  std::vector<Rec> out = walk(**t);
+  ASSERT_EQ(out.size(), in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    ASSERT_EQ(out[i].key, in[i].key) << i;
+    ASSERT_EQ(out[i].payload, in[i].payload) << i;
+    ASSERT_EQ(out[i].db, in[i].db) << i;
+    ASSERT_EQ(out[i].expire, in[i].expire) << i;
+  }
+  // The builder is empty again and makes a second, independent table.
+  b.add(1, "again", test::fake_payload(10, 'z'), -1);
+  auto second = b.build(6);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(walk(**second).size(), 1u);
+  EXPECT_EQ(walk(**t).size(), in.size());
+}
+
+TEST(TableBuilder, RefusesRecordsOutOfDbOrder) {
+  TableBuilder b;
+  for (int i = 0; i < 5000; ++i) b.add(2, "k" + std::to_string(i), test::fake_payload(20, 'a'), -1);
+  b.add(1, "late", test::fake_payload(20, 'a'), -1);
+  auto t = b.build(1);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("DB order"), std::string::npos) << t.status().message();
 }
 
 TEST(TableBuilder, EmptyKeyspaceMakesAValidEmptyTable) {

@@ -34,7 +34,7 @@ std::shared_ptr<Table> sample_table(uint64_t epoch, int records = 300) {
   TableBuilder b;
   b.set_source({"7.0.15", table::SourceKind::kScan, 0, {}});
   for (int i = 0; i < records; ++i)
-    b.add(i % 2, "key:" + std::to_string(i), test::fake_payload(200 + i % 50, static_cast<char>('a' + i % 26)), -1);
+    b.add(i < records / 2 ? 0 : 1, "key:" + std::to_string(i), test::fake_payload(200 + i % 50, static_cast<char>('a' + i % 26)), -1);
   b.add(3, "huge", test::fake_payload(3u << 20, 'H'), -1);  // bigger than a 1 MiB read
   b.set_function_payload(sample_functions(), 3);
   b.add_lua_script(kSampleScript);
