@@ -27,6 +27,9 @@ run "$build/tests/unit/transport_conformance_test" --gtest_filter='*/verbs'
 for t in sync_test target_policy_test auth_test fault_test; do
   run "$build/tests/integration/$t"
 done
+# A psync table over verbs, and a later epoch published after a full resync.
+run "$build/tests/integration/psync_source_test" \
+  --gtest_filter='*EveryTypeAndTheMastersReplicationPosition:*FullResyncOnReconnectPublishesANewEpoch'
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "verbs-suite: FAILED: ${failed[*]}" >&2
