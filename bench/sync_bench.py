@@ -10,8 +10,10 @@ full copy, --runs times:
   native-diskless  REPLICAOF; master forks and streams the RDB straight to
                    the replicas (repl-diskless-sync-max-replicas N: one fork
                    for all N); replicas load with repl-diskless-load swapdb
-  sidecar-tcp      rdma-server snapshots the master once per run (the epoch),
-                   then N rdma-clients load N replicas over TCP
+  sidecar-tcp      rdma-server snapshots the master once per run (the epoch;
+                   --sidecar-source psync by default: the master forks once
+                   and streams its RDB), then N rdma-clients load N replicas
+                   over TCP
   sidecar-verbs    the same over RDMA (needs --device / RRS_VERBS_ADDR)
   floor            a replica loading the master's prepared RDB from a fake
                    master that does nothing but send the file (rdb_feeder.py):
@@ -70,6 +72,8 @@ def parse_args(argv):
                    help=f"comma-separated, from {', '.join(SYSTEMS)}; auto: all, "
                         "sidecar-verbs only when an RDMA device is given or found")
     p.add_argument("--replicas", default="1,2,4", help="replica counts (default 1,2,4)")
+    p.add_argument("--sidecar-source", choices=("psync", "scan"), default="psync",
+                   help="rdma-server --source for the sidecar systems (default psync)")
     p.add_argument("--runs", type=int, default=3, help="repetitions; median, min, max reported")
     p.add_argument("--device", default=os.environ.get("RRS_VERBS_DEVICE"),
                    help="RDMA device for sidecar-verbs, e.g. mlx5_0 (default $RRS_VERBS_DEVICE)")
@@ -298,13 +302,20 @@ class Bench:
         verbs = system == "sidecar-verbs"
         host = self.a.verbs_addr if verbs else LOOPBACK
         self.wait_master_idle(ds)
+        # psync: the master forks for the sidecar at once, as for one replica.
+        self.master.call("CONFIG", "SET", "repl-diskless-sync", "yes")
+        self.master.call("CONFIG", "SET", "repl-diskless-sync-delay", "0")
         server = Sidecar(self.procs, f"rdma-server-{system}{run}", self.work)
         argv = [self.binary("server/rdma-server"), "--redis", f"{LOOPBACK}:{self.master.port}",
-                "--listen", host, "--source", "scan",
+                "--listen", host, "--source", self.a.sidecar_source,
                 "--transport", "verbs" if verbs else "tcp"]
         self.settle()
         cpu0 = self.master_cost_start()
         ready_s, line = server.start(argv, self.timeout_s(ds))
+        # psync: the master reaps its fork child just after the RDB is sent;
+        # only then is the child's CPU in the master's account (cstime).
+        wait_until("the master's fork child to be reaped",
+                   lambda: master_idle(self.master, replicas_allowed=1), self.timeout_s(ds))
         build_cost = self.master_cost_end(cpu0)
         fields = kv_fields(line)
         if fields.get("records") != str(ds.keys):
