@@ -79,11 +79,12 @@ TEST_F(PsyncTest, EveryTypeAndTheMastersReplicationPosition) {
   EXPECT_NE(slave.find("offset=" + want + ","), std::string::npos) << slave << " want " << want;
 }
 
-TEST_F(PsyncTest, DiskBasedFramingWithLength) {
+TEST_F(PsyncTest, DiskBasedFramingWithLengthAndAll16Dbs) {
   // Without diskless sync the master writes the RDB to disk and sends
   // "$<len>": the other framing.
   master_.run({"CONFIG", "SET", "repl-diskless-sync", "no"});
   fill_all_types(master_);
+  for (int db = 0; db < 16; ++db) fill_strings(master_, db, "every-db:", 20, 50);
   SidecarServer server(master_.address());
   ASSERT_TRUE(server.wait_ready()) << server.describe();
   expect_replica_equals_master(server.port());
