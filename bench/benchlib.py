@@ -6,12 +6,14 @@ to its `ready` line, and /proc CPU time and peak RSS.
 Standard library only. Every wall time in the benchmarks is time.monotonic()
 (CLOCK_MONOTONIC): never CPU time.
 """
+import atexit
 import os
 import re
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 LOOPBACK = "127.0.0.1"
@@ -379,3 +381,29 @@ def peak_rss_mb(pid):
     except OSError:
         pass
     return None
+
+
+def run_harness(name, make_bench):
+    """Runs a harness the way every bench script does: SIGTERM/SIGHUP exit
+    cleanly, every process it starts is stopped on exit, errors are printed as
+    `name: ...`. `make_bench()` returns an object with procs, run() and
+    cleanup(ok). Returns (bench, ok); bench is None if it could not start."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda s, _f: sys.exit(128 + s))
+    try:
+        bench = make_bench()
+    except BenchError as e:
+        print(f"{name}: {e}", file=sys.stderr)
+        return None, False
+    atexit.register(bench.procs.stop_all)
+    ok = False
+    try:
+        bench.run()
+        ok = True
+    except BenchError as e:
+        print(f"{name}: {e}", file=sys.stderr)
+    except (KeyboardInterrupt, SystemExit):
+        print(f"{name}: interrupted", file=sys.stderr)
+    finally:
+        bench.cleanup(ok)
+    return bench, ok

@@ -25,7 +25,6 @@ each and its DEBUG DIGEST at the start and the end. Writes
 bench/results/<date>-<host>-build.{md,csv}. See bench/README.md.
 """
 import argparse
-import atexit
 import csv
 import datetime
 import os
@@ -39,7 +38,7 @@ import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from benchlib import (LOOPBACK, BenchError, Procs, RedisServer, Sidecar, cpu_seconds, kv_fields,
+from benchlib import (run_harness, LOOPBACK, BenchError, Procs, RedisServer, Sidecar, cpu_seconds, kv_fields,
                       load_dataset, master_idle, peak_rss_mb, replica_synced, reset_peak_rss,
                       settle, tail, thread_cpu_seconds, wait_until)
 import report
@@ -505,24 +504,9 @@ def main(argv):
     a = parse_args(argv)
     command = shlex.join(["/usr/bin/python3",
                           os.path.relpath(os.path.abspath(__file__), REPO_DIR)] + argv)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda s, _f: sys.exit(128 + s))
-    try:
-        bench = BuildBench(a)
-    except BenchError as e:
-        print(f"build_bench: {e}", file=sys.stderr)
+    bench, ok = run_harness("build_bench", lambda: BuildBench(a))
+    if bench is None:
         return 2
-    atexit.register(bench.procs.stop_all)
-    ok = False
-    try:
-        bench.run()
-        ok = True
-    except BenchError as e:
-        print(f"build_bench: {e}", file=sys.stderr)
-    except (KeyboardInterrupt, SystemExit):
-        print("build_bench: interrupted", file=sys.stderr)
-    finally:
-        bench.cleanup(ok)
     if not bench.rows:
         return 1
     path, table = write_report(a, bench, command, ok)

@@ -27,13 +27,11 @@ build once per epoch. Every copy is checked (DBSIZE, DEBUG DIGEST). Writes
 bench/results/<date>-<host>.{md,csv} and PNG plots. See bench/README.md.
 """
 import argparse
-import atexit
 import datetime
 import os
 import re
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -41,7 +39,7 @@ import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from benchlib import (LOOPBACK, BenchError, Procs, RedisServer, Sidecar, cpu_seconds, kv_fields,
+from benchlib import (run_harness, LOOPBACK, BenchError, Procs, RedisServer, Sidecar, cpu_seconds, kv_fields,
                       load_dataset, master_idle, peak_rss_mb, replica_synced, reset_peak_rss,
                       settle, tail, wait_until)
 import report
@@ -459,24 +457,9 @@ class Bench:
 def main(argv):
     a = parse_args(argv)
     command = shlex.join(["python3", os.path.relpath(os.path.abspath(__file__), REPO_DIR)] + argv)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda s, _f: sys.exit(128 + s))
-    try:
-        bench = Bench(a)
-    except BenchError as e:
-        print(f"sync_bench: {e}", file=sys.stderr)
+    bench, ok = run_harness("sync_bench", lambda: Bench(a))
+    if bench is None:
         return 2
-    atexit.register(bench.procs.stop_all)
-    ok = False
-    try:
-        bench.run()
-        ok = True
-    except BenchError as e:
-        print(f"sync_bench: {e}", file=sys.stderr)
-    except (KeyboardInterrupt, SystemExit):
-        print("sync_bench: interrupted", file=sys.stderr)
-    finally:
-        bench.cleanup(ok)
     if not bench.rows:
         return 1
     stem = report.write(a, bench, command, datetime.date.today().isoformat(),
