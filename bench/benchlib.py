@@ -407,3 +407,20 @@ def run_harness(name, make_bench):
     finally:
         bench.cleanup(ok)
     return bench, ok
+
+
+def choose_pinning(a, roles):
+    """Checks --master-cpu / --replica-cpu against the CPUs we may use and
+    returns what is pinned where (`roles` describes it for the report); with
+    --no-pin, no taskset or one CPU, clears both and says why."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if a.no_pin or not shutil.which("taskset") or len(cpus) < 2:
+        why = ("--no-pin" if a.no_pin else "no taskset" if not shutil.which("taskset")
+               else "fewer than 2 CPUs")
+        a.master_cpu = a.replica_cpu = None
+        return f"nothing pinned ({why})"
+    for flag in ("master_cpu", "replica_cpu"):
+        if getattr(a, flag) not in cpus:
+            raise BenchError(f"--{flag.replace('_', '-')} {getattr(a, flag)}: "
+                             f"allowed CPUs are {cpus}")
+    return roles

@@ -38,7 +38,7 @@ import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from benchlib import (run_harness, LOOPBACK, BenchError, Procs, RedisServer, Sidecar, cpu_seconds, kv_fields,
+from benchlib import (choose_pinning, run_harness, LOOPBACK, BenchError, Procs, RedisServer, Sidecar, cpu_seconds, kv_fields,
                       load_dataset, master_idle, peak_rss_mb, replica_synced, reset_peak_rss,
                       settle, tail, thread_cpu_seconds, wait_until)
 import report
@@ -150,7 +150,10 @@ class BuildBench:
         self.a = args
         for rel in ("bench/gen_dataset", "server/rdma-server"):
             self.binary(rel)  # fail before minutes of work, not after
-        self.pinning = self._pinning()
+        self.pinning = choose_pinning(args, (
+            f"master redis-server: CPU {args.master_cpu} (its fork child inherits it); the "
+            f"receiver (rdma-server, or the native replica redis-server) and gen_dataset: "
+            f"CPU {args.replica_cpu}, so each source has the same two cores in the same roles"))
         self.procs = Procs()
         self.work = tempfile.mkdtemp(prefix="build_bench.")
         self.rows = []
@@ -167,22 +170,6 @@ class BuildBench:
                              f"{self.a.build_dir} -G Ninja -DCMAKE_BUILD_TYPE=Release && "
                              f"cmake --build {self.a.build_dir})")
         return path
-
-    def _pinning(self):
-        a = self.a
-        cpus = sorted(os.sched_getaffinity(0))
-        if a.no_pin or not shutil.which("taskset") or len(cpus) < 2:
-            why = ("--no-pin" if a.no_pin else "no taskset" if not shutil.which("taskset")
-                   else "fewer than 2 CPUs")
-            a.master_cpu = a.replica_cpu = None
-            return f"nothing pinned ({why})"
-        for flag in ("master_cpu", "replica_cpu"):
-            if getattr(a, flag) not in cpus:
-                raise BenchError(f"--{flag.replace('_', '-')} {getattr(a, flag)}: "
-                                 f"allowed CPUs are {cpus}")
-        return (f"master redis-server: CPU {a.master_cpu} (its fork child inherits it); the "
-                f"receiver (rdma-server, or the native replica redis-server) and gen_dataset: "
-                f"CPU {a.replica_cpu}, so each source has the same two cores in the same roles")
 
     def pin(self):
         return [] if self.a.replica_cpu is None else ["taskset", "-c", str(self.a.replica_cpu)]

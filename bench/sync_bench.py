@@ -39,7 +39,7 @@ import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from benchlib import (run_harness, LOOPBACK, BenchError, Procs, RedisServer, Sidecar, cpu_seconds, kv_fields,
+from benchlib import (choose_pinning, run_harness, LOOPBACK, BenchError, Procs, RedisServer, Sidecar, cpu_seconds, kv_fields,
                       load_dataset, master_idle, peak_rss_mb, replica_synced, reset_peak_rss,
                       settle, tail, wait_until)
 import report
@@ -160,7 +160,11 @@ class Bench:
         self.a = args
         for rel in ("bench/gen_dataset", "server/rdma-server", "client/rdma-client"):
             self.binary(rel)  # fail before minutes of work, not after
-        self.pinning = self._pinning()
+        self.pinning = choose_pinning(args, (
+            f"master redis-server: CPU {args.master_cpu} (its fork children inherit it); every "
+            f"replica redis-server and gen_dataset: CPU {args.replica_cpu}; rdma-server, "
+            "rdma-client, rdb_feeder: unpinned (the scheduler places them). With 2 cores, "
+            "replicas syncing at once share one core, as they would share a replica host."))
         self.procs = Procs()
         self.work = tempfile.mkdtemp(prefix="sync_bench.")
         self.rows = []         # one dict per replica per sync
@@ -171,23 +175,6 @@ class Bench:
         self.master = None
 
     # ---- setup -------------------------------------------------------------
-
-    def _pinning(self):
-        a = self.a
-        cpus = sorted(os.sched_getaffinity(0))
-        if a.no_pin or not shutil.which("taskset") or len(cpus) < 2:
-            why = ("--no-pin" if a.no_pin else "no taskset" if not shutil.which("taskset")
-                   else "fewer than 2 CPUs")
-            a.master_cpu = a.replica_cpu = None
-            return f"nothing pinned ({why})"
-        for flag in ("master_cpu", "replica_cpu"):
-            if getattr(a, flag) not in cpus:
-                raise BenchError(f"--{flag.replace('_', '-')} {getattr(a, flag)}: "
-                                 f"allowed CPUs are {cpus}")
-        return (f"master redis-server: CPU {a.master_cpu} (its fork children inherit it); every "
-                f"replica redis-server and gen_dataset: CPU {a.replica_cpu}; rdma-server, "
-                "rdma-client, rdb_feeder: unpinned (the scheduler places them). With 2 cores, "
-                "replicas syncing at once share one core, as they would share a replica host.")
 
     def binary(self, rel):
         path = os.path.join(self.a.build_dir, rel)

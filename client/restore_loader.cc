@@ -47,13 +47,10 @@ std::string printable_key(std::string_view k) {
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
-// Redis Functions came with 7.0. A version string we cannot parse gets the
-// benefit of the doubt: FUNCTION RESTORE itself will say if it is missing.
+// Redis Functions came with 7.0 (RDB 10). A version string we cannot parse
+// gets the benefit of the doubt: FUNCTION RESTORE itself will say.
 bool has_functions(std::string_view redis_version) {
-  unsigned major = 0;
-  auto [p, ec] = std::from_chars(redis_version.data(),
-                                 redis_version.data() + redis_version.size(), major);
-  return ec != std::errc() || major >= 7;
+  return dump::max_rdb_for_redis(redis_version).value_or(10) >= 10;
 }
 
 std::string first_line(std::string_view s) {

@@ -3,23 +3,14 @@
 #include <array>
 #include <cstring>
 
+#include "proto/crc_tables.h"
+
 namespace rrs {
 namespace {
 
 constexpr uint32_t kPoly = 0x82f63b78;  // reflected Castagnoli polynomial
 
-constexpr std::array<std::array<uint32_t, 256>, 8> make_tables() {
-  std::array<std::array<uint32_t, 256>, 8> t{};
-  for (uint32_t i = 0; i < 256; ++i) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ kPoly : c >> 1;
-    t[0][i] = c;
-  }
-  for (uint32_t i = 0; i < 256; ++i)
-    for (size_t s = 1; s < 8; ++s) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xff];
-  return t;
-}
-constexpr auto kTables = make_tables();
+constexpr auto kTables = slicing8_tables<uint32_t>(kPoly);
 
 uint32_t crc32c_portable(uint32_t crc, const unsigned char* p, size_t len) {
   while (len >= 8) {  // slicing-by-8

@@ -3,6 +3,8 @@
 #include <array>
 #include <cstring>
 
+#include "proto/crc_tables.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -48,18 +50,7 @@ constexpr uint64_t xpow(uint64_t n, unsigned shift = 0) {
   return r;
 }
 
-constexpr std::array<std::array<uint64_t, 256>, 8> make_tables() {
-  std::array<std::array<uint64_t, 256>, 8> t{};
-  for (uint64_t i = 0; i < 256; ++i) {
-    uint64_t c = i;
-    for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ kPoly : c >> 1;
-    t[0][i] = c;
-  }
-  for (size_t i = 0; i < 256; ++i)
-    for (size_t s = 1; s < 8; ++s) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xff];
-  return t;
-}
-constexpr auto kTables = make_tables();
+constexpr auto kTables = slicing8_tables<uint64_t>(kPoly);
 
 uint64_t crc64_slicing8(uint64_t crc, const unsigned char* p, size_t len) {
   while (len >= 8) {

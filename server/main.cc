@@ -13,10 +13,10 @@
 #include "common/rdma_device.h"
 #include "common/tcp_table_server.h"
 #include "common/verbs_table_server.h"
+#include "server/loop_mailbox.h"
 #include "server/psync_source.h"
 #include "server/scan_source.h"
 #include "server/server_config.h"
-#include "server/table_mailbox.h"
 
 using namespace rrs;
 
@@ -161,11 +161,9 @@ int main(int argc, char** argv) {
   // builds the next epoch, which the loop publishes (the old one retires).
   std::atomic<bool> stop{false};
   std::thread follower;
-  std::unique_ptr<TableMailbox> mailbox;
+  std::unique_ptr<LoopMailbox> mailbox;
   if (psync) {
-    auto box = TableMailbox::create(base.get(), [&](TablePtr next) {
-      if (Status s = publish_everywhere(*servers, next); !s.ok()) log::error(s.message());
-    });
+    auto box = LoopMailbox::create(base.get());
     if (!box.ok()) return fail(box.status());
     mailbox = std::move(*box);
     follower = std::thread([&] {
@@ -173,10 +171,13 @@ int main(int argc, char** argv) {
         auto t1 = Clock::now();
         auto built = next.build(next_epoch());
         if (!built.ok()) return log::error("build the new table: " + built.status().message());
-        print_table_line("published", (*built)->header, next_stats, seconds_since(t1));
-        std::printf("\n");
-        std::fflush(stdout);
-        mailbox->post(*built);
+        double next_build_s = seconds_since(t1);
+        mailbox->post([&servers, table = *built, next_stats, next_build_s] {
+          if (Status s = publish_everywhere(*servers, table); !s.ok()) return log::error(s.message());
+          print_table_line("published", table->header, next_stats, next_build_s);
+          std::printf("\n");
+          std::fflush(stdout);
+        });
       });
     });
   }

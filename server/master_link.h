@@ -78,7 +78,6 @@ class MasterLink {
   // plus every stream byte received since. REPLCONF ACK reports it.
   uint64_t offset() const { return offset_; }
   const std::string& replid() const { return replid_; }
-  const Endpoint& master() const { return master_; }
 
  private:
   MasterLink(UniqueFd fd, Endpoint master, MasterLinkOptions opts)

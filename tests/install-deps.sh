@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs what building, testing and running the demo need, from Debian 12's
-# packages. Idempotent: does nothing when everything is already there.
+# packages, plus any package names given as arguments (tests/fuzz/run.sh adds
+# clang's). Idempotent: does nothing when everything is already there.
 set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
   libhiredis-dev libevent-dev libibverbs-dev librdmacm-dev libgtest-dev
   redis-server redis-tools python3
+  "$@"
 )
 
 missing=()

@@ -12,7 +12,8 @@ cd "$(dirname "$0")/../.."
 secs=${1:-60}
 build=${RRS_FUZZ_BUILD:-build-fuzz}
 
-bash tests/fuzz/install-fuzz-deps.sh
+# clang 14 and its runtimes for libFuzzer, ASan and UBSan.
+bash tests/install-deps.sh clang libclang-rt-14-dev
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DRRS_FUZZ=ON >/dev/null
 cmake --build "$build"
 

@@ -1,0 +1,37 @@
+// Hands work from another thread to the libevent loop, which alone may touch
+// the table servers: a new epoch built after the master asked for a full
+// resync is published (and announced) from here. A pipe wakes the loop.
+#pragma once
+
+#include <event2/event.h>
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "common/socket.h"
+#include "common/status.h"
+
+namespace rrs {
+
+class LoopMailbox {
+ public:
+  using Job = std::function<void()>;
+  static Result<std::unique_ptr<LoopMailbox>> create(event_base* base);
+  ~LoopMailbox();
+
+  // Any thread: `job` runs on the loop thread, in the order posted.
+  void post(Job job);
+
+ private:
+  LoopMailbox() = default;
+  static void on_wake(evutil_socket_t fd, short, void* self);
+
+  UniqueFd read_end_, write_end_;
+  event* event_ = nullptr;
+  std::mutex mu_;
+  std::deque<Job> jobs_;
+};
+
+}  // namespace rrs
