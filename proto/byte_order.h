@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 namespace rrs::wire {
 
@@ -34,6 +35,19 @@ inline void store_i64(std::byte* p, int64_t v) { store_u64(p, static_cast<uint64
 inline void store_text(std::byte* p, size_t width, const char* s, size_t len) {
   std::memset(p, 0, width);
   std::memcpy(p, s, len < width ? len : width);
+}
+
+// The text of a fixed-width, NUL-padded field.
+inline std::string load_text(const std::byte* p, size_t width) {
+  size_t n = 0;
+  while (n < width && p[n] != std::byte{0}) ++n;
+  return std::string(reinterpret_cast<const char*>(p), n);
+}
+
+inline bool is_printable(const std::string& s) {
+  for (unsigned char c : s)
+    if (c < 0x20 || c > 0x7e) return false;
+  return true;
 }
 
 }  // namespace rrs::wire

@@ -90,6 +90,10 @@ void append_descriptor(std::string& out, uint32_t request_id, const Descriptor& 
   wire::store_u32(b + 24, m.rkey);
   wire::store_u16(b + 28, m.layout_version);
   wire::store_u16(b + 30, static_cast<uint16_t>(m.transport));
+  wire::store_u64(b + 32, m.log_id);
+  wire::store_u64(b + 40, m.log_length);
+  wire::store_u64(b + 48, m.log_addr);
+  wire::store_u32(b + 56, m.log_rkey);
   append_frame_header(out, MsgType::kDescriptor, kDescriptorSize, request_id);
   append_body(out, b);
 }
@@ -99,6 +103,7 @@ void append_read(std::string& out, uint32_t request_id, const ReadRequest& m) {
   wire::store_u64(b + 0, m.epoch);
   wire::store_u64(b + 8, m.offset);
   wire::store_u32(b + 16, m.length);
+  wire::store_u32(b + 20, static_cast<uint32_t>(m.region));
   append_frame_header(out, MsgType::kRead, kReadSize, request_id);
   append_body(out, b);
 }
@@ -160,7 +165,7 @@ Result<HelloOk> decode_hello_ok(std::span<const std::byte> body) {
 
 Result<Descriptor> decode_descriptor(std::span<const std::byte> body) {
   RRS_RETURN_IF_ERROR(check_size("DESCRIPTOR", body, kDescriptorSize));
-  if (!all_zero(body.subspan(32))) return bad("DESCRIPTOR", "reserved bytes are set");
+  if (!all_zero(body.subspan(60))) return bad("DESCRIPTOR", "reserved bytes are set");
   Descriptor m;
   m.epoch = load_u64(&body[0]);
   m.table_length = load_u64(&body[8]);
@@ -172,16 +177,25 @@ Result<Descriptor> decode_descriptor(std::span<const std::byte> body) {
       t != static_cast<uint16_t>(TransportKind::kVerbs))
     return bad("DESCRIPTOR", "unknown transport " + std::to_string(t));
   m.transport = static_cast<TransportKind>(t);
+  m.log_id = load_u64(&body[32]);
+  m.log_length = load_u64(&body[40]);
+  m.log_addr = load_u64(&body[48]);
+  m.log_rkey = load_u32(&body[56]);
+  if (m.log_id == 0 && (m.log_length || m.log_addr || m.log_rkey))
+    return bad("DESCRIPTOR", "change log fields set without a log id");
   return m;
 }
 
 Result<ReadRequest> decode_read(std::span<const std::byte> body) {
   RRS_RETURN_IF_ERROR(check_size("READ", body, kReadSize));
-  if (!all_zero(body.subspan(20))) return bad("READ", "reserved bytes are set");
   ReadRequest m;
   m.epoch = load_u64(&body[0]);
   m.offset = load_u64(&body[8]);
   m.length = load_u32(&body[16]);
+  uint32_t region = load_u32(&body[20]);
+  if (region > static_cast<uint32_t>(Region::kChangeLog))
+    return bad("READ", "unknown region " + std::to_string(region));
+  m.region = static_cast<Region>(region);
   return m;
 }
 

@@ -14,11 +14,15 @@
 //   HELLO_OK     s->c 16 B: version u16, reserved u16, max_read_len u32,
 //                           max_in_flight u32, keepalive_interval_ms u32 (0: none)
 //   GET_DESCRIPTOR c->s 0 B
-//   DESCRIPTOR   s->c 48 B: epoch u64, table_length u64, remote_addr u64 (verbs;
+//   DESCRIPTOR   s->c 64 B: epoch u64, table_length u64, remote_addr u64 (verbs;
 //                           0 over TCP), rkey u32 (verbs; 0 over TCP),
-//                           layout_version u16, transport u16, reserved 16 B
-//   READ         c->s 24 B: epoch u64, offset u64, length u32, reserved u32
-//   READ_DATA    s->c `length` bytes of the table at `offset`
+//                           layout_version u16, transport u16,
+//                           log_id u64 (0: no change log), log_length u64,
+//                           log_addr u64 (verbs; 0 over TCP), log_rkey u32
+//                           (verbs; 0 over TCP), reserved u32
+//   READ         c->s 24 B: epoch u64 (region 1: the log id), offset u64,
+//                           length u32, region u32 (0 table, 1 change log)
+//   READ_DATA    s->c `length` bytes of the region at `offset`
 //   ERROR        s->c 8+n B: code u32 (ErrorCode), reserved u32, n bytes of text
 //                           (n <= kMaxErrorText); the server closes after it
 //                           unless the code is kEpochGone
@@ -39,9 +43,9 @@
 namespace rrs::control {
 
 inline constexpr uint8_t kMagic[4] = {'R', 'S', 'C', '1'};
-inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr uint16_t kProtocolVersion = 2;  // 2: the change log
 inline constexpr size_t kFrameHeaderSize = 16;
-inline constexpr size_t kHelloSize = 16, kHelloOkSize = 16, kDescriptorSize = 48,
+inline constexpr size_t kHelloSize = 16, kHelloOkSize = 16, kDescriptorSize = 64,
                         kReadSize = 24, kErrorFixedSize = 8, kKeepaliveSize = 8;
 // A keepalive travels as one whole frame in one SEND.
 inline constexpr size_t kKeepaliveMessageSize = kFrameHeaderSize + kKeepaliveSize;
@@ -106,12 +110,22 @@ struct Descriptor {
   uint32_t rkey = 0;
   uint16_t layout_version = 0;
   TransportKind transport = TransportKind::kTcp;
+  // The change log continuing this epoch (proto/change_log_layout.h); id 0
+  // when there is none (a scan-sourced table).
+  uint64_t log_id = 0;
+  uint64_t log_length = 0;
+  uint64_t log_addr = 0;
+  uint32_t log_rkey = 0;
 };
 
+// What a READ reads: the epoch's table or its change log.
+enum class Region : uint32_t { kTable = 0, kChangeLog = 1 };
+
 struct ReadRequest {
-  uint64_t epoch = 0;
+  uint64_t epoch = 0;  // the table's epoch, or the log's id for kChangeLog
   uint64_t offset = 0;
   uint32_t length = 0;
+  Region region = Region::kTable;
 };
 
 struct ErrorMsg {

@@ -75,18 +75,6 @@ std::string_view as_chars(std::span<const std::byte> b) {
   return {reinterpret_cast<const char*>(b.data()), b.size()};
 }
 
-std::string text_field(const std::byte* p, size_t width) {
-  size_t n = 0;
-  while (n < width && p[n] != std::byte{0}) ++n;
-  return std::string(reinterpret_cast<const char*>(p), n);
-}
-
-bool printable(const std::string& s) {
-  for (unsigned char c : s)
-    if (c < 0x20 || c > 0x7e) return false;
-  return true;
-}
-
 }  // namespace
 
 bool fits_inline(uint32_t slot_size, uint64_t key_len, uint64_t payload_len) {
@@ -216,7 +204,7 @@ Result<Header> decode_header(std::span<const std::byte> bytes, uint64_t region_l
   h.state = State::kReady;
   h.epoch = load_u64(p + hdr::kEpoch);
   h.created_unix_ms = load_u64(p + hdr::kCreatedMs);
-  h.redis_version = text_field(p + hdr::kRedisVersion, hdr::kRedisVersionLen);
+  h.redis_version = wire::load_text(p + hdr::kRedisVersion, hdr::kRedisVersionLen);
   h.rdb_version = load_u32(p + hdr::kRdbVersion);
   h.db_count = load_u32(p + hdr::kDbCount);
   h.record_count = load_u64(p + hdr::kRecordCount);
@@ -230,7 +218,7 @@ Result<Header> decode_header(std::span<const std::byte> bytes, uint64_t region_l
   h.heap_offset = load_u64(p + hdr::kHeapOffset);
   h.heap_size = load_u64(p + hdr::kHeapSize);
   h.source_offset = load_u64(p + hdr::kSourceOffset);
-  h.source_replid = text_field(p + hdr::kSourceReplid, hdr::kReplidLen);
+  h.source_replid = wire::load_text(p + hdr::kSourceReplid, hdr::kReplidLen);
   h.dbdir_crc32c = load_u32(p + hdr::kDbdirCrc);
   h.scripts_offset = load_u64(p + hdr::kScriptsOffset);
   h.scripts_size = load_u64(p + hdr::kScriptsSize);
@@ -241,7 +229,7 @@ Result<Header> decode_header(std::span<const std::byte> bytes, uint64_t region_l
     return bad_header("unknown source kind " + std::to_string(source));
   h.source_kind = static_cast<SourceKind>(source);
 
-  if (!printable(h.redis_version) || !printable(h.source_replid))
+  if (!wire::is_printable(h.redis_version) || !wire::is_printable(h.source_replid))
     return bad_header("version or replid field is not printable ASCII");
   if (!all_zero(p + hdr::kReserved, hdr::kReservedLen))
     return bad_header("reserved bytes are not zero");

@@ -29,13 +29,22 @@ TEST(Control, MessagesRoundTrip) {
   EXPECT_EQ(hello->max_version, 3);
 
   f.clear();
-  append_descriptor(f, 1, {99, 1 << 20, 0xdeadbeef, 0x1234, 1, TransportKind::kVerbs});
+  append_descriptor(f, 1, {99, 1 << 20, 0xdeadbeef, 0x1234, 1, TransportKind::kVerbs,
+                           0x0102030405060708ull, (1 << 20) + 128, 0xfeedface, 0x5678});
   auto d = decode_descriptor(bytes(f, kFrameHeaderSize));
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->epoch, 99u);
   EXPECT_EQ(d->remote_addr, 0xdeadbeefu);
   EXPECT_EQ(d->rkey, 0x1234u);
   EXPECT_EQ(d->transport, TransportKind::kVerbs);
+  EXPECT_EQ(d->log_id, 0x0102030405060708ull);
+  EXPECT_EQ(d->log_length, (1u << 20) + 128);
+  EXPECT_EQ(d->log_addr, 0xfeedfaceu);
+  EXPECT_EQ(d->log_rkey, 0x5678u);
+  // Change log fields without a log id are garbage.
+  f.clear();
+  append_descriptor(f, 1, {99, 1 << 20, 0, 0, 1, TransportKind::kTcp, 0, 4096});
+  EXPECT_FALSE(decode_descriptor(bytes(f, kFrameHeaderSize)).ok());
 
   f.clear();
   append_read(f, 2, {5, 4096, 65536});
@@ -43,6 +52,13 @@ TEST(Control, MessagesRoundTrip) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->offset, 4096u);
   EXPECT_EQ(r->length, 65536u);
+  EXPECT_EQ(r->region, Region::kTable);
+  f.clear();
+  append_read(f, 2, {7, 128, 64, Region::kChangeLog});
+  r = decode_read(bytes(f, kFrameHeaderSize));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->region, Region::kChangeLog);
+  EXPECT_EQ(r->epoch, 7u);
 
   f.clear();
   append_error(f, 3, {ErrorCode::kOutOfRange, std::string("bad\x01range")});
@@ -79,12 +95,13 @@ TEST(Control, RejectsMalformedFrames) {
   EXPECT_FALSE(decode_frame_header(bytes(f, 0, 15), kMaxRequestBody).ok());
   EXPECT_FALSE(decode_read(bytes(f, kFrameHeaderSize, 23)).ok());
   bad = f;
-  bad[kFrameHeaderSize + 22] = 1;  // reserved
+  bad[kFrameHeaderSize + 20] = 2;  // no such region
   EXPECT_FALSE(decode_read(bytes(bad, kFrameHeaderSize)).ok());
   EXPECT_FALSE(decode_hello(bytes(std::string(16, '\0'), 0)).ok() &&
                false);  // all-zero hello is min=max=0: decodes, negotiation refuses
   EXPECT_FALSE(negotiate_version({0, 0}).ok());
-  EXPECT_FALSE(negotiate_version({2, 5}).ok());
+  EXPECT_FALSE(negotiate_version({kProtocolVersion + 1, 5}).ok());
+  EXPECT_FALSE(negotiate_version({1, 1}).ok());  // before the change log
   EXPECT_TRUE(negotiate_version({1, 5}).ok());
   EXPECT_FALSE(decode_hello_ok(bytes(std::string(16, '\0'))).ok());
   EXPECT_FALSE(decode_error(bytes(std::string(4, '\0'))).ok());
