@@ -41,6 +41,16 @@ Options:
                           prints `fetched keys=N functions=L scripts=S
                           table_bytes=B ... MBps=X`
                           (the transfer alone, no Redis needed)
+  --follow                after the sync, keep the target in step with the
+                          master: tail rdma-server's change log (the master's
+                          replication stream) and apply it, until SIGINT or
+                          SIGTERM (which stop after the current batch, exit
+                          0). A follower that falls behind the log, or whose
+                          sidecar or master began a new history, resyncs
+                          from the newest table (flushing the target) on its
+                          own. Needs rdma-server --source psync.
+  --status-interval SECS  --follow: seconds between status lines (default 5;
+                          0: none)
   --quiet                 no progress output
   -h, --help              this text
 
@@ -49,6 +59,11 @@ Output: progress on stderr; on stdout one summary line:
          failed=N seconds=S transfer_s=T MBps=X keys_per_s=Y epoch=E
   (functions: libraries restored; scripts: Lua scripts loaded; seconds: start
   to last key loaded; transfer_s: start to last table byte read)
+With --follow, then a line per status interval:
+  following offset=O lag_bytes=B lag_ms=M commands=N resyncs=R log_id=L
+  (offset: the master's replication offset the target has reached; lag_bytes:
+  stream bytes the sidecar holds that are not applied yet; lag_ms: how long
+  the oldest of them has been waiting, 0 when caught up)
 Exit codes: 0 every record loaded or knowingly skipped; 1 some records were
 not loaded (listed on stderr); 2 bad usage; 3 server or Redis unreachable,
 auth refused, or timeout; 4 the table failed validation; 5 the target cannot
@@ -72,7 +87,8 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
                args.number("--io-timeout", 1, 86400, io_s) ||
                args.size("--chunk-size", 4096, control::kMaxReadLength, c.chunk_size) ||
                args.number("--in-flight", 1, 1024, c.in_flight) ||
-               args.number("--retries", 0, 1000, c.retries)) {
+               args.number("--retries", 0, 1000, c.retries) ||
+               args.number("--status-interval", 0, 86400, c.status_interval_s)) {
     } else if (args.flag("--flush") || args.flag("--merge")) {
       TargetPolicy p = args.previous() == "--flush" ? TargetPolicy::kFlush : TargetPolicy::kMerge;
       if (c.policy != TargetPolicy::kRequireEmpty && c.policy != p)
@@ -86,6 +102,8 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
       c.quiet = true;
     } else if (args.flag("--no-load")) {
       c.no_load = true;
+    } else if (args.flag("--follow")) {
+      c.follow = true;
     } else if (args.is_flag()) {
       args.unknown();
     } else {
@@ -96,6 +114,11 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
   c.connect_timeout = std::chrono::seconds(connect_s);
   c.io_timeout = std::chrono::seconds(io_s);
   if (c.help) return c;
+  if (c.follow && c.no_load) return Status::error("arguments", "--follow needs a target: drop --no-load");
+  if (c.follow && c.policy == TargetPolicy::kMerge)
+    return Status::error("arguments",
+                         "--follow replaces the target's data when it must resync, which --merge "
+                         "promises not to do: use --flush or an empty target");
   if (positional.size() != 2)
     return Status::error("arguments", "expected <server-ip> <server-port>, got " +
                                           std::to_string(positional.size()) + " positional arguments");

@@ -43,6 +43,11 @@ struct ClientConfig {
   bool no_load = false;
   // --quiet: no progress output, only the summary and errors.
   bool quiet = false;
+  // --follow: after the sync, keep applying the master's stream from the
+  // sidecar's change log until SIGINT/SIGTERM.
+  bool follow = false;
+  // --status-interval: seconds between follow mode's status lines (0: none).
+  uint32_t status_interval_s = 5;
   bool help = false;
 };
 

@@ -106,7 +106,7 @@ int run_fetch_only(const ClientConfig& config, Clock::time_point t0) {
 
 }  // namespace
 
-int run_full_sync(const ClientConfig& config) {
+int run_full_sync(const ClientConfig& config, SyncedTable* synced) {
   const auto t0 = Clock::now();
   if (config.no_load) return run_fetch_only(config, t0);
   auto creds = load_credentials(config.redis_auth_file, kClientAuthEnv);
@@ -179,6 +179,10 @@ int run_full_sync(const ClientConfig& config) {
                std::to_string(h.record_count + info.scripts.lua_scripts.size()) +
                " records and scripts were not loaded (see above); the target is incomplete");
     return exit_code::kPartial;
+  }
+  if (synced) {
+    synced->header = h;
+    synced->reader = std::move((*remote)->reader);
   }
   return exit_code::kOk;
 }

@@ -3,10 +3,22 @@
 // the same time. Returns the process exit code; prints the summary.
 #pragma once
 
+#include <memory>
+
 #include "client/client_config.h"
+#include "common/transport.h"
 
 namespace rrs {
 
-int run_full_sync(const ClientConfig& config);
+// What a full sync leaves for follow mode: the connection to the sidecar and
+// the header of the table that was loaded (its offset and replid).
+struct SyncedTable {
+  std::unique_ptr<TableReader> reader;
+  table::Header header;
+};
+
+// `synced`, if given, receives the connection and header after a sync that
+// loaded every record.
+int run_full_sync(const ClientConfig& config, SyncedTable* synced = nullptr);
 
 }  // namespace rrs

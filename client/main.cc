@@ -1,8 +1,10 @@
-// rdma-client <server-ip> <server-port>: full sync of a replica from the sidecar.
+// rdma-client <server-ip> <server-port>: full sync of a replica from the
+// sidecar, and with --follow, the master's stream after it.
 #include <csignal>
 #include <cstdio>
 
 #include "client/client_config.h"
+#include "client/follow.h"
 #include "client/full_sync.h"
 #include "common/exit_codes.h"
 #include "common/log.h"
@@ -21,5 +23,5 @@ int main(int argc, char** argv) {
     return exit_code::kOk;
   }
   std::signal(SIGPIPE, SIG_IGN);
-  return run_full_sync(*config);
+  return config->follow ? run_follow(*config) : run_full_sync(*config);
 }

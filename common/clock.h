@@ -19,4 +19,10 @@ inline int64_t unix_ms() {
       .count();
 }
 
+inline int64_t unix_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace rrs

@@ -78,7 +78,7 @@ Status RedisClient::io_error(const std::string& step) const {
                        ctx_->errstr[0] ? ctx_->errstr : "connection lost", ctx_->err == REDIS_ERR_IO ? errno : 0);
 }
 
-void RedisClient::append(const std::vector<std::string_view>& argv) {
+void RedisClient::append(std::span<const std::string_view> argv) {
   std::vector<const char*> ptrs;
   std::vector<size_t> lens;
   ptrs.reserve(argv.size());

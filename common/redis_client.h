@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,7 +43,8 @@ class RedisClient {
   Result<ReplyPtr> command(const std::vector<std::string_view>& argv);
   // Pipelining: append any number of commands, then get their replies in order.
   // Error replies are returned as replies here; the caller decides.
-  void append(const std::vector<std::string_view>& argv);
+  void append(std::span<const std::string_view> argv);
+  void append(const std::vector<std::string_view>& argv) { append(std::span(argv)); }
   Result<ReplyPtr> get_reply();
 
   // INFO <section> parsed into "field:value" lookups.

@@ -1,10 +1,12 @@
-// One published epoch of the mapping table: its bytes (immutable once ready)
-// and the header they start with. Shared by every transport and client that
-// reads it; freed when the last reader lets go.
+// One published epoch of the mapping table: its bytes (immutable once ready),
+// the header they start with, and the change log that continues it. Shared
+// by every transport and client that reads it; freed when the last reader
+// lets go.
 #pragma once
 
 #include <memory>
 
+#include "common/change_log.h"
 #include "common/page_buffer.h"
 #include "proto/table_layout.h"
 
@@ -13,6 +15,10 @@ namespace rrs {
 struct Table {
   table::Header header;
   PageBuffer bytes;  // header.total_size bytes, page aligned
+  // The change log that continues this table from header.source_offset, or
+  // null (scan source: there is no stream). Epochs built from one unbroken
+  // stream share it.
+  ChangeLogPtr log;
   uint64_t epoch() const { return header.epoch; }
 };
 

@@ -83,7 +83,9 @@ Status TcpTableReader::server_error(uint32_t body_len) {
   if (!e.ok()) return e.status().as(ErrorKind::kBadData);
   return Status::error("rdma-server answered",
                        std::string(control::error_code_name(e->code)) + ": " + e->text)
-      .as(e->code == control::ErrorCode::kNotReady ? ErrorKind::kUnavailable : ErrorKind::kBadData);
+      .as(e->code == control::ErrorCode::kNotReady || e->code == control::ErrorCode::kEpochGone
+              ? ErrorKind::kUnavailable  // not the data's fault: fetch the descriptor again
+              : ErrorKind::kBadData);
 }
 
 Status TcpTableReader::read_expected(MsgType want, std::span<std::byte> body,
@@ -106,8 +108,10 @@ Status TcpTableReader::post_reads(std::span<const TableRead> batch) {
     if (pending_.size() >= hello_.max_in_flight)
       return Status::error("post read", "more than max_in_flight reads outstanding");
     uint32_t rid = next_request_id_++;
+    const bool log = r.region == control::Region::kChangeLog;
     control::append_read(out_, rid,
-                         {descriptor_.epoch, r.offset, static_cast<uint32_t>(r.dst.size())});
+                         {log ? descriptor_.log_id : descriptor_.epoch, r.offset,
+                          static_cast<uint32_t>(r.dst.size()), r.region});
     pending_.emplace(rid, Pending{r.id, r.dst});
   }
   return {};

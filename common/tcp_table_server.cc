@@ -106,6 +106,10 @@ class TcpTableServer::Client {
         d.table_length = t->header.total_size;
         d.layout_version = t->header.layout_version;
         d.transport = control::TransportKind::kTcp;
+        if (t->log) {
+          d.log_id = t->log->id();
+          d.log_length = t->log->memory().size();
+        }
         return send_frame([&](std::string& o) { control::append_descriptor(o, h.request_id, d); });
       }
       case MsgType::kRead:
@@ -123,6 +127,7 @@ class TcpTableServer::Client {
     if (!m.ok()) return reject(request_id, ErrorCode::kBadMessage, m.status().reason());
     const TablePtr& t = server_.table_;
     if (!t) return reject(request_id, ErrorCode::kNotReady, "no table published yet");
+    if (m->region == control::Region::kChangeLog) return handle_log_read(request_id, *m);
     if (m->epoch != t->epoch()) {
       // Not the client's fault: it may fetch the new descriptor and start over.
       std::string o;
@@ -147,6 +152,35 @@ class TcpTableServer::Client {
     evbuffer_add(output(), o.data(), o.size());
     evbuffer_add_reference(output(), t->bytes.data() + m->offset, m->length, release_table_ref,
                            new TablePtr(t));
+  }
+
+  // The change log is being written while we read it: its bytes are copied
+  // now (never referenced), and the client checks by the seqlock rule that
+  // the copy was intact. A log that was replaced is "epoch gone".
+  void handle_log_read(uint32_t request_id, const control::ReadRequest& m) {
+    const ChangeLogPtr& log = server_.table_->log;
+    if (!log || m.epoch != log->id()) {
+      std::string o;
+      control::append_error(o, request_id,
+                            {ErrorCode::kEpochGone, "change log " + std::to_string(m.epoch) +
+                                                        " is no longer served"});
+      evbuffer_add(output(), o.data(), o.size());
+      return;
+    }
+    std::span<const std::byte> memory = log->memory();
+    if (m.length == 0 || m.length > control::kMaxReadLength)
+      return reject(request_id, ErrorCode::kTooLarge,
+                    "read length " + std::to_string(m.length) + " outside 1.." +
+                        std::to_string(control::kMaxReadLength));
+    if (m.offset > memory.size() || m.length > memory.size() - m.offset)
+      return reject(request_id, ErrorCode::kOutOfRange,
+                    "range " + std::to_string(m.offset) + "+" + std::to_string(m.length) +
+                        " is outside the change log of " + std::to_string(memory.size()) +
+                        " bytes");
+    std::string o;
+    control::append_read_data_header(o, request_id, m.length);
+    evbuffer_add(output(), o.data(), o.size());
+    evbuffer_add(output(), memory.data() + m.offset, m.length);
   }
 
   template <typename Fn>

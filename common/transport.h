@@ -19,11 +19,13 @@
 
 namespace rrs {
 
-// One read of a remote table range into local memory.
+// One read of a remote range into local memory: of the epoch's table, or of
+// the change log that continues it (descriptor().log_*).
 struct TableRead {
   uint64_t id;
   uint64_t offset;
   std::span<std::byte> dst;
+  control::Region region = control::Region::kTable;
 };
 
 class TableServer {

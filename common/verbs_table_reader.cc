@@ -222,11 +222,14 @@ Status VerbsTableReader::post_reads(std::span<const TableRead> batch) {
   std::vector<ibv_sge> sges(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
     const TableRead& r = batch[i];
-    if (r.dst.empty() || r.dst.size() > max_read_len_ || r.offset > accept_.descriptor.table_length ||
-        r.dst.size() > accept_.descriptor.table_length - r.offset)
+    const control::Descriptor& d = accept_.descriptor;
+    const bool log = r.region == control::Region::kChangeLog;
+    const uint64_t length = log ? d.log_length : d.table_length;
+    if (r.dst.empty() || r.dst.size() > max_read_len_ || r.offset > length ||
+        r.dst.size() > length - r.offset)
       return Status::error("post RDMA READ", "range " + std::to_string(r.offset) + "+" +
-                                                 std::to_string(r.dst.size()) +
-                                                 " is outside the published table");
+                                                 std::to_string(r.dst.size()) + " is outside the " +
+                                                 (log ? "change log" : "published table"));
     uint32_t lkey = lkey_for(r.dst.data(), r.dst.size());
     if (lkey == 0) return Status::error("post RDMA READ", "destination is not a registered buffer");
     sges[i] = {reinterpret_cast<uint64_t>(r.dst.data()), static_cast<uint32_t>(r.dst.size()), lkey};
@@ -238,8 +241,8 @@ Status VerbsTableReader::post_reads(std::span<const TableRead> batch) {
     wr.num_sge = 1;
     wr.opcode = IBV_WR_RDMA_READ;
     wr.send_flags = signal ? IBV_SEND_SIGNALED : 0;
-    wr.wr.rdma.remote_addr = accept_.descriptor.remote_addr + r.offset;
-    wr.wr.rdma.rkey = accept_.descriptor.rkey;
+    wr.wr.rdma.remote_addr = (log ? d.log_addr : d.remote_addr) + r.offset;
+    wr.wr.rdma.rkey = log ? d.log_rkey : d.rkey;
     wr.next = i + 1 < batch.size() ? &wrs[i + 1] : nullptr;
   }
   if (batch.empty()) return {};

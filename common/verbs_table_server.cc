@@ -194,9 +194,16 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
   accept.hello.max_read_len = control::kMaxReadLength;
   accept.hello.max_in_flight = limits_.max_in_flight;
   accept.hello.keepalive_interval_ms = static_cast<uint32_t>(limits_.keepalive_interval.count());
-  accept.descriptor = {current_->epoch(), current_->header.total_size,
-                       reinterpret_cast<uint64_t>(current_->bytes.data()), (*reg)->mr->rkey,
-                       current_->header.layout_version, control::TransportKind::kVerbs};
+  control::Descriptor& d = accept.descriptor;
+  d = {current_->epoch(), current_->header.total_size,
+       reinterpret_cast<uint64_t>(current_->bytes.data()), (*reg)->mr->rkey,
+       current_->header.layout_version, control::TransportKind::kVerbs};
+  if (const ChangeLogPtr& log = current_->log) {
+    d.log_id = log->id();
+    d.log_length = log->memory().size();
+    d.log_addr = reinterpret_cast<uint64_t>(log->memory().data());
+    d.log_rkey = (*reg)->log_mr->rkey;
+  }
   std::string data = control::encode_accept(accept);
   rdma_conn_param cp{};
   cp.private_data = data.data();
@@ -352,7 +359,18 @@ Result<const VerbsTableServer::Registration*> VerbsTableServer::registration_for
   if (!mr)
     return Status::from_errno("register the " + std::to_string(current_->bytes.size() >> 20) +
                               " MiB table with " + ibv_get_device_name(device->device));
-  registrations_.push_back({current_, device, verbs::MemoryRegion(mr), {}});
+  verbs::MemoryRegion table_mr(mr);
+  verbs::MemoryRegion log_mr;
+  if (const ChangeLogPtr& log = current_->log) {
+    // The sidecar writes the log with the CPU; peers may only read it.
+    ibv_mr* lmr = ibv_reg_mr(*pd, const_cast<std::byte*>(log->memory().data()),
+                             log->memory().size(), IBV_ACCESS_REMOTE_READ);
+    if (!lmr)
+      return Status::from_errno("register the " + std::to_string(log->memory().size() >> 20) +
+                                " MiB change log with " + ibv_get_device_name(device->device));
+    log_mr = verbs::MemoryRegion(lmr);
+  }
+  registrations_.push_back({current_, device, std::move(table_mr), std::move(log_mr), {}});
   return &registrations_.back();
 }
 

@@ -56,6 +56,11 @@ class VerbsTableServer final : public TableServer {
     TablePtr table;
     ibv_context* device = nullptr;
     verbs::MemoryRegion mr;
+    // The change log continuing the table, if any: registered with each
+    // epoch that shares it (one memory, several MRs), so a follower keeps
+    // reading it under its epoch's rkey and, once that epoch retires,
+    // reconnects to find the same log under the new one.
+    verbs::MemoryRegion log_mr;
     Clock::time_point retired_at{};  // zero while current
   };
   // Keepalive buffers: receive slots, then send slots, one MR (local access only).

@@ -66,6 +66,11 @@ Result<Servers> start_servers(event_base* base, const ServerConfig& config) {
   return servers;
 }
 
+void on_snapshot_signal(evutil_socket_t, short, void* psync) {
+  if (psync) static_cast<PsyncSource*>(psync)->request_snapshot();
+  else log::warn("SIGUSR1 asks for a new snapshot; only --source psync takes them");
+}
+
 void on_signal(evutil_socket_t sig, short, void* base) {
   log::info(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", stopping");
   event_base_loopexit(static_cast<event_base*>(base), nullptr);
@@ -130,6 +135,8 @@ int main(int argc, char** argv) {
   } else {
     PsyncOptions opts;
     opts.link.announce_port = port_of(servers->front().second->address());
+    opts.log_capacity = config->log_size;
+    opts.snapshot_every = config->snapshot_every;
     source = std::make_unique<PsyncSource>(config->redis, *creds, opts);
     psync = static_cast<PsyncSource*>(source.get());
     log::info("snapshotting " + config->redis.to_string() + " (PSYNC: the master's own RDB)");
@@ -139,6 +146,7 @@ int main(int argc, char** argv) {
   if (!stats.ok()) return fail(stats.status());
   auto table = builder.build(next_epoch());
   if (!table.ok()) return fail(table.status());
+  if (psync) (*table)->log = psync->log();
   double build_s = seconds_since(t0);
   if (Status s = publish_everywhere(*servers, *table); !s.ok()) return fail(s);
 
@@ -149,16 +157,20 @@ int main(int argc, char** argv) {
     log::warn(std::to_string(stats->vanished) + " keys vanished during the snapshot, " +
               std::to_string(stats->failed) + " could not be dumped");
   print_table_line("ready", (*table)->header, *stats, build_s);
-  std::printf(" heap_records=%llu listening=%s transport=%s\n",
+  std::printf(" heap_records=%llu log_bytes=%llu listening=%s transport=%s\n",
               static_cast<unsigned long long>(c.heap_records),
+              static_cast<unsigned long long>((*table)->log ? (*table)->log->capacity() : 0),
               servers->front().second->address().c_str(), names.c_str());
   std::fflush(stdout);
   if (config->listen_host == "0.0.0.0" || config->listen_host == "::")
     log::warn("serving on all interfaces without authentication: anyone who can connect can "
               "read every key");
 
-  // PSYNC: keep the replication link on its own thread. A full resync there
-  // builds the next epoch, which the loop publishes (the old one retires).
+  // PSYNC: keep the replication link on its own thread, appending the stream
+  // to the change log. A full resync there builds the next epoch with a new
+  // log, which the loop publishes; then the old log is marked superseded, so
+  // its followers resync from the new epoch (the old one retires).
+  TablePtr current = *table;  // loop thread
   std::atomic<bool> stop{false};
   std::thread follower;
   std::unique_ptr<LoopMailbox> mailbox;
@@ -167,13 +179,17 @@ int main(int argc, char** argv) {
     if (!box.ok()) return fail(box.status());
     mailbox = std::move(*box);
     follower = std::thread([&] {
-      psync->follow(stop, [&](TableBuilder& next, const SnapshotStats& next_stats) {
+      psync->follow(stop, [&](TableBuilder& next, const SnapshotStats& next_stats,
+                              const ChangeLogPtr& log) {
         auto t1 = Clock::now();
         auto built = next.build(next_epoch());
         if (!built.ok()) return log::error("build the new table: " + built.status().message());
+        (*built)->log = log;
         double next_build_s = seconds_since(t1);
-        mailbox->post([&servers, table = *built, next_stats, next_build_s] {
+        mailbox->post([&servers, &current, table = TablePtr(*built), next_stats, next_build_s] {
           if (Status s = publish_everywhere(*servers, table); !s.ok()) return log::error(s.message());
+          if (current->log && current->log != table->log) current->log->mark_superseded();
+          current = table;
           print_table_line("published", table->header, next_stats, next_build_s);
           std::printf("\n");
           std::fflush(stdout);
@@ -184,11 +200,14 @@ int main(int argc, char** argv) {
 
   event* sigint = evsignal_new(base.get(), SIGINT, on_signal, base.get());
   event* sigterm = evsignal_new(base.get(), SIGTERM, on_signal, base.get());
+  event* sigusr1 = evsignal_new(base.get(), SIGUSR1, on_snapshot_signal, psync);
   event_add(sigint, nullptr);
   event_add(sigterm, nullptr);
+  event_add(sigusr1, nullptr);
   event_base_dispatch(base.get());
   event_free(sigint);
   event_free(sigterm);
+  event_free(sigusr1);
   stop = true;
   if (follower.joinable()) follower.join();
   mailbox.reset();

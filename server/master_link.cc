@@ -251,18 +251,21 @@ Status MasterLink::send_ack() {
   return send_command({"REPLCONF", "ACK", std::to_string(offset_)});
 }
 
-Status MasterLink::follow(const std::atomic<bool>& stop) {
+Status MasterLink::follow(const std::atomic<bool>& stop, const OnBytes& on_bytes) {
+  auto take = [&] {
+    on_bytes(std::as_bytes(std::span(inbuf_)));
+    offset_ += inbuf_.size();
+    inbuf_.clear();
+  };
+  take();  // what came right after the RDB
   // A diskless master starts the stream only after the first ACK.
-  offset_ += inbuf_.size();
-  inbuf_.clear();
   RRS_RETURN_IF_ERROR(send_ack());
   auto last_ack = Clock::now(), last_byte = Clock::now();
   while (!stop.load()) {
     auto got = read_some(std::chrono::milliseconds(250));
     if (!got.ok()) return got.status();
     if (*got) {
-      offset_ += *got;
-      inbuf_.clear();  // follow mode (a later issue) will apply these bytes
+      take();
       last_byte = Clock::now();
     } else if (Clock::now() - last_byte > opts_.repl_timeout) {
       return Status::error("replication stream from " + master_.to_string(),

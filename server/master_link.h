@@ -5,7 +5,7 @@
 //   auto link = MasterLink::connect(master, creds, opts);
 //   auto sync = link->psync("?", -1);          // +FULLRESYNC <replid> <offset>
 //   link->receive_rdb(parser, on_event, stop); // the RDB, parsed as it arrives
-//   link->follow(stop);                        // stream bytes; offset advances
+//   link->follow(stop, on_bytes);              // stream bytes; offset advances
 //
 // Blocking I/O with timeouts, on one thread.
 #pragma once
@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -70,9 +71,11 @@ class MasterLink {
   uint64_t rdb_size() const { return rdb_size_; }
 
   // Consumes the replication stream until `stop`, an error, or the master
-  // going silent: advances offset() by every byte and sends REPLCONF ACK
-  // <offset> at once and then every second. (Follow mode will apply them.)
-  Status follow(const std::atomic<bool>& stop);
+  // going silent: hands every byte, in order, to `on_bytes` (the first call
+  // starts at the stream position offset()), advances offset() by it, and
+  // sends REPLCONF ACK <offset> at once and then every second.
+  using OnBytes = std::function<void(std::span<const std::byte>)>;
+  Status follow(const std::atomic<bool>& stop, const OnBytes& on_bytes);
 
   // The master's replication offset our copy has reached: the RDB's offset
   // plus every stream byte received since. REPLCONF ACK reports it.

@@ -36,6 +36,11 @@ Result<SnapshotStats> PsyncSource::snapshot(TableBuilder& into) {
     into = TableBuilder();  // nothing from a broken attempt survives
     auto stats = receive(*link, *reply, into, never);
     if (stats.ok()) {
+      auto log = new_log(*reply);
+      if (!log.ok()) return log.status();
+      std::lock_guard lock(mu_);
+      log_ = std::move(*log);
+      table_offset_ = reply->offset;
       link_ = std::move(*link);
       backoff_ = std::chrono::milliseconds(0);
       return stats;
@@ -113,13 +118,111 @@ Result<SnapshotStats> PsyncSource::receive(MasterLink& link, const PsyncReply& r
   return stats;
 }
 
+ChangeLogPtr PsyncSource::log() const {
+  std::lock_guard lock(mu_);
+  return log_;
+}
+
+void PsyncSource::refresh(const std::atomic<bool>& stop, const std::atomic<bool>& link_gone,
+                          const OnSnapshot& on_snapshot) {
+  auto pause = opts_.retry_first;
+  while (!stop.load() && !link_gone.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ChangeLogPtr log;
+    uint64_t grown = 0;
+    {
+      std::lock_guard lock(mu_);
+      if (!log_) continue;
+      log = log_;
+      grown = log->end() - table_offset_;
+    }
+    const bool asked = snapshot_requested_.exchange(false);
+    if (!asked && (opts_.snapshot_every == 0 || grown < opts_.snapshot_every)) continue;
+    log::info(std::string(asked ? "new snapshot requested" : "the change log has grown " +
+                                                                  mib(grown) +
+                                                                  " past the table") +
+              "; taking a new snapshot on a second link while the log goes on");
+    if (take_fresh_snapshot(log, stop, on_snapshot)) {
+      pause = opts_.retry_first;
+      continue;
+    }
+    // Do not make the master fork again at once.
+    for (auto until = Clock::now() + pause; !stop.load() && Clock::now() < until;)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    pause = std::min(pause * 2, opts_.retry_max);
+  }
+}
+
+bool PsyncSource::take_fresh_snapshot(const ChangeLogPtr& log, const std::atomic<bool>& stop,
+                                      const OnSnapshot& on_snapshot) {
+  auto link = MasterLink::connect(master_, creds_, opts_.link);
+  if (!link.ok()) {
+    log::warn("new snapshot: " + link.status().message());
+    return false;
+  }
+  auto reply = link->psync("?", -1);
+  if (!reply.ok() || reply->kind != PsyncReply::kFull) {
+    log::warn("new snapshot: " + (reply.ok() ? reply->why : reply.status().message()));
+    return false;
+  }
+  TableBuilder builder;
+  auto stats = receive(*link, *reply, builder, stop);
+  if (!stats.ok()) {
+    log::warn("new snapshot failed: " + stats.status().message() + " (the current table stays)");
+    return false;
+  }
+  // The table must be continued by this log: the same history, and a
+  // position the log reaches (the first link may be a moment behind).
+  if (reply->replid != log->replid()) {
+    log::warn("new snapshot: the master's replid is now " + reply->replid +
+              ", not the log's; the first link will see the new history");
+    return false;
+  }
+  for (auto until = Clock::now() + opts_.link.repl_timeout; log->end() < reply->offset;) {
+    if (stop.load() || Clock::now() >= until) {
+      log::warn("new snapshot: the change log did not reach its offset " +
+                std::to_string(reply->offset));
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (log_ != log || log->start() > reply->offset) {
+      log::warn("new snapshot: the change log moved on meanwhile; dropping it");
+      return false;
+    }
+    table_offset_ = reply->offset;
+  }
+  on_snapshot(builder, *stats, log);
+  return true;
+}
+
+Result<ChangeLogPtr> PsyncSource::new_log(const PsyncReply& reply) {
+  if (opts_.log_capacity == 0) return ChangeLogPtr();
+  // The id only has to differ from every earlier log's, across restarts too.
+  return ChangeLog::create(opts_.log_capacity, static_cast<uint64_t>(unix_us()), reply.replid,
+                           reply.offset);
+}
+
 void PsyncSource::follow(const std::atomic<bool>& stop, const OnSnapshot& on_snapshot) {
+  std::atomic<bool> link_gone{false};
+  std::thread refresher([&] { refresh(stop, link_gone, on_snapshot); });
+  follow_link(stop, on_snapshot);
+  link_gone = true;
+  refresher.join();
+}
+
+void PsyncSource::follow_link(const std::atomic<bool>& stop, const OnSnapshot& on_snapshot) {
   std::string replid = link_ ? link_->replid() : "?";
   uint64_t offset = link_ ? link_->offset() : 0;
   std::string last_failure = "reconnecting to master " + master_.to_string();
   while (!stop.load()) {
     if (link_) {
-      Status s = link_->follow(stop);
+      ChangeLogPtr log = this->log();
+      Status s = link_->follow(stop, [&](std::span<const std::byte> bytes) {
+        if (log) log->append(bytes);
+      });
       replid = link_->replid();
       offset = link_->offset();
       link_.reset();
@@ -140,7 +243,7 @@ void PsyncSource::follow(const std::atomic<bool>& stop, const OnSnapshot& on_sna
     }
     if (reply->kind == PsyncReply::kContinue) {
       log::info("master continued the stream at offset " + std::to_string(offset) +
-                " (partial resync); the table is still current");
+                " (partial resync); the table and its change log go on");
     } else {
       log::info("master answered with a full resync; building a new table while the current "
                 "one is served");
@@ -157,7 +260,17 @@ void PsyncSource::follow(const std::atomic<bool>& stop, const OnSnapshot& on_sna
         last_failure = "new snapshot failed: " + stats.status().message();
         continue;
       }
-      on_snapshot(builder, *stats);
+      auto log = new_log(*reply);
+      if (!log.ok()) {
+        log::error(log.status().message() + "; leaving the replication link");
+        return;
+      }
+      {
+        std::lock_guard lock(mu_);
+        log_ = *log;
+        table_offset_ = reply->offset;
+      }
+      on_snapshot(builder, *stats, *log);
     }
     link_ = std::move(*link);
     backoff_ = std::chrono::milliseconds(0);

@@ -4,16 +4,25 @@
 // master's event loop only forks; its child writes the RDB.
 //
 // After the snapshot the source keeps the replication link, so the master
-// sees a healthy replica and the offset stays current (follow mode will
-// apply the stream). If the link drops, it reconnects and asks to continue;
-// when the master answers with a full resync instead, the new RDB becomes
-// a new snapshot while the current table is still served.
+// sees a healthy replica, and appends the stream to the change log that
+// continues the table (replicas follow it). If the link drops, it reconnects
+// and asks to continue: the log goes on. When the master answers with a full
+// resync instead, the new RDB becomes a new snapshot with a new log, while
+// the current table is still served.
+//
+// New epochs of the same history: once the log has grown `snapshot_every`
+// bytes past the current table (or on request), a second link takes a fresh
+// RDB while the first keeps feeding the log; the new table continues in the
+// same log, so followers carry on undisturbed, and replicas that join later
+// (or fall behind the ring) start from a table the log still reaches.
 #pragma once
 
 #include <atomic>
 #include <functional>
+#include <mutex>
 #include <optional>
 
+#include "common/change_log.h"
 #include "common/endpoint.h"
 #include "common/redis_client.h"
 #include "proto/rdb_parser.h"
@@ -27,6 +36,13 @@ struct PsyncOptions {
   rdb::Limits limits;
   // Waits between attempts after a transfer fails: doubling, up to the max.
   std::chrono::milliseconds retry_first{1000}, retry_max{30000};
+  // Data bytes in the change log's ring (rdma-server --log-size); 0: keep no
+  // log (replicas cannot follow).
+  uint64_t log_capacity = 64u << 20;
+  // Take a new snapshot when the log has grown this much since the current
+  // table (rdma-server --snapshot-every); 0: only on request. Below the
+  // log's capacity, so the newest table is always one the log continues.
+  uint64_t snapshot_every = 48u << 20;
 };
 
 class PsyncSource final : public SnapshotSource {
@@ -38,16 +54,38 @@ class PsyncSource final : public SnapshotSource {
   // fix itself); a transfer that breaks off is retried with backoff.
   Result<SnapshotStats> snapshot(TableBuilder& into) override;
 
-  // Keeps the link until `stop`: acknowledges the stream, reconnects when it
-  // drops. A full resync on reconnect builds into a fresh builder and hands
-  // it to `on_snapshot` (on this thread).
-  using OnSnapshot = std::function<void(TableBuilder&, const SnapshotStats&)>;
+  // Keeps the link until `stop`: appends the stream to log(), acknowledges
+  // it, reconnects when it drops. A full resync on reconnect builds into a
+  // fresh builder, starts a new log, and hands both to `on_snapshot`; the
+  // caller publishes them and supersedes the old log. New snapshots of the
+  // same history (snapshot_every, request_snapshot()) are handed over the
+  // same way, from a second thread, with the current log.
+  using OnSnapshot =
+      std::function<void(TableBuilder&, const SnapshotStats&, const ChangeLogPtr& log)>;
   void follow(const std::atomic<bool>& stop, const OnSnapshot& on_snapshot);
+
+  // The change log continuing the last snapshot (null with log_capacity 0).
+  ChangeLogPtr log() const;
+
+  // Asks for a new snapshot of the same history now (SIGUSR1). Any thread.
+  void request_snapshot() { snapshot_requested_ = true; }
 
  private:
   // Reads the RDB announced by `reply` into `into`.
   Result<SnapshotStats> receive(MasterLink& link, const PsyncReply& reply, TableBuilder& into,
                                 const std::atomic<bool>& stop);
+  // follow()'s replication link: the stream into the log, reconnects.
+  void follow_link(const std::atomic<bool>& stop, const OnSnapshot& on_snapshot);
+  // follow()'s second thread: new snapshots of the current history, until
+  // `stop` or until the link is given up.
+  void refresh(const std::atomic<bool>& stop, const std::atomic<bool>& link_gone,
+               const OnSnapshot& on_snapshot);
+  // One new snapshot on a link of its own; false (after saying why) if it
+  // could not be taken or no longer fits the log.
+  bool take_fresh_snapshot(const ChangeLogPtr& log, const std::atomic<bool>& stop,
+                           const OnSnapshot& on_snapshot);
+  // The change log for the stream that follows `reply`'s RDB.
+  Result<ChangeLogPtr> new_log(const PsyncReply& reply);
   // Says `why` and that we retry, then sleeps for the backoff (waking early
   // on stop), which doubles each time up to retry_max.
   void back_off(const std::string& why, const std::atomic<bool>& stop);
@@ -57,6 +95,12 @@ class PsyncSource final : public SnapshotSource {
   PsyncOptions opts_;
   std::optional<MasterLink> link_;
   std::chrono::milliseconds backoff_{0};
+  // The log, and the offset of the newest table it continues: replaced by
+  // the follow() thread on a new history, read by the refresh thread.
+  mutable std::mutex mu_;
+  ChangeLogPtr log_;
+  uint64_t table_offset_ = 0;
+  std::atomic<bool> snapshot_requested_{false};
 };
 
 }  // namespace rrs

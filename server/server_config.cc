@@ -1,5 +1,7 @@
 #include "server/server_config.h"
 
+#include <optional>
+
 #include "common/args.h"
 
 namespace rrs {
@@ -42,11 +44,22 @@ Options:
                           auto (default): TCP, plus verbs (rdmacm, same port
                           number) when an RDMA device has an active port
   --scan-count N          SCAN COUNT hint per round trip (default 1000)
+  --log-size BYTES        psync: the change log, a ring holding the master's
+                          replication stream that `rdma-client --follow`
+                          reads (default 64M; k/M/G suffixes; 0: none). A
+                          follower further behind than this must resync.
+  --snapshot-every BYTES  psync: take a new snapshot (one more fork of the
+                          master, on a second link) when the log has grown
+                          this much past the current table (default 3/4 of
+                          --log-size; 0: only on SIGUSR1). Followers carry on
+                          in the same log; new replicas start from it.
   -h, --help              this text
 
 Over verbs the table is registered (pinned) once per epoch: RLIMIT_MEMLOCK
 must cover it (`ulimit -l unlimited`, or LimitMEMLOCK=infinity under systemd),
 unless the process has CAP_IPC_LOCK; the error says so if not.
+
+SIGUSR1 asks for a new snapshot now (psync).
 
 With psync, a master that goes away mid-RDB is retried with backoff (1 s
 doubling to 30 s); after the first table, a lost link reconnects and asks to
@@ -63,6 +76,7 @@ cannot parse, 1 anything else (a port in use, a locked-memory limit too low,
 Result<ServerConfig> parse_server_args(int argc, char** argv) {
   ServerConfig c;
   ArgReader args(argc, argv);
+  std::optional<uint64_t> snapshot_every;  // default: from --log-size
   std::string v;
   while (!args.done() && args.error().empty()) {
     if (args.flag("-h") || args.flag("--help")) {
@@ -70,7 +84,10 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
     } else if (args.endpoint("--redis", c.redis) || args.port("--port", c.port) ||
                args.option("--redis-auth-file", c.redis_auth_file) ||
                args.option("--listen", c.listen_host) ||
-               args.number("--scan-count", 1, 1000000, c.scan_count)) {
+               args.number("--scan-count", 1, 1000000, c.scan_count) ||
+               args.size("--log-size", 0, uint64_t{1} << 40, c.log_size)) {
+    } else if (uint64_t every = 0; args.size("--snapshot-every", 0, uint64_t{1} << 40, every)) {
+      snapshot_every = every;
     } else if (args.option("--source", v)) {
       if (v != "scan" && v != "psync") args.fail("--source: expected psync or scan, got '" + v + "'");
       c.source = v;
@@ -82,6 +99,12 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
     }
   }
   if (!args.error().empty()) return Status::error("arguments", args.error());
+  c.snapshot_every = snapshot_every.value_or(c.log_size / 4 * 3);
+  if (c.log_size && c.snapshot_every >= c.log_size)
+    return Status::error("arguments", "--snapshot-every must be below --log-size (" +
+                                          std::to_string(c.log_size) +
+                                          "), or new replicas could find the newest table older "
+                                          "than the log reaches");
   return c;
 }
 

@@ -27,6 +27,14 @@ struct ServerConfig {
   TransportChoice transport = TransportChoice::kAuto;
   // --scan-count: SCAN COUNT hint, keys per round trip to the master.
   uint32_t scan_count = 1000;
+  // --log-size: the change log's ring (psync), which replicas following the
+  // master read; a follower more than this far behind must resync. 64 MiB
+  // holds about 25 s of a 20k writes/s load of 100-byte values. 0: no log.
+  uint64_t log_size = 64u << 20;
+  // --snapshot-every: take a new snapshot (the master forks once) when the
+  // log has grown this much past the current table, so the newest table is
+  // one the log still continues. Default: 3/4 of --log-size.
+  uint64_t snapshot_every = 48u << 20;
   bool help = false;
 };
 

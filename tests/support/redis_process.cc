@@ -23,6 +23,8 @@ RedisProcess::RedisProcess(RedisOptions opts) : opts_(std::move(opts)), dir_("re
     start_error_ += "attempt " + std::to_string(attempt) + ": " + error + "\n";
     bool port_taken = error.find("Address already in use") != std::string::npos;
     if (!port_taken) return;
+    // A fixed port (a restart) may still be held by the one that just stopped.
+    if (opts_.port) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }
 
@@ -32,7 +34,7 @@ RedisProcess::~RedisProcess() {
 }
 
 bool RedisProcess::try_start(std::string& error) {
-  port_ = free_loopback_port();
+  port_ = opts_.port ? opts_.port : free_loopback_port();
   std::vector<std::string> argv = {RRS_REDIS_SERVER_BIN,
                                    "--port", std::to_string(port_),
                                    "--bind", "127.0.0.1",

@@ -21,6 +21,8 @@ struct RedisOptions {
   std::string password;
   // More redis-server flags, e.g. {"--databases", "32"}.
   std::vector<std::string> extra_args;
+  // A fixed port (to restart a server where its clients expect it); 0: a free one.
+  uint16_t port = 0;
   // How long PING may take to answer after the spawn.
   std::chrono::milliseconds start_timeout = std::chrono::seconds(15);
 

@@ -1,0 +1,287 @@
+#include "client/follow.h"
+
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "client/full_sync.h"
+#include "client/log_tail.h"
+#include "client/stream_applier.h"
+#include "common/exit_codes.h"
+#include "common/log.h"
+
+namespace rrs {
+namespace {
+
+// Idle polling: the header is re-read after a pause that doubles from the
+// first to the last value while nothing new arrives. The cap bounds both
+// the lag an idle follower adds to the next write and the reads it makes
+// (500 small READs a second when idle).
+constexpr auto kIdleFirst = std::chrono::microseconds(50);
+constexpr auto kIdleMax = std::chrono::microseconds(2000);
+// Between attempts to reach a sidecar that went away.
+constexpr auto kReconnectPause = std::chrono::seconds(1);
+
+std::atomic<bool> g_stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+void on_stop_signal(int) { g_stop.store(true); }
+
+// SIGINT/SIGTERM stop the follower after its current batch; during a
+// (re)sync they keep their default action, as for a plain full sync.
+void catch_stop_signals(bool on) {
+  struct sigaction sa {};
+  sa.sa_handler = on ? on_stop_signal : SIG_DFL;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+int exit_code_for(const Status& s) {
+  switch (s.kind()) {
+    case ErrorKind::kUnavailable: return exit_code::kUnavailable;
+    case ErrorKind::kBadData: return exit_code::kBadData;
+    case ErrorKind::kFailed: break;
+  }
+  return exit_code::kPartial;
+}
+
+// How following one table ended.
+struct FollowEnd {
+  bool stopped = false;  // by a signal; else resync, for `why`
+  std::string why;
+  // The table just loaded was already older than the log reaches: wait for
+  // the sidecar's next snapshot rather than load the same table again.
+  bool wait_for_new_table = false;
+};
+
+class Follower {
+ public:
+  Follower(const ClientConfig& config, SyncedTable& synced, RedisClient target, uint64_t resyncs)
+      : config_(config),
+        synced_(synced),
+        tail_(*synced.reader, config.io_timeout, config.chunk_size),
+        applier_(std::move(target), synced.header.source_offset),
+        read_pos_(synced.header.source_offset),
+        parsed_base_(synced.header.source_offset),
+        resyncs_(resyncs) {}
+
+  Result<FollowEnd> run();
+
+ private:
+  Result<FollowEnd> step(bool& idle);
+  // The header, reconnecting (for as long as it takes) if the sidecar went
+  // away; a FollowEnd if the sidecar now serves another log.
+  Result<std::optional<FollowEnd>> refresh_header();
+  Status reconnect(const Status& cause);
+  void report(bool final);
+
+  const ClientConfig& config_;
+  SyncedTable& synced_;
+  LogTail tail_;
+  StreamApplier applier_;
+  resp::CommandParser parser_;
+  change_log::Header header_;
+  uint64_t read_pos_;     // stream position of the next byte to read
+  uint64_t parsed_base_;  // stream position of the parser's first byte
+  uint64_t resyncs_;
+  std::optional<Clock::time_point> behind_since_;  // first saw unapplied bytes
+  Clock::time_point last_report_ = Clock::now();
+};
+
+Status Follower::reconnect(const Status& cause) {
+  log::warn(cause.message() + "; reconnecting to rdma-server " + config_.server.to_string());
+  while (!g_stop.load()) {
+    Status s = synced_.reader->connect(Clock::now() + config_.connect_timeout);
+    if (s.ok()) return {};
+    log::warn("reconnect: " + s.message() + "; retrying");
+    std::this_thread::sleep_for(kReconnectPause);
+  }
+  return Status::error("reconnect to rdma-server", "stopping");
+}
+
+Result<std::optional<FollowEnd>> Follower::refresh_header() {
+  while (true) {
+    auto h = tail_.read_header();
+    if (h.ok()) {
+      header_ = *h;
+      return std::optional<FollowEnd>();
+    }
+    if (h.status().kind() != ErrorKind::kUnavailable) return h.status();
+    const uint64_t log_id = synced_.reader->descriptor().log_id;
+    if (Status s = reconnect(h.status()); !s.ok()) return std::optional<FollowEnd>(FollowEnd{true, ""});
+    const control::Descriptor& d = synced_.reader->descriptor();
+    if (d.log_id != log_id)
+      return std::optional<FollowEnd>(FollowEnd{
+          false, d.log_id == 0 ? "rdma-server now keeps no change log"
+                               : "rdma-server now serves another change log (it restarted, or "
+                                 "the master made it resync)"});
+    RRS_RETURN_IF_ERROR(tail_.attach());
+    log::info("reconnected; the change log is the same, following on from offset " +
+              std::to_string(read_pos_));
+  }
+}
+
+void Follower::report(bool final) {
+  if (config_.status_interval_s == 0 && !final) return;
+  if (!final && seconds_since(last_report_) < config_.status_interval_s) return;
+  last_report_ = Clock::now();
+  const uint64_t applied = applier_.applied();
+  const uint64_t lag_bytes = header_.end > applied ? header_.end - applied : 0;
+  const long long lag_ms =
+      behind_since_ ? std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() -
+                                                                            *behind_since_)
+                          .count()
+                    : 0;
+  std::printf("%s offset=%llu lag_bytes=%llu lag_ms=%lld commands=%llu resyncs=%llu log_id=%llu\n",
+              final ? "stopped" : "following", static_cast<unsigned long long>(applied),
+              static_cast<unsigned long long>(lag_bytes), lag_ms,
+              static_cast<unsigned long long>(applier_.commands()),
+              static_cast<unsigned long long>(resyncs_),
+              static_cast<unsigned long long>(header_.log_id));
+  std::fflush(stdout);
+}
+
+// One round: decide from header_ whether the table can still be continued,
+// then apply what is new, or wait a little if nothing is.
+Result<FollowEnd> Follower::step(bool& idle) {
+  if (header_.superseded())
+    return FollowEnd{false, "the sidecar began a new replication history (the master answered "
+                            "its reconnect with a full resync) and published a new table"};
+  if (header_.start > read_pos_)
+    return FollowEnd{false, "fell behind the change log: it now starts at offset " +
+                                std::to_string(header_.start) + ", this replica needs " +
+                                std::to_string(read_pos_) +
+                                " (a larger rdma-server --log-size gives followers more slack)"};
+  if (header_.end < read_pos_)
+    return Status::error("follow the change log",
+                         "the log ends at offset " + std::to_string(header_.end) +
+                             ", before this replica's " + std::to_string(read_pos_))
+        .as(ErrorKind::kBadData);
+  if (header_.end == read_pos_) {
+    idle = true;
+    return FollowEnd{};
+  }
+  idle = false;
+  if (!behind_since_) behind_since_ = Clock::now();
+  const uint64_t to = std::min<uint64_t>(header_.end, read_pos_ + tail_.max_chunk());
+  auto copy = tail_.read(header_, read_pos_, to);
+  if (!copy.ok()) return copy.status();
+  if (!copy->intact)
+    return FollowEnd{false, "fell behind the change log: the bytes from offset " +
+                                std::to_string(read_pos_) +
+                                " were overwritten while being read (a larger rdma-server "
+                                "--log-size gives followers more slack)"};
+  parser_.feed(copy->bytes);
+  read_pos_ = to;
+  while (true) {
+    auto cmd = parser_.next();
+    if (!cmd.ok()) return cmd.status().wrap("parse the replication stream");
+    if (!*cmd) break;
+    RRS_RETURN_IF_ERROR(applier_.add(**cmd, parsed_base_ + parser_.consumed()));
+  }
+  RRS_RETURN_IF_ERROR(applier_.flush());
+  header_ = copy->after;
+  if (applier_.applied() >= header_.end) behind_since_.reset();
+  return FollowEnd{};
+}
+
+Result<FollowEnd> Follower::run() {
+  RRS_RETURN_IF_ERROR(tail_.attach());
+  auto first = refresh_header();
+  if (!first.ok()) return first.status();
+  if (*first) return **first;
+  const table::Header& table = synced_.header;
+  if (header_.replid != table.source_replid)
+    return FollowEnd{false, "the change log follows replid " + header_.replid +
+                                ", the table was taken from " + table.source_replid};
+  if (header_.start > read_pos_)
+    return FollowEnd{false,
+                     "the change log no longer reaches back to this table's offset " +
+                         std::to_string(read_pos_) + " (it starts at " +
+                         std::to_string(header_.start) + ")",
+                     true};
+  log::info("following the master's stream from offset " + std::to_string(read_pos_) +
+            " (change log " + std::to_string(header_.log_id) + ", a ring of " +
+            std::to_string(header_.capacity) + " bytes)");
+  auto pause = kIdleFirst;
+  while (!g_stop.load()) {
+    bool idle = false;
+    auto end = step(idle);
+    if (!end.ok()) {
+      if (end.status().kind() != ErrorKind::kUnavailable) return end.status();
+      // The sidecar went away mid-read: the header read reconnects.
+      auto again = refresh_header();
+      if (!again.ok()) return again.status();
+      if (*again) return **again;
+      continue;
+    }
+    if (!end->why.empty()) return *end;
+    report(false);
+    if (!idle) {
+      pause = kIdleFirst;
+      continue;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::microseconds>(pause * 2, kIdleMax);
+    RRS_RETURN_IF_ERROR(synced_.reader->keepalive().as(ErrorKind::kUnavailable));
+    auto again = refresh_header();
+    if (!again.ok()) return again.status();
+    if (*again) return **again;
+  }
+  report(true);
+  return FollowEnd{true, ""};
+}
+
+// Asks the sidecar for its descriptor every second until it serves a table
+// other than `synced`'s; false if stopped first.
+bool wait_for_new_table(const ClientConfig& config, SyncedTable& synced) {
+  while (!g_stop.load()) {
+    std::this_thread::sleep_for(kReconnectPause);
+    Status s = synced.reader->connect(Clock::now() + config.connect_timeout);
+    if (s.ok() && synced.reader->descriptor().epoch != synced.header.epoch) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int run_follow(const ClientConfig& config) {
+  auto creds = load_credentials(config.redis_auth_file, kClientAuthEnv);
+  if (!creds.ok()) {
+    log::error(creds.status().message());
+    return exit_code_for(creds.status());
+  }
+  ClientConfig sync_config = config;
+  for (uint64_t resyncs = 0;; ++resyncs) {
+    catch_stop_signals(false);
+    SyncedTable synced;
+    int rc = run_full_sync(sync_config, &synced);
+    if (rc != exit_code::kOk) return rc;
+    // A resync replaces what an earlier round loaded.
+    sync_config.policy = TargetPolicy::kFlush;
+    catch_stop_signals(true);
+    if (g_stop.load()) return exit_code::kOk;
+
+    auto target = RedisClient::connect(config.redis, *creds, config.io_timeout);
+    if (!target.ok()) {
+      log::error(target.status().wrap("connect to the target to follow").message());
+      return exit_code::kUnavailable;
+    }
+    Follower follower(config, synced, std::move(*target), resyncs);
+    auto end = follower.run();
+    if (!end.ok()) {
+      log::error(end.status().message());
+      return exit_code_for(end.status());
+    }
+    if (end->stopped) return exit_code::kOk;
+    if (!end->wait_for_new_table) {
+      log::warn(end->why + "; resyncing from the newest table");
+      continue;
+    }
+    log::warn(end->why + "; waiting for rdma-server's next snapshot (see its --snapshot-every)");
+    if (!wait_for_new_table(config, synced)) return exit_code::kOk;
+  }
+}
+
+}  // namespace rrs

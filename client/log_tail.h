@@ -1,0 +1,52 @@
+// Reads the sidecar's change log (proto/change_log_layout.h) through a
+// TableReader, the way follow mode tails it: the header with one small READ,
+// then the new bytes at computed offsets (one READ, two when they wrap), then
+// the header again, which both checks the copy by the seqlock rule and says
+// what came in meanwhile. One thread; it owns the reader while it runs.
+#pragma once
+
+#include <chrono>
+#include <vector>
+
+#include "common/transport.h"
+#include "proto/change_log_layout.h"
+
+namespace rrs {
+
+class LogTail {
+ public:
+  // `max_chunk`: the most stream bytes one read() copies.
+  LogTail(TableReader& reader, std::chrono::milliseconds io_timeout, uint32_t max_chunk);
+
+  // Checks that the descriptor offers a change log and, the first time,
+  // registers the buffers (a reader re-registers them when it reconnects).
+  // Call again after a reconnect: the new descriptor may differ.
+  Status attach();
+
+  // The header as it is now, checked against the descriptor.
+  Result<change_log::Header> read_header();
+
+  struct Copy {
+    std::span<const std::byte> bytes;  // valid until the next read()
+    change_log::Header after;          // the header read after the copy
+    bool intact = false;               // false: the writer overwrote part of it
+  };
+  // Copies stream positions [from, to): to <= before.end, to - from <=
+  // max_chunk(). `before` is the header the range was chosen from.
+  Result<Copy> read(const change_log::Header& before, uint64_t from, uint64_t to);
+
+  uint32_t max_chunk() const { return max_chunk_; }
+  uint64_t bytes_read() const { return bytes_read_; }
+
+ private:
+  Status read_ranges(std::span<const TableRead> reads);
+
+  TableReader& reader_;
+  std::chrono::milliseconds io_timeout_;
+  uint32_t max_chunk_;
+  std::vector<std::byte> header_buf_;
+  std::vector<std::byte> data_buf_;
+  uint64_t bytes_read_ = 0;
+};
+
+}  // namespace rrs

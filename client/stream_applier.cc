@@ -1,0 +1,132 @@
+#include "client/stream_applier.h"
+
+#include <strings.h>
+
+#include <charconv>
+#include <cstring>
+#include <optional>
+
+namespace rrs {
+namespace {
+
+bool is(std::string_view arg, const char* name) {
+  return arg.size() == std::strlen(name) && strncasecmp(arg.data(), name, arg.size()) == 0;
+}
+
+std::string printable_name(std::string_view arg) {
+  std::string out(arg.substr(0, 64));
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+  return out;
+}
+
+// The DB a SELECT switches to, if it is one.
+std::optional<uint32_t> selected_db(std::span<const std::string_view> args) {
+  if (args.size() != 2 || !is(args[0], "select")) return std::nullopt;
+  uint32_t db = 0;
+  auto [p, ec] = std::from_chars(args[1].data(), args[1].data() + args[1].size(), db);
+  if (ec != std::errc() || p != args[1].data() + args[1].size()) return std::nullopt;
+  return db;
+}
+
+std::string reply_text(const redisReply* r) {
+  return r->str ? std::string(r->str, std::min<size_t>(r->len, 300)) : "(no text)";
+}
+
+}  // namespace
+
+StreamApplier::StreamApplier(RedisClient target, uint64_t position)
+    : target_(std::move(target)), applied_(position) {}
+
+void StreamApplier::send(std::span<const std::string_view> args, uint64_t end, Expect expect,
+                         uint32_t commands) {
+  target_.append(args);
+  if (auto db = selected_db(args)) sent_db_ = *db;
+  in_flight_.push_back({printable_name(args[0]), end, expect, sent_db_, commands});
+}
+
+Status StreamApplier::add(const resp::Command& cmd, uint64_t end) {
+  const auto& args = cmd.args;
+  if (args.empty()) return {};
+  if (is(args[0], "ping") || is(args[0], "replconf")) {
+    // Not data: nothing is sent; it counts as applied once everything
+    // before it is.
+    if (!in_block_) in_flight_.push_back({"", end, Expect::kAny, sent_db_, 0});
+    return {};
+  }
+  if (is(args[0], "multi")) {
+    if (in_block_)
+      return Status::error("apply the replication stream",
+                           "MULTI inside a MULTI block at stream offset " + std::to_string(end))
+          .as(ErrorKind::kBadData);
+    in_block_ = true;
+    block_.clear();
+    return {};
+  }
+  if (!in_block_) {
+    send(args, end, Expect::kAny, 1);
+    return {};
+  }
+  if (is(args[0], "exec")) {
+    std::vector<std::string_view> views = {"MULTI"};
+    send(views, end, Expect::kOk, 0);
+    for (const auto& queued : block_) {
+      views.assign(queued.begin(), queued.end());
+      send(views, end, Expect::kQueued, 0);
+    }
+    views.assign({"EXEC"});
+    send(views, end, Expect::kExec, static_cast<uint32_t>(block_.size()));
+    in_block_ = false;
+    block_.clear();
+    return {};
+  }
+  block_.emplace_back(args.begin(), args.end());
+  return {};
+}
+
+Status StreamApplier::check(const Sent& s, const redisReply* r) const {
+  auto refused = [&](const std::string& why) {
+    return Status::error("apply the replication stream",
+                         "the target refused " + s.name + " (ending at stream offset " +
+                             std::to_string(s.end) + "): " + why +
+                             ". Stopping here rather than let the replica diverge; the replica "
+                             "holds everything before it. Is the target the same Redis version "
+                             "as the master, with the same modules?");
+  };
+  if (r->type == REDIS_REPLY_ERROR) return refused(reply_text(r));
+  if (s.expect == Expect::kExec) {
+    if (r->type != REDIS_REPLY_ARRAY) return refused("EXEC answered " + reply_text(r));
+    for (size_t i = 0; i < r->elements; ++i)
+      if (r->element[i]->type == REDIS_REPLY_ERROR)
+        return refused("command " + std::to_string(i + 1) + " of the transaction failed: " +
+                       reply_text(r->element[i]));
+  }
+  return {};
+}
+
+Status StreamApplier::flush() {
+  // A MULTI block only counts once its EXEC succeeds.
+  Status failed;
+  for (const Sent& s : in_flight_) {
+    if (s.name.empty()) {  // a dropped PING/REPLCONF: nothing was sent
+      if (failed.ok()) applied_ = s.end;
+      continue;
+    }
+    auto reply = target_.get_reply();
+    if (!reply.ok()) return reply.status().wrap("apply the replication stream").as(ErrorKind::kUnavailable);
+    if (!failed.ok()) continue;  // drain the replies of what was sent after the failure
+    if (Status c = check(s, reply->get()); !c.ok()) {
+      failed = c;
+      continue;
+    }
+    if (s.expect == Expect::kAny || s.expect == Expect::kExec) {
+      applied_ = s.end;
+      db_ = s.db_after;
+      commands_ += s.commands;
+    }
+  }
+  in_flight_.clear();
+  return failed;
+}
+
+}  // namespace rrs

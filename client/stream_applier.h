@@ -1,0 +1,60 @@
+// Applies the master's replication stream to the target Redis, command by
+// command, with pipelining ("append, then get"): SELECT is forwarded and
+// tracked, a MULTI ... EXEC block is held until its EXEC and sent whole (so a
+// batch boundary or a stop never splits it), PING and REPLCONF (the master
+// talking to its replica, not data) are dropped. Every reply is checked: a
+// command the target refuses means the replica would diverge, so it fails
+// naming the command and its stream position rather than carry on.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/redis_client.h"
+#include "proto/resp_parser.h"
+
+namespace rrs {
+
+class StreamApplier {
+ public:
+  // `position`: the stream position of the first command that will be added.
+  StreamApplier(RedisClient target, uint64_t position);
+
+  // Queues one command; `end` is the stream position after it.
+  Status add(const resp::Command& cmd, uint64_t end);
+  // Sends what is queued (all but an open MULTI block) and checks the replies.
+  Status flush();
+
+  // The stream position after the last command the target applied (or that
+  // was dropped): where following resumes.
+  uint64_t applied() const { return applied_; }
+  uint64_t commands() const { return commands_; }
+  uint32_t db() const { return db_; }
+  bool in_transaction() const { return in_block_; }
+
+ private:
+  enum class Expect { kAny, kOk, kQueued, kExec };
+  struct Sent {
+    std::string name;  // for error messages
+    uint64_t end;      // stream position after it
+    Expect expect;
+    uint32_t db_after;
+    uint32_t commands;  // stream commands it completes (an EXEC: its block's)
+  };
+  void send(std::span<const std::string_view> args, uint64_t end, Expect expect,
+            uint32_t commands);
+  Status check(const Sent& s, const redisReply* reply) const;
+
+  RedisClient target_;
+  uint64_t applied_;
+  uint64_t commands_ = 0;
+  uint32_t db_ = 0;       // the DB the target is at after what was applied
+  uint32_t sent_db_ = 0;  // ... after what was sent
+  std::vector<Sent> in_flight_;
+  // The open MULTI block: owned copies, since the parser's views die with
+  // the next feed.
+  bool in_block_ = false;
+  std::vector<std::vector<std::string>> block_;
+};
+
+}  // namespace rrs

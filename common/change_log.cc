@@ -1,0 +1,65 @@
+#include "common/change_log.h"
+
+#include <bit>
+#include <cstring>
+
+#include "common/clock.h"
+
+namespace rrs {
+
+static_assert(std::endian::native == std::endian::little,
+              "the change log's header words are written natively and read as little-endian");
+static_assert(std::atomic_ref<uint64_t>::is_always_lock_free);
+
+Result<std::shared_ptr<ChangeLog>> ChangeLog::create(uint64_t capacity, uint64_t log_id,
+                                                     std::string_view replid, uint64_t start) {
+  if (capacity == 0 || capacity > change_log::kMaxCapacity)
+    return Status::error("create the change log",
+                         "capacity " + std::to_string(capacity) + " outside 1.." +
+                             std::to_string(change_log::kMaxCapacity));
+  auto memory = PageBuffer::allocate(change_log::memory_size(capacity));
+  if (!memory.ok()) return memory.status().wrap("create the change log");
+  change_log::Header h;
+  h.capacity = capacity;
+  h.log_id = log_id;
+  h.start = h.end = start;
+  h.end_unix_us = static_cast<uint64_t>(unix_us());
+  h.replid = std::string(replid);
+  auto header = change_log::encode_header(h);
+  std::memcpy(memory->data(), header.data(), header.size());
+  return std::shared_ptr<ChangeLog>(
+      new ChangeLog(std::move(*memory), capacity, log_id, std::string(replid)));
+}
+
+void ChangeLog::append(std::span<const std::byte> bytes) {
+  if (bytes.empty()) return;
+  const uint64_t old_end = word(change_log::kEndAt).load(std::memory_order_relaxed);
+  const uint64_t new_end = old_end + bytes.size();
+  // Only the last `capacity` bytes can be held.
+  if (bytes.size() > capacity_) bytes = bytes.subspan(bytes.size() - capacity_);
+  const uint64_t first_pos = new_end - bytes.size();
+  // Seqlock: raise start past what is about to be overwritten before
+  // touching it, so a reader that re-reads start after its copy sees it.
+  if (new_end > capacity_) {
+    const uint64_t lowest_kept = new_end - capacity_;
+    auto start = word(change_log::kStartAt);
+    if (start.load(std::memory_order_relaxed) < lowest_kept)
+      start.store(lowest_kept, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+  }
+  auto parts = change_log::segments(capacity_, first_pos, new_end);
+  size_t copied = 0;
+  for (size_t i = 0; i < parts.count; ++i) {
+    std::memcpy(memory_.data() + parts.parts[i].offset, bytes.data() + copied,
+                parts.parts[i].length);
+    copied += parts.parts[i].length;
+  }
+  word(change_log::kEndTimeAt).store(static_cast<uint64_t>(unix_us()), std::memory_order_relaxed);
+  word(change_log::kEndAt).store(new_end, std::memory_order_release);
+}
+
+void ChangeLog::mark_superseded() {
+  word(change_log::kFlagsAt).fetch_or(change_log::kFlagSuperseded, std::memory_order_release);
+}
+
+}  // namespace rrs
