@@ -22,6 +22,7 @@
 #include "proto/control.h"
 #include "proto/crc32c.h"
 #include "proto/crc64.h"
+#include "proto/change_log_layout.h"
 #include "proto/dump_payload.h"
 #include "proto/rdb_format.h"
 #include "proto/table_layout.h"
@@ -313,6 +314,22 @@ void rdb_seeds(const fs::path& dir) {
   write(dir, "synthetic-v6-no-checksum", prefix + v6.eof(false));
 }
 
+// --- change log header (fed to table_layout_fuzz) ----------------------------
+
+void change_log_seeds(const fs::path& dir) {
+  rrs::change_log::Header h;
+  h.capacity = 256;
+  h.log_id = 1795323455714574;
+  h.start = 1000;
+  h.end = 1200;  // wraps: 1000 % 256 = 232
+  h.replid = "8de1cbd5ac4a2a3e4da3c8d6fc9a3b2e9ac16f43";
+  auto header = rrs::change_log::encode_header(h);
+  std::string seed(1, '\0');  // table_layout_fuzz's flag byte
+  seed.append(reinterpret_cast<const char*>(header.data()), header.size());
+  seed.append(256, '*');
+  write(dir, "change-log-wrapped", seed);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -323,6 +340,7 @@ int main(int argc, char** argv) {
   fs::path out = argv[1];
   control_seeds(out / "control");
   table_seeds(out / "table_layout");
+  change_log_seeds(out / "table_layout");
   rdb_seeds(out / "rdb");
   return 0;
 }

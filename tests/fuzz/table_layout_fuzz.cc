@@ -13,7 +13,8 @@
 //   1 header CRC   2 DB directory CRC   4 slot CRCs   8 scripts region CRC
 //
 // What decodes must survive a round trip through the encoders, and the views
-// a decoded slot returns must lie inside the bytes it was given.
+// a decoded slot returns must lie inside the bytes it was given. The same
+// bytes also go through the change log's header decoder.
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "proto/byte_order.h"
+#include "proto/change_log_layout.h"
 #include "proto/crc32c.h"
 #include "proto/table_layout.h"
 #include "tests/fuzz/fuzz_check.h"
@@ -135,6 +137,28 @@ void check_scripts(Bytes b, Header h, uint8_t flags) {
 
 }  // namespace
 
+// The change log's header, which a follower reads from the same sidecar:
+// what decodes describes a ring it can address, and survives re-encoding.
+void check_change_log_header(Bytes bytes) {
+  namespace cl = rrs::change_log;
+  auto h = cl::decode_header(bytes);
+  if (!h.ok()) return;
+  FUZZ_CHECK(h->capacity > 0 && h->capacity <= cl::kMaxCapacity, "change log capacity");
+  FUZZ_CHECK(h->start <= h->end && h->end - h->start <= h->capacity, "change log range");
+  auto again = cl::decode_header(cl::encode_header(*h));
+  FUZZ_CHECK(again.ok() && again->start == h->start && again->end == h->end &&
+             again->replid == h->replid && again->flags == h->flags,
+             "change log header round trip");
+  auto parts = cl::segments(h->capacity, h->start, h->end);
+  uint64_t total = 0;
+  for (size_t i = 0; i < parts.count; ++i) {
+    FUZZ_CHECK(parts.parts[i].offset + parts.parts[i].length <= cl::memory_size(h->capacity),
+               "change log segment outside the ring");
+    total += parts.parts[i].length;
+  }
+  FUZZ_CHECK(total == h->end - h->start, "change log segments miss bytes");
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const uint8_t flags = data[0];
@@ -145,6 +169,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     rrs::wire::store_u32(region.data() + hdr::kHeaderCrc,
                          rrs::crc32c(0, region.data(), hdr::kHeaderCrc));
   Bytes all(region);
+  check_change_log_header(all);
   auto h = decode_header(all.first(std::min(all.size(), kHeaderSize)), region.size());
   if (!h.ok()) return 0;
   check_header_round_trip(*h, region.size());

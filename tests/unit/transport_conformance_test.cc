@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "client/log_tail.h"
 #include "client/table_fetcher.h"
 #include "common/tcp_table_reader.h"
 #include "common/rdma_device.h"
@@ -307,6 +308,107 @@ TEST_P(TransportConformance, ReadsOfAReplacedEpochAreRefused) {
   Status s = read_once(*reader, 0, buf);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("epoch gone"), std::string::npos) << s.message();
+}
+
+// The change log: an epoch that carries one announces it, and its header and
+// bytes are read through the log region; copies are checked by the seqlock
+// rule, and a ring that wraps keeps its bytes in order.
+std::shared_ptr<Table> table_with_log(uint64_t epoch, const ChangeLogPtr& log) {
+  auto t = sample_table(epoch, 10);
+  t->log = log;
+  return t;
+}
+
+std::span<const std::byte> as_bytes(const std::string& s) { return std::as_bytes(std::span(s)); }
+
+std::string stream_text(size_t from, size_t n) {
+  std::string s;
+  for (size_t i = from; i < from + n; ++i) s += static_cast<char>('a' + i % 26);
+  return s;
+}
+
+TEST_P(TransportConformance, ChangeLogIsReadThroughTheLogRegion) {
+  auto log = ChangeLog::create(4096, 77, "0123456789abcdef0123456789abcdef01234567", 1000);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  harness_->publish(table_with_log(70, *log));
+  auto reader = harness_->make_reader();
+  ASSERT_TRUE(reader->connect(Clock::now() + std::chrono::seconds(5)).ok());
+  EXPECT_EQ(reader->descriptor().log_id, 77u);
+  LogTail tail(*reader, std::chrono::milliseconds(5000), 1u << 20);
+  ASSERT_TRUE(tail.attach().ok());
+
+  auto h = tail.read_header();
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_EQ(h->start, 1000u);
+  EXPECT_EQ(h->end, 1000u);
+  EXPECT_EQ(h->capacity, 4096u);
+  EXPECT_EQ(h->replid, "0123456789abcdef0123456789abcdef01234567");
+
+  // 3000 bytes, then 3000 more: the second write wraps the ring.
+  (*log)->append(as_bytes(stream_text(0, 3000)));
+  h = tail.read_header();
+  ASSERT_TRUE(h.ok());
+  auto copy = tail.read(*h, 1000, 4000);
+  ASSERT_TRUE(copy.ok()) << copy.status().message();
+  EXPECT_TRUE(copy->intact);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(copy->bytes.data()), copy->bytes.size()),
+            stream_text(0, 3000));
+  (*log)->append(as_bytes(stream_text(3000, 3000)));
+  h = tail.read_header();
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->start, 7000u - 4096);
+  copy = tail.read(*h, 4000, 7000);
+  ASSERT_TRUE(copy.ok()) << copy.status().message();
+  EXPECT_TRUE(copy->intact);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(copy->bytes.data()), copy->bytes.size()),
+            stream_text(3000, 3000));
+
+  // A range chosen from an old header, overwritten before it was copied: the
+  // header read after the copy gives it away.
+  auto before = *h;
+  (*log)->append(as_bytes(stream_text(6000, 4096)));
+  copy = tail.read(before, 4000, 7000);
+  ASSERT_TRUE(copy.ok());
+  EXPECT_FALSE(copy->intact);
+
+  // Reads stay inside the log.
+  std::vector<std::byte> buf(64);
+  ASSERT_TRUE(reader->register_buffer(buf).ok());
+  TableRead outside{9, change_log::memory_size(4096) - 10, buf, control::Region::kChangeLog};
+  Status s = reader->post_reads({&outside, 1});
+  if (s.ok()) {
+    std::vector<uint64_t> done;
+    s = reader->poll(done, std::chrono::milliseconds(5000));
+  }
+  EXPECT_FALSE(s.ok());
+}
+
+TEST_P(TransportConformance, NewEpochOfTheSameHistoryKeepsTheLog) {
+  auto log = ChangeLog::create(4096, 88, "r", 0);
+  ASSERT_TRUE(log.ok());
+  harness_->publish(table_with_log(80, *log));
+  harness_->publish(table_with_log(81, *log));
+  (*log)->append(as_bytes(stream_text(0, 100)));
+  auto reader = harness_->make_reader();
+  ASSERT_TRUE(reader->connect(Clock::now() + std::chrono::seconds(5)).ok());
+  EXPECT_EQ(reader->descriptor().epoch, 81u);
+  EXPECT_EQ(reader->descriptor().log_id, 88u);
+  LogTail tail(*reader, std::chrono::milliseconds(5000), 1u << 20);
+  ASSERT_TRUE(tail.attach().ok());
+  auto h = tail.read_header();
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_EQ(h->end, 100u);
+}
+
+TEST_P(TransportConformance, TableWithoutALogCannotBeFollowed) {
+  harness_->publish(sample_table(90, 10));
+  auto reader = harness_->make_reader();
+  ASSERT_TRUE(reader->connect(Clock::now() + std::chrono::seconds(5)).ok());
+  EXPECT_EQ(reader->descriptor().log_id, 0u);
+  LogTail tail(*reader, std::chrono::milliseconds(5000), 1u << 20);
+  Status s = tail.attach();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--source psync"), std::string::npos) << s.message();
 }
 
 TEST_P(TransportConformance, OutOfRangeReadIsRefused) {
