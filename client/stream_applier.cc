@@ -89,9 +89,12 @@ Status StreamApplier::check(const Sent& s, const redisReply* r) const {
     return Status::error("apply the replication stream",
                          "the target refused " + s.name + " (ending at stream offset " +
                              std::to_string(s.end) + "): " + why +
-                             ". Stopping here rather than let the replica diverge; the replica "
-                             "holds everything before it. Is the target the same Redis version "
-                             "as the master, with the same modules?");
+                             ". Stopping rather than let the replica diverge further: it holds "
+                             "the stream up to that command, and the commands pipelined after it "
+                             "in the same batch (up to offset " +
+                             std::to_string(in_flight_.back().end) +
+                             "). Is the target the same Redis version as the master, with the "
+                             "same modules?");
   };
   if (r->type == REDIS_REPLY_ERROR) return refused(reply_text(r));
   if (s.expect == Expect::kExec) {
