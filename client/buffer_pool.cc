@@ -10,8 +10,13 @@ Result<std::unique_ptr<BufferPool>> BufferPool::create(TableReader& reader, size
   pool->memory_ = std::move(*mem);
   pool->buffer_size_ = buffer_size;
   RRS_RETURN_IF_ERROR(reader.register_buffer(pool->memory_.span()));
+  pool->reader_ = &reader;
   for (size_t i = count; i-- > 0;) pool->free_.push_back(i);
   return pool;
+}
+
+BufferPool::~BufferPool() {
+  if (reader_) reader_->unregister_buffer(memory_.span());
 }
 
 BufferPool::Lease BufferPool::take(const std::function<void()>& idle) {

@@ -27,6 +27,8 @@ class BufferPool {
 
   static Result<std::unique_ptr<BufferPool>> create(TableReader& reader, size_t count,
                                                     size_t buffer_size);
+  // Unregisters the memory from the reader, which must still exist.
+  ~BufferPool();
   // Blocks until a buffer is free, running `idle` (if given) about every
   // kIdleEvery meanwhile; an empty lease once cancelled.
   Lease take(const std::function<void()>& idle = {});
@@ -37,6 +39,7 @@ class BufferPool {
   BufferPool() = default;
   void put(size_t index);
 
+  TableReader* reader_ = nullptr;
   PageBuffer memory_;
   size_t buffer_size_ = 0;
   std::mutex mu_;

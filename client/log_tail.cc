@@ -9,6 +9,12 @@ using control::Region;
 LogTail::LogTail(TableReader& reader, std::chrono::milliseconds io_timeout, uint32_t max_chunk)
     : reader_(reader), io_timeout_(io_timeout), max_chunk_(max_chunk) {}
 
+LogTail::~LogTail() {
+  if (header_buf_.empty()) return;
+  reader_.unregister_buffer(header_buf_);
+  reader_.unregister_buffer(data_buf_);
+}
+
 Status LogTail::attach() {
   const control::Descriptor& d = reader_.descriptor();
   if (d.log_id == 0)

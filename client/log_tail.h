@@ -17,6 +17,10 @@ class LogTail {
  public:
   // `max_chunk`: the most stream bytes one read() copies.
   LogTail(TableReader& reader, std::chrono::milliseconds io_timeout, uint32_t max_chunk);
+  // Unregisters its buffers from the reader, which must still exist.
+  ~LogTail();
+  LogTail(const LogTail&) = delete;
+  LogTail& operator=(const LogTail&) = delete;
 
   // Checks that the descriptor offers a change log and, the first time,
   // registers the buffers (a reader re-registers them when it reconnects).

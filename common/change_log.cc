@@ -19,6 +19,11 @@ Result<std::shared_ptr<ChangeLog>> ChangeLog::create(uint64_t capacity, uint64_t
                              std::to_string(change_log::kMaxCapacity));
   auto memory = PageBuffer::allocate(change_log::memory_size(capacity));
   if (!memory.ok()) return memory.status().wrap("create the change log");
+  // Fault every page in for writing now. Registering untouched anonymous
+  // memory for remote read only pins the shared zero page; the writer's
+  // first store would then move to a fresh copy the NIC never sees (the
+  // table has no such problem: it is written before it is registered).
+  std::memset(memory->data(), 0, memory->size());
   change_log::Header h;
   h.capacity = capacity;
   h.log_id = log_id;

@@ -21,6 +21,7 @@ class TcpTableReader final : public TableReader {
   uint32_t max_read_length() const override { return hello_.max_read_len; }
   uint32_t max_in_flight() const override { return hello_.max_in_flight; }
   Status register_buffer(std::span<std::byte>) override { return {}; }
+  void unregister_buffer(std::span<std::byte>) override {}
   Status post_reads(std::span<const TableRead> batch) override;
   Status poll(std::vector<uint64_t>& done, std::chrono::milliseconds timeout) override;
   // TCP's own keepalive (enable_tcp_keepalive) covers a silent connection.

@@ -59,6 +59,10 @@ class TableReader {
   // Makes `memory` usable as a read destination (verbs registers it; TCP has
   // nothing to do). Call once per buffer before posting reads into it.
   virtual Status register_buffer(std::span<std::byte> memory) = 0;
+  // Forgets a buffer given to register_buffer (verbs deregisters it); call
+  // before freeing its memory, or a later buffer at the same address could
+  // be read into through the stale registration's pages.
+  virtual void unregister_buffer(std::span<std::byte> memory) = 0;
 
   // Like a chain of RDMA READs: starts copying, for each request, table bytes
   // [offset, offset+dst.size()) into dst, which must stay valid until its id

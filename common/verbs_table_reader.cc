@@ -206,10 +206,19 @@ Status VerbsTableReader::register_buffer(std::span<std::byte> memory) {
   return {};
 }
 
+void VerbsTableReader::unregister_buffer(std::span<std::byte> memory) {
+  std::erase_if(registered_spans_, [&](std::span<std::byte> s) {
+    return s.data() == memory.data() && s.size() == memory.size();
+  });
+  std::erase_if(mrs_, [&](const verbs::MemoryRegion& mr) {
+    return mr->addr == memory.data() && mr->length == memory.size();
+  });
+}
+
 uint32_t VerbsTableReader::lkey_for(const std::byte* p, size_t len) const {
-  for (const verbs::MemoryRegion& mr : mrs_) {
-    auto* base = static_cast<const std::byte*>(mr->addr);
-    if (p >= base && p + len <= base + mr->length) return mr->lkey;
+  for (auto it = mrs_.rbegin(); it != mrs_.rend(); ++it) {  // the newest registration wins
+    auto* base = static_cast<const std::byte*>((*it)->addr);
+    if (p >= base && p + len <= base + (*it)->length) return (*it)->lkey;
   }
   return 0;
 }

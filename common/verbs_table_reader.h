@@ -39,6 +39,7 @@ class VerbsTableReader final : public TableReader {
   uint32_t max_read_length() const override { return max_read_len_; }
   uint32_t max_in_flight() const override { return max_in_flight_; }
   Status register_buffer(std::span<std::byte> memory) override;
+  void unregister_buffer(std::span<std::byte> memory) override;
   Status post_reads(std::span<const TableRead> batch) override;
   Status poll(std::vector<uint64_t>& done, std::chrono::milliseconds timeout) override;
   Status keepalive() override;

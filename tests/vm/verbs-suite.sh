@@ -7,7 +7,7 @@
 # The verbs half of the transport conformance suite, then the end-to-end tests
 # of the shipped binaries over verbs (RRS_TEST_TRANSPORT=verbs): every type,
 # TTLs, DBs, big values, digests equal; targets; auth; four clients at once; a
-# sidecar killed mid-transfer. RRS_REQUIRE_VERBS=1 turns "no RDMA device"
+# sidecar killed mid-transfer; psync tables; follow mode. RRS_REQUIRE_VERBS=1 turns "no RDMA device"
 # skips into failures: here a skip would hide a broken setup.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,6 +30,9 @@ done
 # A psync table over verbs, and a later epoch published after a full resync.
 run "$build/tests/integration/psync_source_test" \
   --gtest_filter='*EveryTypeAndTheMastersReplicationPosition:*FullResyncOnReconnectPublishesANewEpoch'
+# Follow mode: the change log read with one-sided READs under a writer,
+# overrun, sidecar and master restarts.
+run "$build/tests/integration/follow_test"
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "verbs-suite: FAILED: ${failed[*]}" >&2
