@@ -1,7 +1,8 @@
 // rdma-client --follow against real servers: a writer drives the master with
 // every kind of write while a replica syncs and follows the sidecar's change
 // log, and after the writer stops the replica equals the master; a follower
-// that falls behind a tiny ring resyncs; a restarted sidecar or master makes
+// that falls behind a tiny ring resyncs; a new snapshot of the same history
+// (SIGUSR1) keeps followers going; a restarted sidecar or master makes
 // it resync and converge again; SIGTERM stops it cleanly.
 #include <gtest/gtest.h>
 
@@ -32,10 +33,11 @@ class FollowTest : public SidecarTest {
     start_native_replica();
   }
 
-  // rdma-client --follow into replica_, status every second.
-  Process start_follower(uint16_t server_port, std::vector<std::string> extra = {}) {
+  // rdma-client --follow into replica_ (or `into`), status every second.
+  Process start_follower(uint16_t server_port, std::vector<std::string> extra = {},
+                         RedisProcess* into = nullptr) {
     std::vector<std::string> argv = {client_binary(), sidecar_host(), std::to_string(server_port),
-                                     "--redis", replica_.address(), "--follow",
+                                     "--redis", (into ? *into : replica_).address(), "--follow",
                                      "--status-interval", "1", "--transport", test_transport(),
                                      "--quiet"};
     argv.insert(argv.end(), extra.begin(), extra.end());
@@ -69,17 +71,20 @@ class FollowTest : public SidecarTest {
   // followed_state() the native replica's (which must have caught up too);
   // on failure, records what still differs.
   bool converged(std::chrono::milliseconds within = kConvergeWithin) {
+    return converged(replica_, within);
+  }
+  bool converged(RedisProcess& replica, std::chrono::milliseconds within = kConvergeWithin) {
     auto deadline = std::chrono::steady_clock::now() + within;
     while (true) {
       const std::string master_digest = master_->digest();
       const bool same_digest =
-          replica_.digest() == master_digest && native_->digest() == master_digest;
-      auto want = followed_state(*native_), got = followed_state(replica_);
+          replica.digest() == master_digest && native_->digest() == master_digest;
+      auto want = followed_state(*native_), got = followed_state(replica);
       if (same_digest && want == got) return true;
       if (std::chrono::steady_clock::now() >= deadline) {
         ADD_FAILURE() << "replica differs: digests " << (same_digest ? "equal" : "differ")
                       << "; keyspace master " << master_->keyspace() << " replica "
-                      << replica_.keyspace() << " native replica " << native_->keyspace()
+                      << replica.keyspace() << " native replica " << native_->keyspace()
                       << "; native vs ours: " << first_difference(want, got);
         return false;
       }
@@ -150,6 +155,42 @@ TEST_F(FollowTest, EveryWriteTypeWhileSyncingAndFollowing) {
   EXPECT_EQ(follower.wait(30s), 0) << follower.describe();
   EXPECT_NE(follower.stdout_text().find("stopped offset="), std::string::npos)
       << follower.describe();
+}
+
+TEST_F(FollowTest, NewSnapshotOfTheSameHistoryKeepsFollowersGoing) {
+  WriteLoad writer(*master_);
+  while (writer.rounds() < 20) std::this_thread::sleep_for(10ms);
+  SidecarServer server(master_->address(), {"--source", "psync"});
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  Process first = start_follower(server.port());
+  ASSERT_TRUE(first.wait_for_line("following", 60s)) << first.describe();
+
+  // SIGUSR1: a new epoch from a second link, continued by the same log.
+  server.process().signal(SIGUSR1);
+  auto published = server.process().wait_for_line("published epoch=", 60s);
+  ASSERT_TRUE(published) << server.describe();
+  Fields newer = parse_fields(*published);
+  EXPECT_GT(field_u64(newer, "offset"), field_u64(server.ready_fields(), "offset"));
+  EXPECT_EQ(newer.at("replid"), server.ready_fields().at("replid"));
+
+  // A replica that joins now starts from the new epoch and follows too.
+  RedisProcess second_replica;
+  ASSERT_TRUE(second_replica.started()) << second_replica.start_error();
+  Process second = start_follower(server.port(), {}, &second_replica);
+  ASSERT_TRUE(second.wait_for_line("synced", 60s)) << second.describe();
+  EXPECT_NE(second.stdout_text().find("epoch=" + newer.at("epoch")), std::string::npos)
+      << second.describe();
+  ASSERT_TRUE(second.wait_for_line("following", 30s)) << second.describe();
+
+  uint64_t before = writer.rounds();
+  while (writer.rounds() < before + 50) std::this_thread::sleep_for(10ms);
+  writer.stop();
+  EXPECT_EQ(writer.errors(), "");
+  EXPECT_TRUE(converged()) << first.describe();
+  EXPECT_TRUE(converged(second_replica)) << second.describe();
+  // The first follower never had to resync: the log went on.
+  EXPECT_FALSE(std::regex_search(first.stdout_text(), std::regex("resyncs=[1-9]")))
+      << first.describe();
 }
 
 TEST_F(FollowTest, FallingBehindATinyRingResyncs) {
