@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job end to end on a built-in default: a master Redis with sample
 # data, rdma-server beside it, an empty replica Redis, and rdma-client loading
-# the replica. Prints each step, how long it took, and whether the replica's
-# DEBUG DIGEST equals the master's. Everything runs on loopback and is
+# the replica and then following the master through writes. Prints each step,
+# how long it took, and whether the replica's DEBUG DIGEST equals the
+# master's. Everything runs on loopback and is
 # stopped on exit.
 # Usage: bash bench/demo.sh [--keys N] [--value-size BYTES]
 set -euo pipefail
@@ -76,19 +77,45 @@ done
 echo "$(grep ready "$work/server.out")"
 echo "published in $(since "$t")"
 
-step "empty replica Redis on 127.0.0.1:$replica; rdma-client loads it"
+step "empty replica Redis on 127.0.0.1:$replica; rdma-client --follow loads it, then follows the master"
 start_redis replica "$replica"
 t=$(now)
-build/client/rdma-client 127.0.0.1 "$sidecar" --redis "127.0.0.1:$replica" --quiet | tee "$work/client.out"
-echo "client finished in $(since "$t") (wall, including process start)"
+build/client/rdma-client 127.0.0.1 "$sidecar" --redis "127.0.0.1:$replica" --follow \
+  --status-interval 1 --quiet >"$work/client.out" 2>"$work/client.err" &
+follower=$!
+pids+=($follower)
+until grep -q '^synced' "$work/client.out" 2>/dev/null; do
+  kill -0 "$follower" 2>/dev/null || { cat "$work/client.err" >&2; exit 1; }
+  sleep 0.05
+done
+grep '^synced' "$work/client.out"
+echo "full sync finished in $(since "$t") (wall, including process start)"
+
+step "writes on the master while the replica follows the sidecar's change log"
+t=$(now)
+{
+  for i in $(seq 1 20000); do printf 'SET live:%d value-%d\r\nINCR counter\r\n' "$i" "$i"; done
+  printf 'MULTI\r\nHSET user:1 lang Rust\r\nLPUSH queue e\r\nEXEC\r\nDEL session:1\r\n'
+} | redis-cli -p "$master" --pipe >/dev/null
+echo "sent in $(since "$t"): 20,000 SET, 20,000 INCR, a MULTI/EXEC block, a DEL"
+until [ "$(redis-cli -p "$master" debug digest)" = "$(redis-cli -p "$replica" debug digest)" ]; do
+  kill -0 "$follower" 2>/dev/null || { cat "$work/client.err" >&2; exit 1; }
+  sleep 0.05
+done
+echo "replica caught up $(since "$t") after the first write"
 
 step "verify"
 m=$(redis-cli -p "$master" debug digest); s=$(redis-cli -p "$replica" debug digest)
 echo "master  DEBUG DIGEST $m"
 echo "replica DEBUG DIGEST $s"
 mf=$(redis-cli -p "$master" function list withcode | md5sum); sf=$(redis-cli -p "$replica" function list withcode | md5sum)
-if [ "$m" = "$s" ] && [ "$mf" = "$sf" ]; then
-  echo "replica is an exact copy of the master (keys and function libraries)"
-else
+if [ "$m" != "$s" ] || [ "$mf" != "$sf" ]; then
   echo "MISMATCH" >&2; exit 1
 fi
+echo "replica is an exact copy of the master (keys and function libraries)"
+
+step "stopping the follower (SIGTERM: it finishes its batch and says where it got to)"
+kill -TERM "$follower"
+wait "$follower" || { echo "demo: rdma-client exited $?" >&2; cat "$work/client.err" >&2; exit 1; }
+grep '^stopped' "$work/client.out"
+echo "master_repl_offset: $(redis-cli -p "$master" info replication | grep master_repl_offset | cut -d: -f2 | tr -d '\r')"
