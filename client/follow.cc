@@ -37,15 +37,6 @@ void catch_stop_signals(bool on) {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-int exit_code_for(const Status& s) {
-  switch (s.kind()) {
-    case ErrorKind::kUnavailable: return exit_code::kUnavailable;
-    case ErrorKind::kBadData: return exit_code::kBadData;
-    case ErrorKind::kFailed: break;
-  }
-  return exit_code::kPartial;
-}
-
 // How following one table ended.
 struct FollowEnd {
   bool stopped = false;  // by a signal; else resync, for `why`
@@ -250,7 +241,7 @@ int run_follow(const ClientConfig& config) {
   auto creds = load_credentials(config.redis_auth_file, kClientAuthEnv);
   if (!creds.ok()) {
     log::error(creds.status().message());
-    return exit_code_for(creds.status());
+    return exit_code::for_status(creds.status());
   }
   ClientConfig sync_config = config;
   for (uint64_t resyncs = 0;; ++resyncs) {
@@ -272,7 +263,7 @@ int run_follow(const ClientConfig& config) {
     auto end = follower.run();
     if (!end.ok()) {
       log::error(end.status().message());
-      return exit_code_for(end.status());
+      return exit_code::for_status(end.status());
     }
     if (end->stopped) return exit_code::kOk;
     if (!end->wait_for_new_table) {

@@ -13,18 +13,9 @@
 namespace rrs {
 namespace {
 
-int exit_code_for(const Status& s) {
-  switch (s.kind()) {
-    case ErrorKind::kUnavailable: return exit_code::kUnavailable;
-    case ErrorKind::kBadData: return exit_code::kBadData;
-    case ErrorKind::kFailed: break;
-  }
-  return exit_code::kPartial;
-}
-
 int fail(const Status& s) {
   log::error(s.message());
-  return exit_code_for(s);
+  return exit_code::for_status(s);
 }
 
 std::string db_counts(const LoadStats& st) {
@@ -134,7 +125,7 @@ int run_full_sync(const ClientConfig& config, SyncedTable* synced) {
     fetcher.cancel();
     fetch_thread.join();
     log::error(s.message());
-    return loader->refused() ? exit_code::kRefused : exit_code_for(s);
+    return loader->refused() ? exit_code::kRefused : exit_code::for_status(s);
   }
   Progress progress(h.record_count, h.total_size, config.quiet);
   Status load_status;

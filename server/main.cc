@@ -24,11 +24,7 @@ namespace {
 
 int fail(const Status& s) {
   log::error(s.message());
-  switch (s.kind()) {
-    case ErrorKind::kUnavailable: return exit_code::kUnavailable;
-    case ErrorKind::kBadData: return exit_code::kBadData;
-    default: return 1;
-  }
+  return exit_code::for_status(s);
 }
 
 // A new epoch number: the creation time in ms, so a restarted sidecar never
