@@ -48,7 +48,9 @@ Result<Servers> start_servers(event_base* base, const ServerConfig& config) {
   std::string why;
   if (config.transport == TransportChoice::kVerbs ||
       (config.transport == TransportChoice::kAuto && rdma_device_active(why))) {
-    auto verbs = VerbsTableServer::listen(base, at);
+    VerbsServerLimits limits;
+    limits.retire_grace = config.retire_grace;
+    auto verbs = VerbsTableServer::listen(base, at, limits);
     if (verbs.ok()) {
       servers.emplace_back("verbs", std::move(*verbs));
     } else if (config.transport == TransportChoice::kVerbs) {

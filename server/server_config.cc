@@ -53,6 +53,8 @@ Options:
                           this much past the current table (default 3/4 of
                           --log-size; 0: only on SIGUSR1). Followers carry on
                           in the same log; new replicas start from it.
+  --retire-grace SECS     verbs: how long a replaced epoch stays registered
+                          for clients still connected to it (default 60)
   -h, --help              this text
 
 Over verbs the table is registered (pinned) once per epoch: RLIMIT_MEMLOCK
@@ -88,6 +90,8 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
                args.size("--log-size", 0, uint64_t{1} << 40, c.log_size)) {
     } else if (uint64_t every = 0; args.size("--snapshot-every", 0, uint64_t{1} << 40, every)) {
       snapshot_every = every;
+    } else if (uint64_t grace = 0; args.number("--retire-grace", 0, 86400, grace)) {
+      c.retire_grace = std::chrono::seconds(grace);
     } else if (args.option("--source", v)) {
       if (v != "scan" && v != "psync") args.fail("--source: expected psync or scan, got '" + v + "'");
       c.source = v;

@@ -1,6 +1,7 @@
 // rdma-server's settings: one struct, defaults here, parsed from argv.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include "common/endpoint.h"
@@ -35,6 +36,10 @@ struct ServerConfig {
   // log has grown this much past the current table, so the newest table is
   // one the log still continues. Default: 3/4 of --log-size.
   uint64_t snapshot_every = 48u << 20;
+  // --retire-grace: how long a replaced epoch stays readable over verbs for
+  // a client that was given it and is still connected (TCP answers reads
+  // already queued). A follower then reconnects and finds its log again.
+  std::chrono::seconds retire_grace{60};
   bool help = false;
 };
 
