@@ -19,8 +19,9 @@ namespace {
 // (500 small READs a second when idle).
 constexpr auto kIdleFirst = std::chrono::microseconds(50);
 constexpr auto kIdleMax = std::chrono::microseconds(2000);
-// Between attempts to reach a sidecar that went away.
+// Between attempts to reach a sidecar that went away, and the longest one.
 constexpr auto kReconnectPause = std::chrono::seconds(1);
+constexpr auto kAttempt = std::chrono::seconds(5);
 
 std::atomic<bool> g_stop{false};
 static_assert(std::atomic<bool>::is_always_lock_free);
@@ -83,7 +84,9 @@ class Follower {
 Status Follower::reconnect(const Status& cause) {
   log::warn(cause.message() + "; reconnecting to rdma-server " + config_.server.to_string());
   while (!g_stop.load()) {
-    Status s = synced_.reader->connect(Clock::now() + config_.connect_timeout);
+    // Short attempts, so a stop signal is not kept waiting.
+    Status s = synced_.reader->connect(
+        Clock::now() + std::min<std::chrono::milliseconds>(config_.connect_timeout, kAttempt));
     if (s.ok()) return {};
     log::warn("reconnect: " + s.message() + "; retrying");
     std::this_thread::sleep_for(kReconnectPause);
@@ -100,7 +103,8 @@ Result<std::optional<FollowEnd>> Follower::refresh_header() {
     }
     if (h.status().kind() != ErrorKind::kUnavailable) return h.status();
     const uint64_t log_id = synced_.reader->descriptor().log_id;
-    if (Status s = reconnect(h.status()); !s.ok()) return std::optional<FollowEnd>(FollowEnd{true, ""});
+    if (Status s = reconnect(h.status()); !s.ok())
+      return std::optional<FollowEnd>(FollowEnd{true, ""});  // stopped meanwhile
     const control::Descriptor& d = synced_.reader->descriptor();
     if (d.log_id != log_id)
       return std::optional<FollowEnd>(FollowEnd{
@@ -157,7 +161,13 @@ Result<FollowEnd> Follower::step(bool& idle) {
   if (!behind_since_) behind_since_ = Clock::now();
   const uint64_t to = std::min<uint64_t>(header_.end, read_pos_ + tail_.max_chunk());
   auto copy = tail_.read(header_, read_pos_, to);
-  if (!copy.ok()) return copy.status();
+  if (!copy.ok()) {
+    if (copy.status().kind() != ErrorKind::kUnavailable) return copy.status();
+    // The sidecar went away mid-read: the header read reconnects.
+    auto again = refresh_header();
+    if (!again.ok()) return again.status();
+    return again->value_or(FollowEnd{});
+  }
   if (!copy->intact)
     return FollowEnd{false, "fell behind the change log: the bytes from offset " +
                                 std::to_string(read_pos_) +
@@ -199,14 +209,8 @@ Result<FollowEnd> Follower::run() {
   while (!g_stop.load()) {
     bool idle = false;
     auto end = step(idle);
-    if (!end.ok()) {
-      if (end.status().kind() != ErrorKind::kUnavailable) return end.status();
-      // The sidecar went away mid-read: the header read reconnects.
-      auto again = refresh_header();
-      if (!again.ok()) return again.status();
-      if (*again) return **again;
-      continue;
-    }
+    if (!end.ok()) return end.status();  // the target refused or went away, or bad data
+    if (end->stopped) break;
     if (!end->why.empty()) return *end;
     report(false);
     if (!idle) {
@@ -215,9 +219,11 @@ Result<FollowEnd> Follower::run() {
     }
     std::this_thread::sleep_for(pause);
     pause = std::min<std::chrono::microseconds>(pause * 2, kIdleMax);
-    RRS_RETURN_IF_ERROR(synced_.reader->keepalive().as(ErrorKind::kUnavailable));
+    Status alive = synced_.reader->keepalive();  // a failure: the header read reconnects
+    (void)alive;
     auto again = refresh_header();
     if (!again.ok()) return again.status();
+    if (*again && (*again)->stopped) break;
     if (*again) return **again;
   }
   report(true);
