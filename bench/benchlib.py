@@ -352,6 +352,31 @@ def cpu_seconds(pid, children=True):
     return ticks / CLK_TCK
 
 
+def processes_cpu(exclude_tree=None):
+    """{pid: utime + stime + cutime + cstime in s} of every process on the
+    machine except `exclude_tree` and its descendants: the CPU other work took
+    over an interval is the sum of the growths (a process that ended meanwhile
+    is in its parent's cutime; one that started counts whole)."""
+    stats = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        stats[int(d)] = (int(fields[1]), sum(int(x) for x in fields[11:15]) / CLK_TCK)
+    out = {}
+    for pid, (ppid, cpu) in stats.items():
+        p, seen = pid, 0
+        while p not in (0, exclude_tree) and p in stats and seen < 64:
+            p, seen = stats[p][0], seen + 1
+        if p != exclude_tree or exclude_tree is None:
+            out[pid] = cpu
+    return out
+
+
 def thread_cpu_seconds(pid, tid=None):
     """utime + stime of one thread (default: the main thread, tid == pid), in s:
     for Redis, the event loop that serves every command."""

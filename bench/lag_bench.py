@@ -53,15 +53,15 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 os.environ.setdefault("GIT_OPTIONAL_LOCKS", "0")  # report.machine's git status: read only
 from benchlib import (choose_pinning, run_harness, CLK_TCK, LOOPBACK, BenchError, Procs,
-                      RedisServer, Sidecar, cpu_seconds, kv_fields, pin_prefix, replica_synced,
-                      settle, tail, wait_until)
+                      RedisServer, Sidecar, cpu_seconds, kv_fields, pin_prefix, processes_cpu,
+                      replica_synced, tail, wait_until)
 import report
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
 
 TARGET_P99_RATIO = 2.0     # the issue: sidecar p99 <= 2x native p99 (TCP)
-QUIET = 0.15               # CPU busy fraction above which a run is flagged as disturbed
+QUIET = 0.15               # cores used by others just before a run: disturbed
 OTHER_LOAD = 0.10          # cores' worth of CPU used by others during a run: disturbed
 CHANNEL = b"__keyevent@0__:set"
 KEY_PREFIX = b"lag:"
@@ -69,6 +69,12 @@ END_KEY = b"lagend"        # the writer's last SET: a probe that sees it has see
 MARK_KEY = "lagmark"       # set before the load: both replicas in step
 REPLICAS = ("native", "sidecar")
 PCTS = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p99.9", 0.999))
+
+
+def size_bytes(text):
+    """`64M` -> 67108864 (rdma-server's k/M/G suffixes); 0 if it does not parse."""
+    m = re.fullmatch(r"(\d+)([kKmMgG]?)", text)
+    return int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[m.group(2).lower()] if m else 0
 
 
 def parse_args(argv):
@@ -103,15 +109,16 @@ def parse_args(argv):
                    help="CPU for both replica redis-servers (native, and the sidecar's target)")
     p.add_argument("--no-pin", action="store_true", help="pin nothing")
     p.add_argument("--wait-quiet", type=float, default=0, metavar="S",
-                   help="before each run wait up to S s for the machine to be under "
-                        f"{QUIET * 100:.0f}%% busy (default: only record how busy)")
+                   help="before each run wait up to S s for other processes to use under "
+                        f"{QUIET:.2f} cores (default: only record how much they use)")
     p.add_argument("--redo", type=int, default=2,
                    help="extra runs allowed to replace disturbed ones (default 2)")
     p.add_argument("--results-dir", default=os.path.join(BENCH_DIR, "results"))
     p.add_argument("--tag", default="", help="appended to the results file name")
     a = p.parse_args(argv)
-    if a.rate < 1 or a.value_size < 1 or a.runs < 1 or a.keyspace < 1:
-        p.error("--rate, --value-size, --runs and --keyspace must be positive")
+    if a.rate < 1 or a.value_size < 1 or a.runs < 1 or a.keyspace < 1 or a.redo < 0:
+        p.error("--rate, --value-size, --runs and --keyspace must be positive, --redo not "
+                "negative")
     if a.seconds <= 0 or a.warmup < 0 or a.batch_ms <= 0:
         p.error("--seconds and --batch-ms must be positive, --warmup not negative")
     a.batch = max(1, round(a.rate * a.batch_ms / 1000))  # SETs per batch
@@ -272,12 +279,13 @@ def probe_main(argv):
     return 0
 
 
-def proc_stat_busy():
-    """(busy, irq + softirq) jiffies of the whole machine so far (/proc/stat: busy
-    is all but idle and iowait; interrupt time is charged to no process)."""
+def irq_steal_seconds():
+    """(interrupt + softirq, steal) time of the whole machine so far
+    (/proc/stat), in s: loopback TCP's receive work lands in the first, charged
+    to no process; the second is CPU the hypervisor gave to someone else."""
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:]]
-    return sum(v[:8]) - v[3] - v[4], v[5] + v[6]
+    return (v[5] + v[6]) / CLK_TCK, v[7] / CLK_TCK
 
 
 def read_probe(path):
@@ -351,7 +359,6 @@ class LagBench:
         self.work = tempfile.mkdtemp(prefix="lag_bench.")
         self.runs = []  # one dict per run
         self.loadavg_start = report.loadavg()
-        self.versions = {}
 
     def binary(self, rel):
         path = os.path.join(self.a.build_dir, rel)
@@ -396,6 +403,25 @@ class LagBench:
             return False
         wait_until(f"{name} `{prefix}`", seen, timeout_s, poll_s=0.005)
         return found[0]
+
+    def others_busy(self, interval_s=0.5):
+        """Cores' worth of CPU used by processes this harness did not start, and
+        stolen by the hypervisor."""
+        before, steal0 = processes_cpu(os.getpid()), irq_steal_seconds()[1]
+        time.sleep(interval_s)
+        after, steal1 = processes_cpu(os.getpid()), irq_steal_seconds()[1]
+        others = sum(v - before.get(pid, 0) for pid, v in after.items())
+        return (others + steal1 - steal0) / interval_s
+
+    def settle(self):
+        """others_busy() once it is under QUIET, or after --wait-quiet s of waiting.
+        (benchlib.settle looks at the whole machine, which here includes the
+        follower's own idle polling.)"""
+        deadline = time.monotonic() + self.a.wait_quiet
+        busy = self.others_busy()
+        while busy > QUIET and time.monotonic() < deadline:
+            busy = self.others_busy()
+        return busy
 
     def sleep_until(self, t_ns, writer, wname):
         """Sleeps until monotonic t_ns, failing early if the writer dies."""
@@ -461,16 +487,16 @@ class LagBench:
         a = self.a
         tag = f"run{run + 1}"
         s = self.start_systems(tag)
+        disturbed = []
+        busy = self.settle()
+        if busy > QUIET:
+            disturbed.append(f"others (processes, steal) used {busy:.2f} cores before")
+            print(f"  warning: others (processes, steal) used {busy:.2f} cores before this run",
+                  flush=True)
         batches = max(1, int((a.warmup + a.seconds) * a.rate / a.batch))
         total_s = batches * a.interval_ns / 1e9
         deadline = time.monotonic_ns() + int((total_s + 60) * 1e9)
         probes = self.start_probes(tag, s, deadline)
-
-        disturbed = []
-        busy = settle(a.wait_quiet, QUIET)
-        if busy > QUIET:
-            disturbed.append(f"machine {busy:.0%} busy before")
-            print(f"  warning: machine {busy:.0%} busy before this run", flush=True)
         t0 = time.monotonic_ns() + 200_000_000
         wname = f"{tag}-writer"
         writer = self.start_logged(wname, pin_prefix(a.master_cpu) + self.child("_writer", [
@@ -489,14 +515,26 @@ class LagBench:
         w1 = t0 + int((a.warmup + a.seconds) * 1e9)
         self.sleep_until(w0, writer, wname)
         cpu0 = {k: cpu_seconds(pid, children=False) for k, pid in pids.items()}
-        stat0 = proc_stat_busy()
+        (irq0, steal0), others0 = irq_steal_seconds(), processes_cpu(os.getpid())
+        forks0 = int(s["master"].info("stats")["total_forks"])
+        offset0 = int(s["master"].info("replication")["master_repl_offset"])
         self.sleep_until(w1, writer, wname)
-        stat1 = proc_stat_busy()
+        forks = int(s["master"].info("stats")["total_forks"]) - forks0
+        stream_bps = (int(s["master"].info("replication")["master_repl_offset"]) - offset0) / a.seconds
+        irq1, steal1 = irq_steal_seconds()
+        irq, steal = (irq1 - irq0) / a.seconds, (steal1 - steal0) / a.seconds
+        others1 = processes_cpu(os.getpid())
+        # CPU of every process that is not this harness's, nor started by it.
+        other = sum(v - others0.get(pid, 0) for pid, v in others1.items()) / a.seconds
         cpu = {k: (cpu_seconds(pid, children=False) - cpu0[k]) / a.seconds
                for k, pid in pids.items()}
-        machine_busy = (stat1[0] - stat0[0]) / CLK_TCK / a.seconds
-        irq = (stat1[1] - stat0[1]) / CLK_TCK / a.seconds
-        other = machine_busy - irq - sum(cpu.values())  # what else ran meanwhile
+        if forks:
+            print(f"  note: the master forked {forks} time(s) during the measurement (a new "
+                  f"sidecar snapshot: see --snapshot-every)", flush=True)
+        if steal > OTHER_LOAD:
+            disturbed.append(f"{steal:.2f} cores stolen by the hypervisor")
+            print(f"  warning: the hypervisor took {steal:.2f} cores during the measurement",
+                  flush=True)
         if other > OTHER_LOAD:
             disturbed.append(f"{other:.2f} cores used by others")
             print(f"  warning: other processes used {other:.2f} cores during the measurement",
@@ -520,7 +558,7 @@ class LagBench:
                 raise BenchError(f"the {name} probe exited {proc.returncode}:\n"
                                  f"{tail(os.path.join(self.work, pname + '.err'))}")
         res = {"run": run + 1, "busy_before": busy, "writer": kv_fields(wline), "cpu": cpu,
-               "machine_busy": machine_busy, "irq": irq, "other": other,
+               "irq": irq, "steal": steal, "other": other, "forks": forks, "stream_bps": stream_bps,
                "disturbed": ", ".join(disturbed), "drain_s": time.monotonic() - t_end}
 
         # Everything the master holds, both replicas hold.
@@ -653,15 +691,17 @@ def per_run_table(a, runs):
 
 
 def conditions_table(runs):
-    out = ["| run | busy before | others' CPU during (cores) | writer: achieved s for the schedule | writer lateness p99 / max us "
-           "| sidecar snapshots (new tables) | client resyncs | client lag_ms max (1 s samples) | "
+    out = ["| run | others' CPU + steal before (cores) | others' CPU during (cores) | steal during (cores) | writer: seconds for the schedule "
+           "| writer lateness p99 / max us | master forks in the window | sidecar snapshots "
+           "published in the run | client resyncs | client lag_ms max (1 s samples) | "
            "drain after the last write s | disturbed |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         w = r["writer"]
-        out.append(f"| {r['run']} | {r['busy_before']:.0%} | {r['other']:.2f} | "
-                   f"{w.get('seconds', '?')} | "
-                   f"{w.get('late_p99_us', '?')} / {w.get('late_max_us', '?')} | {r['snapshots']} | "
+        out.append(f"| {r['run']} | {r['busy_before']:.2f} | {r['other']:.2f} | "
+                   f"{r['steal']:.2f} | "
+                   f"{w.get('seconds', '?')} | {w.get('late_p99_us', '?')} / "
+                   f"{w.get('late_max_us', '?')} | {r['forks']} | {r['snapshots']} | "
                    f"{r['client_resyncs']} | {r['client_lag_ms_max']} | {r['drain_s']:.2f} | "
                    f"{r['disturbed'] or 'no'} |")
     return "\n".join(out)
@@ -674,8 +714,6 @@ def cpu_table(runs):
         out.append(f"| {n} | {statistics.median(r['cpu'][n] for r in runs) * 100:.1f} |")
     out.append(f"| interrupts and softirqs (network, timers: charged to no process) | "
                f"{statistics.median(r['irq'] for r in runs) * 100:.1f} |")
-    out.append(f"| whole machine (/proc/stat, of {os.cpu_count()} cores) | "
-               f"{statistics.median(r['machine_busy'] for r in runs) * 100:.1f} |")
     return "\n".join(out)
 
 
@@ -705,10 +743,19 @@ def read_off(a, runs):
                      f"({a.keyspace / a.rate:.1f} s); raise --keyspace")
     if any(not r[n]["consistent"] for r in runs for n in REPLICAS):
         lines.append("- **a replica's DEBUG DIGEST differed from the master's after the load**")
-    if any(r["snapshots"] for r in runs):
-        lines.append("- rdma-server took a new snapshot (one more fork of the master) during "
-                     "some runs: see the conditions table; that fork stalls the master for both "
-                     "replicas")
+    bps = max(1.0, statistics.median(r["stream_bps"] for r in runs))
+    lines.append(f"- the master's replication stream: {bps / 1e6:.2f} MB/s")
+    forks = sum(r["forks"] for r in runs)
+    if forks:
+        if a.snapshot_every is not None:
+            what, every = a.snapshot_every, size_bytes(a.snapshot_every)
+        else:
+            what, every = f"default, 3/4 of --log-size {a.log_size}", size_bytes(a.log_size) * 3 // 4
+        lines.append(f"- the master forked {forks} time(s) in the measured windows: rdma-server's "
+                     f"periodic snapshot (`--snapshot-every` {what}: at this stream rate one "
+                     f"every {every / bps:.0f} s). The fork and the RDB it streams stall the "
+                     f"master, so both replicas' tails include it; `--snapshot-every 0` "
+                     f"measures the stream path alone")
     return "\n".join(lines)
 
 
@@ -722,8 +769,9 @@ def write_report(a, bench, command, ok):
     bad = [r for r in bench.runs if r["disturbed"]]
     note = []
     if bad:
-        note = [f"**Disturbed runs** (the machine over {QUIET:.0%} busy before a run, or other "
-                f"processes using over {OTHER_LOAD:.2f} cores during one): "
+        note = [f"**Disturbed runs** (other processes and the hypervisor's steal using over "
+                f"{QUIET:.2f} cores just before a run, or either over {OTHER_LOAD:.2f} cores "
+                f"during one): "
                 + "; ".join(f"run {r['run']}: {r['disturbed']}" for r in bad)
                 + (". They are in the per-run tables, not in the summary."
                    if bench.clean() else ". **Every run was disturbed: the summary is over all "

@@ -128,13 +128,13 @@ void PsyncSource::refresh(const std::atomic<bool>& stop, const std::atomic<bool>
   auto pause = opts_.retry_first;
   while (!stop.load() && !link_gone.load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    ChangeLogPtr log;
+    ChangeLogPtr current_log;
     uint64_t grown = 0;
     {
       std::lock_guard lock(mu_);
       if (!log_) continue;
-      log = log_;
-      grown = log->end() - table_offset_;
+      current_log = log_;
+      grown = current_log->end() - table_offset_;
     }
     const bool asked = snapshot_requested_.exchange(false);
     if (!asked && (opts_.snapshot_every == 0 || grown < opts_.snapshot_every)) continue;
@@ -142,7 +142,7 @@ void PsyncSource::refresh(const std::atomic<bool>& stop, const std::atomic<bool>
                                                                   mib(grown) +
                                                                   " past the table") +
               "; taking a new snapshot on a second link while the log goes on");
-    if (take_fresh_snapshot(log, stop, on_snapshot)) {
+    if (take_fresh_snapshot(current_log, stop, on_snapshot)) {
       pause = opts_.retry_first;
       continue;
     }
@@ -153,7 +153,7 @@ void PsyncSource::refresh(const std::atomic<bool>& stop, const std::atomic<bool>
   }
 }
 
-bool PsyncSource::take_fresh_snapshot(const ChangeLogPtr& log, const std::atomic<bool>& stop,
+bool PsyncSource::take_fresh_snapshot(const ChangeLogPtr& current_log, const std::atomic<bool>& stop,
                                       const OnSnapshot& on_snapshot) {
   auto link = MasterLink::connect(master_, creds_, opts_.link);
   if (!link.ok()) {
@@ -173,12 +173,12 @@ bool PsyncSource::take_fresh_snapshot(const ChangeLogPtr& log, const std::atomic
   }
   // The table must be continued by this log: the same history, and a
   // position the log reaches (the first link may be a moment behind).
-  if (reply->replid != log->replid()) {
+  if (reply->replid != current_log->replid()) {
     log::warn("new snapshot: the master's replid is now " + reply->replid +
               ", not the log's; the first link will see the new history");
     return false;
   }
-  for (auto until = Clock::now() + opts_.link.repl_timeout; log->end() < reply->offset;) {
+  for (auto until = Clock::now() + opts_.link.repl_timeout; current_log->end() < reply->offset;) {
     if (stop.load() || Clock::now() >= until) {
       log::warn("new snapshot: the change log did not reach its offset " +
                 std::to_string(reply->offset));
@@ -188,13 +188,13 @@ bool PsyncSource::take_fresh_snapshot(const ChangeLogPtr& log, const std::atomic
   }
   {
     std::lock_guard lock(mu_);
-    if (log_ != log || log->start() > reply->offset) {
+    if (log_ != current_log || current_log->start() > reply->offset) {
       log::warn("new snapshot: the change log moved on meanwhile; dropping it");
       return false;
     }
     table_offset_ = reply->offset;
   }
-  on_snapshot(builder, *stats, log);
+  on_snapshot(builder, *stats, current_log);
   return true;
 }
 
@@ -219,9 +219,9 @@ void PsyncSource::follow_link(const std::atomic<bool>& stop, const OnSnapshot& o
   std::string last_failure = "reconnecting to master " + master_.to_string();
   while (!stop.load()) {
     if (link_) {
-      ChangeLogPtr log = this->log();
+      ChangeLogPtr current_log = log();
       Status s = link_->follow(stop, [&](std::span<const std::byte> bytes) {
-        if (log) log->append(bytes);
+        if (current_log) current_log->append(bytes);
       });
       replid = link_->replid();
       offset = link_->offset();

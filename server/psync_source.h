@@ -82,7 +82,7 @@ class PsyncSource final : public SnapshotSource {
                const OnSnapshot& on_snapshot);
   // One new snapshot on a link of its own; false (after saying why) if it
   // could not be taken or no longer fits the log.
-  bool take_fresh_snapshot(const ChangeLogPtr& log, const std::atomic<bool>& stop,
+  bool take_fresh_snapshot(const ChangeLogPtr& current_log, const std::atomic<bool>& stop,
                            const OnSnapshot& on_snapshot);
   // The change log for the stream that follows `reply`'s RDB.
   Result<ChangeLogPtr> new_log(const PsyncReply& reply);
