@@ -1,6 +1,7 @@
 #include "client/follow.h"
 
 #include <csignal>
+#include <deque>
 #include <cstdio>
 #include <thread>
 
@@ -77,7 +78,22 @@ class Follower {
   uint64_t read_pos_;     // stream position of the next byte to read
   uint64_t parsed_base_;  // stream position of the parser's first byte
   uint64_t resyncs_;
-  std::optional<Clock::time_point> behind_since_;  // first saw unapplied bytes
+  // When this client first saw the stream reach each end it has not applied
+  // yet, oldest first: lag_ms is how long the oldest has waited.
+  struct Seen {
+    uint64_t end;
+    Clock::time_point at;
+  };
+  std::deque<Seen> unapplied_;
+  void note_seen(uint64_t end) {
+    if (unapplied_.empty() || unapplied_.back().end < end) unapplied_.push_back({end, Clock::now()});
+  }
+  void forget_applied() {
+    // Bytes up to an entry's end were all seen by its time, so once the
+    // entry before it is applied, the oldest unapplied byte dates from it.
+    while (!unapplied_.empty() && unapplied_.front().end <= applier_.applied())
+      unapplied_.pop_front();
+  }
   Clock::time_point last_report_ = Clock::now();
 };
 
@@ -124,10 +140,10 @@ void Follower::report(bool final) {
   const uint64_t applied = applier_.applied();
   const uint64_t lag_bytes = header_.end > applied ? header_.end - applied : 0;
   const long long lag_ms =
-      behind_since_ ? std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() -
-                                                                            *behind_since_)
-                          .count()
-                    : 0;
+      unapplied_.empty() ? 0
+                         : std::chrono::duration_cast<std::chrono::milliseconds>(
+                               Clock::now() - unapplied_.front().at)
+                               .count();
   std::printf("%s offset=%llu lag_bytes=%llu lag_ms=%lld commands=%llu resyncs=%llu log_id=%llu\n",
               final ? "stopped" : "following", static_cast<unsigned long long>(applied),
               static_cast<unsigned long long>(lag_bytes), lag_ms,
@@ -155,10 +171,12 @@ Result<FollowEnd> Follower::step(bool& idle) {
         .as(ErrorKind::kBadData);
   if (header_.end == read_pos_) {
     idle = true;
+    RRS_RETURN_IF_ERROR(applier_.collect());
+    forget_applied();
     return FollowEnd{};
   }
   idle = false;
-  if (!behind_since_) behind_since_ = Clock::now();
+  note_seen(header_.end);
   const uint64_t to = std::min<uint64_t>(header_.end, read_pos_ + tail_.max_chunk());
   auto copy = tail_.read(header_, read_pos_, to);
   if (!copy.ok()) {
@@ -173,6 +191,10 @@ Result<FollowEnd> Follower::step(bool& idle) {
                                 std::to_string(read_pos_) +
                                 " were overwritten while being read (a larger rdma-server "
                                 "--log-size gives followers more slack)"};
+  // The replies to the previous batch (the target had this round trip to
+  // apply it), then this batch, sent without waiting for its replies.
+  RRS_RETURN_IF_ERROR(applier_.collect());
+  forget_applied();
   parser_.feed(copy->bytes);
   read_pos_ = to;
   while (true) {
@@ -181,9 +203,8 @@ Result<FollowEnd> Follower::step(bool& idle) {
     if (!*cmd) break;
     RRS_RETURN_IF_ERROR(applier_.add(**cmd, parsed_base_ + parser_.consumed()));
   }
-  RRS_RETURN_IF_ERROR(applier_.flush());
+  RRS_RETURN_IF_ERROR(applier_.send());
   header_ = copy->after;
-  if (applier_.applied() >= header_.end) behind_since_.reset();
   return FollowEnd{};
 }
 
@@ -226,6 +247,8 @@ Result<FollowEnd> Follower::run() {
     if (*again && (*again)->stopped) break;
     if (*again) return **again;
   }
+  RRS_RETURN_IF_ERROR(applier_.collect());
+  forget_applied();
   report(true);
   return FollowEnd{true, ""};
 }

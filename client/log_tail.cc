@@ -51,7 +51,11 @@ Status LogTail::read_ranges(std::span<const TableRead> reads) {
 Result<change_log::Header> LogTail::read_header() {
   TableRead r{0, 0, header_buf_, Region::kChangeLog};
   RRS_RETURN_IF_ERROR(read_ranges({&r, 1}).wrap("read the change log header"));
-  auto h = change_log::decode_header(header_buf_);
+  return decode_checked(header_buf_);
+}
+
+Result<change_log::Header> LogTail::decode_checked(std::span<const std::byte> bytes) const {
+  auto h = change_log::decode_header(bytes);
   if (!h.ok()) return h.status();
   const control::Descriptor& d = reader_.descriptor();
   if (h->log_id != d.log_id || change_log::memory_size(h->capacity) != d.log_length)
@@ -66,16 +70,19 @@ Result<LogTail::Copy> LogTail::read(const change_log::Header& before, uint64_t f
   if (to < from || to > before.end || to - from > max_chunk_)
     return Status::error("read the change log", "bad range " + std::to_string(from) + ".." +
                                                     std::to_string(to));
+  // The bytes (one READ, two when they wrap), then the header, fenced so it
+  // is read only once the bytes are: the seqlock check, in one round trip.
   auto parts = change_log::segments(before.capacity, from, to);
-  TableRead reads[2];
+  TableRead reads[3];
   size_t filled = 0;
   for (size_t i = 0; i < parts.count; ++i) {
     reads[i] = {i + 1, parts.parts[i].offset,
                 std::span(data_buf_).subspan(filled, parts.parts[i].length), Region::kChangeLog};
     filled += parts.parts[i].length;
   }
-  RRS_RETURN_IF_ERROR(read_ranges({reads, parts.count}));
-  auto after = read_header();
+  reads[parts.count] = {3, 0, header_buf_, Region::kChangeLog, true};
+  RRS_RETURN_IF_ERROR(read_ranges({reads, parts.count + 1}));
+  auto after = decode_checked(header_buf_);
   if (!after.ok()) return after.status();
   Copy c;
   c.bytes = std::span(data_buf_).first(filled);

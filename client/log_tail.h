@@ -1,8 +1,8 @@
 // Reads the sidecar's change log (proto/change_log_layout.h) through a
 // TableReader, the way follow mode tails it: the header with one small READ,
-// then the new bytes at computed offsets (one READ, two when they wrap), then
-// the header again, which both checks the copy by the seqlock rule and says
-// what came in meanwhile. One thread; it owns the reader while it runs.
+// then, in one round trip, the new bytes at computed offsets (one READ, two
+// when they wrap) and the header again behind a fence, which both checks the
+// copy by the seqlock rule and says what came in meanwhile. One thread; it owns the reader while it runs.
 #pragma once
 
 #include <chrono>
@@ -44,6 +44,8 @@ class LogTail {
 
  private:
   Status read_ranges(std::span<const TableRead> reads);
+  // Decodes a header and checks it against the descriptor.
+  Result<change_log::Header> decode_checked(std::span<const std::byte> bytes) const;
 
   TableReader& reader_;
   std::chrono::milliseconds io_timeout_;

@@ -107,7 +107,11 @@ Status StreamApplier::check(const Sent& s, const redisReply* r) const {
   return {};
 }
 
-Status StreamApplier::flush() {
+Status StreamApplier::send() {
+  return target_.send_appended().wrap("apply the replication stream").as(ErrorKind::kUnavailable);
+}
+
+Status StreamApplier::collect() {
   // A MULTI block only counts once its EXEC succeeds.
   Status failed;
   for (const Sent& s : in_flight_) {

@@ -1,5 +1,6 @@
 // Applies the master's replication stream to the target Redis, command by
-// command, with pipelining ("append, then get"): SELECT is forwarded and
+// command, with pipelining ("append, send, then get" — the follower sends a
+// batch, fetches the next one, then reads the replies): SELECT is forwarded and
 // tracked, a MULTI ... EXEC block is held until its EXEC and sent whole (so a
 // batch boundary or a stop never splits it), PING and REPLCONF (the master
 // talking to its replica, not data) are dropped. Every reply is checked: a
@@ -22,8 +23,15 @@ class StreamApplier {
 
   // Queues one command; `end` is the stream position after it.
   Status add(const resp::Command& cmd, uint64_t end);
-  // Sends what is queued (all but an open MULTI block) and checks the replies.
-  Status flush();
+  // Writes what is queued (all but an open MULTI block) to the target without
+  // waiting: the target applies it while the follower fetches more.
+  Status send();
+  // Reads and checks the replies to everything sent.
+  Status collect();
+  Status flush() {
+    RRS_RETURN_IF_ERROR(send());
+    return collect();
+  }
 
   // The stream position after the last command the target applied (or that
   // was dropped): where following resumes.
@@ -50,7 +58,7 @@ class StreamApplier {
   uint64_t commands_ = 0;
   uint32_t db_ = 0;       // the DB the target is at after what was applied
   uint32_t sent_db_ = 0;  // ... after what was sent
-  std::vector<Sent> in_flight_;
+  std::vector<Sent> in_flight_;  // appended, in order; replies not yet read
   // The open MULTI block: owned copies, since the parser's views die with
   // the next feed.
   bool in_block_ = false;

@@ -96,6 +96,13 @@ Result<ReplyPtr> RedisClient::get_reply() {
   return ReplyPtr(static_cast<redisReply*>(r));
 }
 
+Status RedisClient::send_appended() {
+  int done = 0;
+  while (!done)
+    if (redisBufferWrite(ctx_.get(), &done) != REDIS_OK) return io_error("send commands");
+  return {};
+}
+
 Result<ReplyPtr> RedisClient::command(const std::vector<std::string_view>& argv) {
   append(argv);
   auto r = get_reply();

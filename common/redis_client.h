@@ -46,6 +46,10 @@ class RedisClient {
   void append(std::span<const std::string_view> argv);
   void append(const std::vector<std::string_view>& argv) { append(std::span(argv)); }
   Result<ReplyPtr> get_reply();
+  // Writes every appended command to the socket without waiting for replies
+  // (get_reply() would write them first anyway); blocks only while the
+  // socket's buffer is full.
+  Status send_appended();
 
   // INFO <section> parsed into "field:value" lookups.
   Result<std::string> info(std::string_view section);

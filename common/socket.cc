@@ -64,12 +64,16 @@ Result<UniqueFd> tcp_connect(const Endpoint& at, std::chrono::milliseconds timeo
         continue;
       }
     }
-    int one = 1;
-    setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    disable_nagle(fd.get());
     enable_tcp_keepalive(fd.get());
     return fd;
   }
   return last;
+}
+
+void disable_nagle(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
 void enable_tcp_keepalive(int fd) {

@@ -39,6 +39,10 @@ class UniqueFd {
 // host died is noticed by a side that is only waiting.
 void enable_tcp_keepalive(int fd);
 
+// Small request/answer frames go out at once: no Nagle delay waiting for the
+// peer's (possibly delayed) ACK.
+void disable_nagle(int fd);
+
 // One attempt to open a TCP connection to `at`, giving up after `timeout`.
 Result<UniqueFd> tcp_connect(const Endpoint& at, std::chrono::milliseconds timeout);
 

@@ -247,6 +247,7 @@ void TcpTableServer::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* ad
                                void* arg) {
   auto* self = static_cast<TcpTableServer*>(arg);
   enable_tcp_keepalive(fd);  // a client whose host dies goes away on its own
+  disable_nagle(fd);         // a follower's small header READs are answered at once
   bufferevent* bev =
       bufferevent_socket_new(self->base_, fd, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
   if (bev == nullptr) {

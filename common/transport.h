@@ -26,6 +26,11 @@ struct TableRead {
   uint64_t offset;
   std::span<std::byte> dst;
   control::Region region = control::Region::kTable;
+  // Begins only after every read posted before it has completed (verbs:
+  // IBV_SEND_FENCE; TCP answers requests in order anyway). A follower chains
+  // the change log's bytes and the header that checks them this way, in one
+  // round trip.
+  bool fence = false;
 };
 
 class TableServer {

@@ -249,7 +249,7 @@ Status VerbsTableReader::post_reads(std::span<const TableRead> batch) {
     wr.sg_list = &sges[i];
     wr.num_sge = 1;
     wr.opcode = IBV_WR_RDMA_READ;
-    wr.send_flags = signal ? IBV_SEND_SIGNALED : 0;
+    wr.send_flags = (signal ? IBV_SEND_SIGNALED : 0) | (r.fence ? IBV_SEND_FENCE : 0);
     wr.wr.rdma.remote_addr = (log ? d.log_addr : d.remote_addr) + r.offset;
     wr.wr.rdma.rkey = log ? d.log_rkey : d.rkey;
     wr.next = i + 1 < batch.size() ? &wrs[i + 1] : nullptr;
