@@ -38,8 +38,8 @@ std::string reply_text(const redisReply* r) {
 StreamApplier::StreamApplier(RedisClient target, uint64_t position)
     : target_(std::move(target)), applied_(position) {}
 
-void StreamApplier::send(std::span<const std::string_view> args, uint64_t end, Expect expect,
-                         uint32_t commands) {
+void StreamApplier::queue(std::span<const std::string_view> args, uint64_t end, Expect expect,
+                          uint32_t commands) {
   target_.append(args);
   if (auto db = selected_db(args)) sent_db_ = *db;
   in_flight_.push_back({printable_name(args[0]), end, expect, sent_db_, commands});
@@ -64,18 +64,18 @@ Status StreamApplier::add(const resp::Command& cmd, uint64_t end) {
     return {};
   }
   if (!in_block_) {
-    send(args, end, Expect::kAny, 1);
+    queue(args, end, Expect::kAny, 1);
     return {};
   }
   if (is(args[0], "exec")) {
     std::vector<std::string_view> views = {"MULTI"};
-    send(views, end, Expect::kOk, 0);
+    queue(views, end, Expect::kOk, 0);
     for (const auto& queued : block_) {
       views.assign(queued.begin(), queued.end());
-      send(views, end, Expect::kQueued, 0);
+      queue(views, end, Expect::kQueued, 0);
     }
     views.assign({"EXEC"});
-    send(views, end, Expect::kExec, static_cast<uint32_t>(block_.size()));
+    queue(views, end, Expect::kExec, static_cast<uint32_t>(block_.size()));
     in_block_ = false;
     block_.clear();
     return {};

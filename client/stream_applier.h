@@ -49,8 +49,8 @@ class StreamApplier {
     uint32_t db_after;
     uint32_t commands;  // stream commands it completes (an EXEC: its block's)
   };
-  void send(std::span<const std::string_view> args, uint64_t end, Expect expect,
-            uint32_t commands);
+  void queue(std::span<const std::string_view> args, uint64_t end, Expect expect,
+             uint32_t commands);
   Status check(const Sent& s, const redisReply* reply) const;
 
   RedisClient target_;
