@@ -63,6 +63,8 @@ class Follower {
 
  private:
   Result<FollowEnd> step(bool& idle);
+  // `end`, once the replies to everything sent are in.
+  Result<FollowEnd> settled(FollowEnd end);
   // The header, reconnecting (for as long as it takes) if the sidecar went
   // away; a FollowEnd if the sidecar now serves another log.
   Result<std::optional<FollowEnd>> refresh_header();
@@ -208,6 +210,12 @@ Result<FollowEnd> Follower::step(bool& idle) {
   return FollowEnd{};
 }
 
+Result<FollowEnd> Follower::settled(FollowEnd end) {
+  // What was sent is applied (or refused) before a resync flushes the target.
+  RRS_RETURN_IF_ERROR(applier_.collect());
+  return end;
+}
+
 Result<FollowEnd> Follower::run() {
   RRS_RETURN_IF_ERROR(tail_.attach());
   auto first = refresh_header();
@@ -232,7 +240,7 @@ Result<FollowEnd> Follower::run() {
     auto end = step(idle);
     if (!end.ok()) return end.status();  // the target refused or went away, or bad data
     if (end->stopped) break;
-    if (!end->why.empty()) return *end;
+    if (!end->why.empty()) return settled(*end);
     report(false);
     if (!idle) {
       pause = kIdleFirst;
@@ -245,7 +253,7 @@ Result<FollowEnd> Follower::run() {
     auto again = refresh_header();
     if (!again.ok()) return again.status();
     if (*again && (*again)->stopped) break;
-    if (*again) return **again;
+    if (*again) return settled(**again);
   }
   RRS_RETURN_IF_ERROR(applier_.collect());
   forget_applied();
