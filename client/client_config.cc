@@ -68,7 +68,9 @@ Exit codes: 0 every record loaded or knowingly skipped; 1 some records were
 not loaded (listed on stderr); 2 bad usage; 3 server or Redis unreachable,
 auth refused, or timeout; 4 the table failed validation; 5 the target cannot
 take the data (not empty without --flush/--merge, a function library it
-already has, or too old for the payloads or for functions).
+already has, or too old for the payloads or for functions). With --follow:
+0 after SIGINT/SIGTERM; 1 also when the target refuses a streamed command
+(named on stderr with its stream offset); 3 also when the target goes away.
 )";
 }
 
