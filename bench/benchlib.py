@@ -85,6 +85,14 @@ class Resp:
         return fields
 
 
+def built_binary(build_dir, rel, how):
+    """The path of a program in build_dir, or a BenchError saying `how` to build it."""
+    path = os.path.join(build_dir, rel)
+    if not os.access(path, os.X_OK):
+        raise BenchError(f"{path} not found: {how}")
+    return path
+
+
 def free_port():
     """A TCP port free on loopback right now (the caller retries on a race)."""
     with socket.socket() as s:

@@ -38,7 +38,7 @@ import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from benchlib import (choose_pinning, run_harness, LOOPBACK, BenchError, Procs, RedisServer, Sidecar, cpu_seconds, kv_fields,
+from benchlib import (built_binary, choose_pinning, run_harness, LOOPBACK, BenchError, Procs, RedisServer, Sidecar, cpu_seconds, kv_fields,
                       load_dataset, master_idle, peak_rss_mb, replica_synced, reset_peak_rss,
                       settle, tail, thread_cpu_seconds, wait_until)
 import report
@@ -164,12 +164,10 @@ class BuildBench:
         self.timeout_s = 180 + args.keys * args.value_size / 2e6  # 2 MB/s: far below any path
 
     def binary(self, rel):
-        path = os.path.join(self.a.build_dir, rel)
-        if not os.access(path, os.X_OK):
-            raise BenchError(f"{path} not found: build Release first (cmake -S {REPO_DIR} -B "
-                             f"{self.a.build_dir} -G Ninja -DCMAKE_BUILD_TYPE=Release && "
-                             f"cmake --build {self.a.build_dir})")
-        return path
+        return built_binary(
+            self.a.build_dir, rel,
+            f"build Release first (cmake -S {REPO_DIR} -B {self.a.build_dir} -G Ninja "
+            f"-DCMAKE_BUILD_TYPE=Release && cmake --build {self.a.build_dir})")
 
     def pin(self):
         return [] if self.a.replica_cpu is None else ["taskset", "-c", str(self.a.replica_cpu)]

@@ -52,7 +52,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 os.environ.setdefault("GIT_OPTIONAL_LOCKS", "0")  # report.machine's git status: read only
-from benchlib import (choose_pinning, run_harness, CLK_TCK, LOOPBACK, BenchError, Procs,
+from benchlib import (built_binary, choose_pinning, run_harness, CLK_TCK, LOOPBACK, BenchError, Procs,
                       RedisServer, Sidecar, cpu_seconds, kv_fields, pin_prefix, processes_cpu,
                       replica_synced, tail, wait_until)
 import report
@@ -371,12 +371,10 @@ class LagBench:
         self.loadavg_start = report.loadavg()
 
     def binary(self, rel):
-        path = os.path.join(self.a.build_dir, rel)
-        if not os.access(path, os.X_OK):
-            raise BenchError(f"{path} not found: build Release first (cmake -S {REPO_DIR} -B "
-                             f"{self.a.build_dir} -G Ninja -DCMAKE_BUILD_TYPE=Release && "
-                             f"cmake --build {self.a.build_dir})")
-        return path
+        return built_binary(
+            self.a.build_dir, rel,
+            f"build Release first (cmake -S {REPO_DIR} -B {self.a.build_dir} -G Ninja "
+            f"-DCMAKE_BUILD_TYPE=Release && cmake --build {self.a.build_dir})")
 
     def child(self, role, args):
         return [sys.executable, os.path.abspath(__file__), role] + [str(x) for x in args]

@@ -39,7 +39,7 @@ import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from benchlib import (choose_pinning, run_harness, LOOPBACK, BenchError, Procs, RedisServer, Sidecar, cpu_seconds, kv_fields,
+from benchlib import (built_binary, choose_pinning, run_harness, LOOPBACK, BenchError, Procs, RedisServer, Sidecar, cpu_seconds, kv_fields,
                       load_dataset, master_idle, peak_rss_mb, replica_synced, reset_peak_rss,
                       settle, tail, wait_until)
 import report
@@ -177,12 +177,10 @@ class Bench:
     # ---- setup -------------------------------------------------------------
 
     def binary(self, rel):
-        path = os.path.join(self.a.build_dir, rel)
-        if not os.access(path, os.X_OK):
-            raise BenchError(f"{path} not found: build it with bash bench/run.sh (or "
-                             f"cmake -S {REPO_DIR} -B {self.a.build_dir} -G Ninja && "
-                             f"cmake --build {self.a.build_dir})")
-        return path
+        return built_binary(
+            self.a.build_dir, rel,
+            f"build it with bash bench/run.sh (or cmake -S {REPO_DIR} -B {self.a.build_dir} "
+            f"-G Ninja && cmake --build {self.a.build_dir})")
 
     def timeout_s(self, ds, replicas=1):
         return 180 + replicas * ds.payload / 2e6  # generous: 2 MB/s is far below any path

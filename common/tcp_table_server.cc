@@ -122,65 +122,46 @@ class TcpTableServer::Client {
     }
   }
 
+  // A READ of the current table (sent by reference: it never changes) or of
+  // its change log. The log is being written while we read it: its bytes are
+  // copied now, and the client checks by the seqlock rule that the copy was
+  // intact. A replaced table or log is "epoch gone", not the client's fault:
+  // it may fetch the new descriptor and start over.
   void handle_read(uint32_t request_id, std::span<const std::byte> body) {
     auto m = control::decode_read(body);
     if (!m.ok()) return reject(request_id, ErrorCode::kBadMessage, m.status().reason());
     const TablePtr& t = server_.table_;
     if (!t) return reject(request_id, ErrorCode::kNotReady, "no table published yet");
-    if (m->region == control::Region::kChangeLog) return handle_log_read(request_id, *m);
-    if (m->epoch != t->epoch()) {
-      // Not the client's fault: it may fetch the new descriptor and start over.
+    const bool log = m->region == control::Region::kChangeLog;
+    if (log ? !t->log || m->epoch != t->log->id() : m->epoch != t->epoch()) {
       std::string o;
-      control::append_error(o, request_id,
-                            {ErrorCode::kEpochGone, "epoch " + std::to_string(m->epoch) +
-                                                        " was replaced by " +
-                                                        std::to_string(t->epoch())});
+      control::append_error(
+          o, request_id,
+          {ErrorCode::kEpochGone, (log ? "change log " : "epoch ") + std::to_string(m->epoch) +
+                                      " is no longer served (now epoch " +
+                                      std::to_string(t->epoch()) + ")"});
       evbuffer_add(output(), o.data(), o.size());
       return;
     }
+    const std::span<const std::byte> region =
+        log ? t->log->memory() : t->bytes.span().first(t->header.total_size);
     if (m->length == 0 || m->length > control::kMaxReadLength)
       return reject(request_id, ErrorCode::kTooLarge,
                     "read length " + std::to_string(m->length) + " outside 1.." +
                         std::to_string(control::kMaxReadLength));
-    uint64_t size = t->header.total_size;
-    if (m->offset > size || m->length > size - m->offset)
+    if (m->offset > region.size() || m->length > region.size() - m->offset)
       return reject(request_id, ErrorCode::kOutOfRange,
                     "range " + std::to_string(m->offset) + "+" + std::to_string(m->length) +
-                        " is outside the table of " + std::to_string(size) + " bytes");
+                        " is outside the " + (log ? "change log" : "table") + " of " +
+                        std::to_string(region.size()) + " bytes");
     std::string o;
     control::append_read_data_header(o, request_id, m->length);
     evbuffer_add(output(), o.data(), o.size());
-    evbuffer_add_reference(output(), t->bytes.data() + m->offset, m->length, release_table_ref,
-                           new TablePtr(t));
-  }
-
-  // The change log is being written while we read it: its bytes are copied
-  // now (never referenced), and the client checks by the seqlock rule that
-  // the copy was intact. A log that was replaced is "epoch gone".
-  void handle_log_read(uint32_t request_id, const control::ReadRequest& m) {
-    const ChangeLogPtr& log = server_.table_->log;
-    if (!log || m.epoch != log->id()) {
-      std::string o;
-      control::append_error(o, request_id,
-                            {ErrorCode::kEpochGone, "change log " + std::to_string(m.epoch) +
-                                                        " is no longer served"});
-      evbuffer_add(output(), o.data(), o.size());
-      return;
-    }
-    std::span<const std::byte> memory = log->memory();
-    if (m.length == 0 || m.length > control::kMaxReadLength)
-      return reject(request_id, ErrorCode::kTooLarge,
-                    "read length " + std::to_string(m.length) + " outside 1.." +
-                        std::to_string(control::kMaxReadLength));
-    if (m.offset > memory.size() || m.length > memory.size() - m.offset)
-      return reject(request_id, ErrorCode::kOutOfRange,
-                    "range " + std::to_string(m.offset) + "+" + std::to_string(m.length) +
-                        " is outside the change log of " + std::to_string(memory.size()) +
-                        " bytes");
-    std::string o;
-    control::append_read_data_header(o, request_id, m.length);
-    evbuffer_add(output(), o.data(), o.size());
-    evbuffer_add(output(), memory.data() + m.offset, m.length);
+    if (log)
+      evbuffer_add(output(), region.data() + m->offset, m->length);
+    else
+      evbuffer_add_reference(output(), region.data() + m->offset, m->length, release_table_ref,
+                             new TablePtr(t));
   }
 
   template <typename Fn>

@@ -51,36 +51,6 @@ using rrs::rdb::RdbParser;
 
 constexpr Limits kLimits{.max_string_bytes = 1ull << 20, .max_value_bytes = 4ull << 20};
 
-// splitmix64: the same fragment sizes for the same seed on every machine, so
-// a saved input replays exactly.
-class Fragments {
- public:
-  explicit Fragments(uint64_t seed) : state_(seed) {}
-
-  // 1..4096, mostly tiny, so fragments end inside lengths, headers and elements.
-  size_t next_size() {
-    static constexpr uint64_t kCaps[] = {1, 2, 8, 8, 64, 64, 512, 4096};
-    uint64_t r = next();
-    return 1 + static_cast<size_t>((r >> 8) % kCaps[r & 7]);
-  }
-  // Room to ask writable() for beyond the fragment: usually none, sometimes a
-  // recv()-sized buffer that is only partly filled.
-  size_t extra_room() {
-    uint64_t r = next();
-    return (r & 3) == 0 ? static_cast<size_t>((r >> 8) % 8192) : 0;
-  }
-
- private:
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-
-  uint64_t state_;
-};
-
 uint64_t crc(uint64_t c, std::string_view s) { return rrs::crc64(c, s.data(), s.size()); }
 
 // An event reduced to what identifies it, to compare two runs.
@@ -153,7 +123,7 @@ struct Outcome {
 
 // Parses `rdb` fed whole (frags == nullptr) or in fragments, checking the
 // parser's invariants after every call.
-Outcome parse(std::string_view rdb, const Limits& limits, Fragments* frags) {
+Outcome parse(std::string_view rdb, const Limits& limits, rrs::fuzz::Fragments* frags) {
   RdbParser p(limits);
   Outcome out;
   size_t fed = 0;
@@ -218,13 +188,9 @@ Outcome parse(std::string_view rdb, const Limits& limits, Fragments* frags) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  uint64_t seed = 0;
-  if (size >= 8) {
-    for (int i = 7; i >= 0; --i) seed = (seed << 8) | data[i];
-    data += 8, size -= 8;
-  }
+  const uint64_t seed = rrs::fuzz::take_seed(data, size);
   std::string_view rdb(reinterpret_cast<const char*>(data), size);
-  Fragments frags(seed);
+  rrs::fuzz::Fragments frags(seed);
   Limits limits = kLimits;
   if ((seed & 3) == 3) {
     limits.max_string_bytes = 16ull << ((seed >> 2) & 7);

@@ -43,30 +43,6 @@ using rrs::resp::Limits;
 constexpr Limits kLimits{
     .max_args = 16 << 10, .max_bulk_bytes = 64 << 10, .max_command_bytes = 256 << 10};
 
-// splitmix64: the same fragment sizes for the same seed on every machine, so
-// a saved input replays exactly.
-class Fragments {
- public:
-  explicit Fragments(uint64_t seed) : state_(seed) {}
-
-  // 1..4096, mostly tiny, so fragments end inside lines, bulks and terminators.
-  size_t next_size() {
-    static constexpr uint64_t kCaps[] = {1, 2, 8, 8, 64, 64, 512, 4096};
-    uint64_t r = next();
-    return 1 + static_cast<size_t>((r >> 8) % kCaps[r & 7]);
-  }
-
- private:
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-
-  uint64_t state_;
-};
-
 // A command reduced to what identifies it, to compare two runs.
 struct Seen {
   uint64_t argc = 0, stream_bytes = 0, digest = 0;
@@ -96,7 +72,7 @@ struct Outcome {
 
 // Parses `stream` fed whole (frags == nullptr) or in fragments, checking the
 // parser's invariants after every call.
-Outcome parse(std::string_view stream, const Limits& limits, Fragments* frags) {
+Outcome parse(std::string_view stream, const Limits& limits, rrs::fuzz::Fragments* frags) {
   CommandParser p(limits);
   Outcome out;
   size_t fed = 0;
@@ -185,13 +161,9 @@ Outcome parse(std::string_view stream, const Limits& limits, Fragments* frags) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  uint64_t seed = 0;
-  if (size >= 8) {
-    for (int i = 7; i >= 0; --i) seed = (seed << 8) | data[i];
-    data += 8, size -= 8;
-  }
+  const uint64_t seed = rrs::fuzz::take_seed(data, size);
   std::string_view stream(reinterpret_cast<const char*>(data), size);
-  Fragments frags(seed);
+  rrs::fuzz::Fragments frags(seed);
   Limits limits = kLimits;
   if ((seed & 3) == 3) {
     limits.max_args = 1 + ((seed >> 2) & 15);
