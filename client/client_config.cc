@@ -85,6 +85,8 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
       c.help = true;
     } else if (args.endpoint("--redis", c.redis) ||
                args.option("--redis-auth-file", c.redis_auth_file) ||
+               args.endpoint("--master", c.master) ||
+               args.option("--master-auth-file", c.master_auth_file) ||
                args.number("--connect-timeout", 0, 86400, connect_s) ||
                args.number("--io-timeout", 1, 86400, io_s) ||
                args.size("--chunk-size", 4096, control::kMaxReadLength, c.chunk_size) ||
@@ -106,6 +108,12 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
       c.no_load = true;
     } else if (args.flag("--follow")) {
       c.follow = true;
+    } else if (args.flag("--handoff")) {
+      c.handoff = true;
+    } else if (args.option("--mode", v)) {
+      if (v != "restore" && v != "replica")
+        args.fail("--mode: expected restore or replica, got '" + v + "'");
+      c.mode = v == "replica" ? IngestMode::kReplica : IngestMode::kRestore;
     } else if (args.is_flag()) {
       args.unknown();
     } else {
@@ -121,6 +129,24 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
     return Status::error("arguments",
                          "--follow replaces the target's data when it must resync, which --merge "
                          "promises not to do: use --flush or an empty target");
+  const bool replica = c.mode == IngestMode::kReplica;
+  if (replica && c.no_load)
+    return Status::error("arguments", "--mode replica loads a target: drop --no-load");
+  if (replica && c.policy == TargetPolicy::kMerge)
+    return Status::error("arguments",
+                         "--mode replica replaces the target's data (it becomes a replica), "
+                         "which --merge promises not to do: use --flush, an empty target, or "
+                         "--mode restore --merge");
+  if (c.handoff && !replica)
+    return Status::error("arguments",
+                         "--handoff needs --mode replica: only a target that holds the master's "
+                         "replication ID and offset can continue with a partial resync");
+  if (c.handoff && c.master.port == 0)
+    return Status::error("arguments", "--handoff needs --master HOST:PORT: the real master, as "
+                                      "the target can reach it");
+  if (c.master.port != 0 && !c.handoff)
+    return Status::error("arguments", "--master is the address --handoff points the target at: "
+                                      "add --handoff, or drop --master");
   if (positional.size() != 2)
     return Status::error("arguments", "expected <server-ip> <server-port>, got " +
                                           std::to_string(positional.size()) + " positional arguments");

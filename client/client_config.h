@@ -15,6 +15,12 @@ enum class TargetPolicy {
   kMerge,         // --merge: load on top; table keys (and libraries) replace existing ones
 };
 
+enum class IngestMode {
+  kRestore,  // default: pipelined RESTORE; the target stays what it was (a master)
+  kReplica,  // --mode replica: the target becomes a replica of the client,
+             // which streams it the table as an RDB, then the master's stream
+};
+
 struct ClientConfig {
   // <ip> <port>: the rdma-server to read from.
   Endpoint server;
@@ -46,12 +52,22 @@ struct ClientConfig {
   // --follow: after the sync, keep applying the master's stream from the
   // sidecar's change log until SIGINT/SIGTERM.
   bool follow = false;
+  IngestMode mode = IngestMode::kRestore;
+  // --handoff (replica mode): once the target has caught up, point it at the
+  // real master, which continues it with a partial resync.
+  bool handoff = false;
+  // --master: the real master as the target reaches it (--handoff needs it).
+  Endpoint master{"", 0};
+  // --master-auth-file, else $RDMA_CLIENT_MASTER_AUTH: for --handoff's checks
+  // of the master's backlog and sync counters.
+  std::string master_auth_file;
   // --status-interval: seconds between follow mode's status lines (0: none).
   uint32_t status_interval_s = 5;
   bool help = false;
 };
 
 inline constexpr const char* kClientAuthEnv = "RDMA_CLIENT_REDIS_AUTH";
+inline constexpr const char* kMasterAuthEnv = "RDMA_CLIENT_MASTER_AUTH";
 
 Result<ClientConfig> parse_client_args(int argc, char** argv);
 const char* client_usage();

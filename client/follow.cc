@@ -7,7 +7,9 @@
 
 #include "client/full_sync.h"
 #include "client/log_tail.h"
-#include "client/stream_applier.h"
+#include "client/handoff.h"
+#include "client/replica_sync.h"
+#include "client/stream_sink.h"
 #include "common/exit_codes.h"
 #include "common/log.h"
 
@@ -46,17 +48,18 @@ struct FollowEnd {
   // The table just loaded was already older than the log reaches: wait for
   // the sidecar's next snapshot rather than load the same table again.
   bool wait_for_new_table = false;
+  // --handoff: the target has been given everything the log held.
+  bool caught_up = false;
 };
 
 class Follower {
  public:
-  Follower(const ClientConfig& config, SyncedTable& synced, RedisClient target, uint64_t resyncs)
+  Follower(const ClientConfig& config, SyncedTable& synced, StreamSink& sink, uint64_t resyncs)
       : config_(config),
         synced_(synced),
         tail_(*synced.reader, config.io_timeout, config.chunk_size),
-        applier_(std::move(target), synced.header.source_offset),
+        sink_(sink),
         read_pos_(synced.header.source_offset),
-        parsed_base_(synced.header.source_offset),
         resyncs_(resyncs) {}
 
   Result<FollowEnd> run();
@@ -74,11 +77,9 @@ class Follower {
   const ClientConfig& config_;
   SyncedTable& synced_;
   LogTail tail_;
-  StreamApplier applier_;
-  resp::CommandParser parser_;
+  StreamSink& sink_;
   change_log::Header header_;
-  uint64_t read_pos_;     // stream position of the next byte to read
-  uint64_t parsed_base_;  // stream position of the parser's first byte
+  uint64_t read_pos_;  // stream position of the next byte to read
   uint64_t resyncs_;
   // When this client first saw the stream reach each end it has not applied
   // yet, oldest first: lag_ms is how long the oldest has waited.
@@ -93,7 +94,7 @@ class Follower {
   void forget_applied() {
     // Bytes up to an entry's end were all seen by its time, so once the
     // entry before it is applied, the oldest unapplied byte dates from it.
-    while (!unapplied_.empty() && unapplied_.front().end <= applier_.applied())
+    while (!unapplied_.empty() && unapplied_.front().end <= sink_.applied())
       unapplied_.pop_front();
   }
   Clock::time_point last_report_ = Clock::now();
@@ -139,17 +140,16 @@ void Follower::report(bool final) {
   if (config_.status_interval_s == 0 && !final) return;
   if (!final && seconds_since(last_report_) < config_.status_interval_s) return;
   last_report_ = Clock::now();
-  const uint64_t applied = applier_.applied();
+  const uint64_t applied = sink_.applied();
   const uint64_t lag_bytes = header_.end > applied ? header_.end - applied : 0;
   const long long lag_ms =
       unapplied_.empty() ? 0
                          : std::chrono::duration_cast<std::chrono::milliseconds>(
                                Clock::now() - unapplied_.front().at)
                                .count();
-  std::printf("%s offset=%llu lag_bytes=%llu lag_ms=%lld commands=%llu resyncs=%llu log_id=%llu\n",
+  std::printf("%s offset=%llu lag_bytes=%llu lag_ms=%lld %s resyncs=%llu log_id=%llu\n",
               final ? "stopped" : "following", static_cast<unsigned long long>(applied),
-              static_cast<unsigned long long>(lag_bytes), lag_ms,
-              static_cast<unsigned long long>(applier_.commands()),
+              static_cast<unsigned long long>(lag_bytes), lag_ms, sink_.progress().c_str(),
               static_cast<unsigned long long>(resyncs_),
               static_cast<unsigned long long>(header_.log_id));
   std::fflush(stdout);
@@ -173,9 +173,11 @@ Result<FollowEnd> Follower::step(bool& idle) {
         .as(ErrorKind::kBadData);
   if (header_.end == read_pos_) {
     idle = true;
-    RRS_RETURN_IF_ERROR(applier_.collect());
+    RRS_RETURN_IF_ERROR(sink_.collect());
     forget_applied();
-    return FollowEnd{};
+    FollowEnd end;
+    end.caught_up = config_.handoff && sink_.applied() == read_pos_;
+    return end;
   }
   idle = false;
   note_seen(header_.end);
@@ -195,24 +197,18 @@ Result<FollowEnd> Follower::step(bool& idle) {
                                 "--log-size gives followers more slack)"};
   // The replies to the previous batch (the target had this round trip to
   // apply it), then this batch, sent without waiting for its replies.
-  RRS_RETURN_IF_ERROR(applier_.collect());
+  RRS_RETURN_IF_ERROR(sink_.collect());
   forget_applied();
-  parser_.feed(copy->bytes);
+  RRS_RETURN_IF_ERROR(sink_.write(copy->bytes));
   read_pos_ = to;
-  while (true) {
-    auto cmd = parser_.next();
-    if (!cmd.ok()) return cmd.status().wrap("parse the replication stream");
-    if (!*cmd) break;
-    RRS_RETURN_IF_ERROR(applier_.add(**cmd, parsed_base_ + parser_.consumed()));
-  }
-  RRS_RETURN_IF_ERROR(applier_.send());
+  RRS_RETURN_IF_ERROR(sink_.send());
   header_ = copy->after;
   return FollowEnd{};
 }
 
 Result<FollowEnd> Follower::settled(FollowEnd end) {
   // What was sent is applied (or refused) before a resync flushes the target.
-  RRS_RETURN_IF_ERROR(applier_.collect());
+  RRS_RETURN_IF_ERROR(sink_.collect());
   return end;
 }
 
@@ -241,6 +237,10 @@ Result<FollowEnd> Follower::run() {
     if (!end.ok()) return end.status();  // the target refused or went away, or bad data
     if (end->stopped) break;
     if (!end->why.empty()) return settled(*end);
+    if (end->caught_up) {
+      report(true);
+      return end;
+    }
     report(false);
     if (!idle) {
       pause = kIdleFirst;
@@ -255,7 +255,7 @@ Result<FollowEnd> Follower::run() {
     if (*again && (*again)->stopped) break;
     if (*again) return settled(**again);
   }
-  RRS_RETURN_IF_ERROR(applier_.collect());
+  RRS_RETURN_IF_ERROR(sink_.collect());
   forget_applied();
   report(true);
   return FollowEnd{true, ""};
@@ -272,6 +272,33 @@ bool wait_for_new_table(const ClientConfig& config, SyncedTable& synced) {
   return false;
 }
 
+// One round's full sync, in the configured mode, and the sink its stream
+// goes to: the target's command connection (restore) or its replica link.
+struct Round {
+  ReplicaSynced synced;
+  std::unique_ptr<StreamSink> sink;
+};
+
+int sync_round(const ClientConfig& config, const RedisCredentials& creds, Round& round) {
+  if (config.mode == IngestMode::kReplica) {
+    int rc = run_replica_sync(config, &round.synced);
+    if (rc != exit_code::kOk) return rc;
+    round.sink = std::make_unique<StreamForwarder>(*round.synced.link,
+                                                   round.synced.table.header.source_offset);
+    return rc;
+  }
+  int rc = run_full_sync(config, &round.synced.table);
+  if (rc != exit_code::kOk) return rc;
+  auto target = RedisClient::connect(config.redis, creds, config.io_timeout);
+  if (!target.ok()) {
+    log::error(target.status().wrap("connect to the target to follow").message());
+    return exit_code::kUnavailable;
+  }
+  round.sink = std::make_unique<CommandSink>(std::move(*target),
+                                             round.synced.table.header.source_offset);
+  return rc;
+}
+
 }  // namespace
 
 int run_follow(const ClientConfig& config) {
@@ -283,26 +310,30 @@ int run_follow(const ClientConfig& config) {
   ClientConfig sync_config = config;
   for (uint64_t resyncs = 0;; ++resyncs) {
     catch_stop_signals(false);
-    SyncedTable synced;
-    int rc = run_full_sync(sync_config, &synced);
+    Round round;
+    int rc = sync_round(sync_config, *creds, round);
     if (rc != exit_code::kOk) return rc;
     // A resync replaces what an earlier round loaded.
     sync_config.policy = TargetPolicy::kFlush;
     catch_stop_signals(true);
     if (g_stop.load()) return exit_code::kOk;
-
-    auto target = RedisClient::connect(config.redis, *creds, config.io_timeout);
-    if (!target.ok()) {
-      log::error(target.status().wrap("connect to the target to follow").message());
-      return exit_code::kUnavailable;
+    SyncedTable& synced = round.synced.table;
+    if (config.handoff && synced.reader->descriptor().log_id == 0) {
+      log::info("rdma-server keeps no change log: handing off at the table's offset");
+      return hand_off(config, synced.header.source_replid, *round.synced.link,
+                      synced.header.source_offset);
     }
-    Follower follower(config, synced, std::move(*target), resyncs);
+
+    Follower follower(config, synced, *round.sink, resyncs);
     auto end = follower.run();
     if (!end.ok()) {
       log::error(end.status().message());
       return exit_code::for_status(end.status());
     }
     if (end->stopped) return exit_code::kOk;
+    if (end->caught_up)
+      return hand_off(config, synced.header.source_replid, *round.synced.link,
+                      round.sink->applied());
     if (!end->wait_for_new_table) {
       log::warn(end->why + "; resyncing from the newest table");
       continue;

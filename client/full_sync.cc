@@ -4,9 +4,9 @@
 #include <thread>
 
 #include "client/progress.h"
+#include "client/remote_table.h"
 #include "client/restore_loader.h"
 #include "client/table_fetcher.h"
-#include "client/transport_choice.h"
 #include "common/exit_codes.h"
 #include "common/log.h"
 
@@ -16,55 +16,6 @@ namespace {
 int fail(const Status& s) {
   log::error(s.message());
   return exit_code::for_status(s);
-}
-
-std::string db_counts(const LoadStats& st) {
-  std::string out;
-  for (auto [db, n] : st.per_db)
-    out += (out.empty() ? "" : ",") + std::to_string(db) + ":" + std::to_string(n);
-  return out.empty() ? "-" : out;
-}
-
-FetchOptions fetch_options(const ClientConfig& config) {
-  FetchOptions fetch;
-  fetch.chunk_size = config.chunk_size;
-  fetch.in_flight = config.in_flight;
-  fetch.io_timeout = std::chrono::milliseconds(config.io_timeout);
-  fetch.retries = config.retries;
-  fetch.reconnect_timeout = std::chrono::milliseconds(config.connect_timeout);
-  return fetch;
-}
-
-void log_table(const table::Header& h, const table::Scripts& scripts) {
-  log::info("table epoch " + std::to_string(h.epoch) + ": " + std::to_string(h.record_count) +
-            " keys in " + std::to_string(h.db_count) + " DBs, " +
-            std::to_string(scripts.function_libraries) + " function libraries, " +
-            std::to_string(scripts.lua_scripts.size()) + " Lua scripts, " +
-            std::to_string(h.total_size) + " bytes, slot size " + std::to_string(h.slot_size) +
-            ", from Redis " + h.redis_version + " (RDB " + std::to_string(h.rdb_version) + ")");
-}
-
-// The sidecar's table, connected and its header and directory validated; the
-// fetcher streams the records into `queue` once run on a thread.
-struct RemoteTable {
-  std::unique_ptr<TableReader> reader;
-  BlockingQueue<RecordBatch> queue{8};
-  std::unique_ptr<TableFetcher> fetcher;
-  TableInfo info;
-};
-
-Result<std::unique_ptr<RemoteTable>> open_remote_table(const ClientConfig& config,
-                                                       Clock::time_point t0) {
-  auto t = std::make_unique<RemoteTable>();
-  auto reader = connect_transport(config, t0 + config.connect_timeout);
-  if (!reader.ok()) return reader.status();
-  t->reader = std::move(*reader);
-  t->fetcher = std::make_unique<TableFetcher>(*t->reader, fetch_options(config), t->queue);
-  auto info = t->fetcher->open();
-  if (!info.ok()) return info.status();
-  t->info = std::move(*info);
-  log_table(t->info.header, t->info.scripts);
-  return t;
 }
 
 // --no-load: fetch and validate every record, load nothing. Measures the
@@ -158,7 +109,7 @@ int run_full_sync(const ClientConfig& config, SyncedTable* synced) {
   std::printf("synced keys=%llu bytes=%llu dbs=%s functions=%u scripts=%llu skipped_expired=%llu "
               "failed=%llu seconds=%.3f transfer_s=%.3f MBps=%.1f keys_per_s=%.0f epoch=%llu\n",
               static_cast<unsigned long long>(st.keys), static_cast<unsigned long long>(st.bytes),
-              db_counts(st).c_str(), st.function_libraries,
+              db_counts(st.per_db).c_str(), st.function_libraries,
               static_cast<unsigned long long>(st.scripts),
               static_cast<unsigned long long>(st.skipped_expired),
               static_cast<unsigned long long>(failed), secs, transfer_s,

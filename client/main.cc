@@ -1,11 +1,13 @@
 // rdma-client <server-ip> <server-port>: full sync of a replica from the
-// sidecar, and with --follow, the master's stream after it.
+// sidecar (RESTORE, or --mode replica: an RDB down a replica link), and with
+// --follow or --handoff, the master's stream after it.
 #include <csignal>
 #include <cstdio>
 
 #include "client/client_config.h"
 #include "client/follow.h"
 #include "client/full_sync.h"
+#include "client/replica_sync.h"
 #include "common/exit_codes.h"
 #include "common/log.h"
 
@@ -23,5 +25,6 @@ int main(int argc, char** argv) {
     return exit_code::kOk;
   }
   std::signal(SIGPIPE, SIG_IGN);
-  return config->follow ? run_follow(*config) : run_full_sync(*config);
+  if (config->follow || config->handoff) return run_follow(*config);
+  return config->mode == IngestMode::kReplica ? run_replica_sync(*config) : run_full_sync(*config);
 }

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <utility>
 
+#include "client/target_checks.h"
 #include "common/clock.h"
 #include "proto/dump_payload.h"
 
@@ -47,12 +48,6 @@ std::string printable_key(std::string_view k) {
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
-// Redis Functions came with 7.0 (RDB 10). A version string we cannot parse
-// gets the benefit of the doubt: FUNCTION RESTORE itself will say.
-bool has_functions(std::string_view redis_version) {
-  return dump::max_rdb_for_redis(redis_version).value_or(10) >= 10;
-}
-
 std::string first_line(std::string_view s) {
   std::string_view line = s.substr(0, s.find('\n'));
   return printable_key(line);
@@ -78,42 +73,20 @@ Status RestoreLoader::prepare(const TableInfo& info, TargetPolicy policy) {
   if (!server.ok()) return server.status().wrap("inspect target");
   target_version_ = info_field(*server, "redis_version");
   table_rdb_ = static_cast<uint16_t>(info.header.rdb_version);
-  if (!info.scripts.function_payload.empty() && !has_functions(target_version_)) {
+  if (Status s = check_target_reads(redis_, target_version_, info); !s.ok()) {
     refused_ = true;
-    return Status::error("check target Redis " + redis_.endpoint().to_string(),
-                         "the table carries " + std::to_string(info.scripts.function_libraries) +
-                             " function libraries from Redis " + info.header.redis_version +
-                             ", but the target runs Redis " + target_version_ +
-                             ", which has no Redis Functions; upgrade the target to Redis 7.0 "
-                             "or later");
-  }
-  auto max_rdb = dump::max_rdb_for_redis(target_version_);
-  if (max_rdb && table_rdb_ > *max_rdb) {
-    refused_ = true;
-    return Status::error("check target Redis " + redis_.endpoint().to_string(),
-                         "the table's DUMP payloads are RDB version " + std::to_string(table_rdb_) +
-                             " (written by Redis " + info.header.redis_version +
-                             "), but the target runs Redis " + target_version_ +
-                             ", which reads up to RDB version " + std::to_string(*max_rdb) +
-                             "; upgrade the target to Redis " +
-                             dump::first_redis_for_rdb(table_rdb_) + " or later");
+    return s;
   }
 
   if (policy == TargetPolicy::kFlush) {
     RRS_RETURN_IF_ERROR(redis_.command({"FLUSHALL"}).status().wrap("flush target"));
   } else if (policy == TargetPolicy::kRequireEmpty) {
-    auto ks = redis_.info("keyspace");
-    if (!ks.ok()) return ks.status().wrap("inspect target");
-    std::string held;
-    for (const KeyspaceDb& db : parse_keyspace(*ks)) {
-      if (db.keys == 0) continue;
-      held += (held.empty() ? "" : ", ") + std::string("db") + std::to_string(db.db) + ": " +
-              std::to_string(db.keys) + " keys";
-    }
-    if (!held.empty()) {
+    auto held = keys_held(redis_);
+    if (!held.ok()) return held.status();
+    if (!held->empty()) {
       refused_ = true;
       return Status::error("check target Redis " + redis_.endpoint().to_string(),
-                           "it is not empty (" + held +
+                           "it is not empty (" + *held +
                                "); use --flush to FLUSHALL it first, or --merge to load on top "
                                "(table keys replace existing ones)");
     }

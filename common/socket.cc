@@ -32,6 +32,34 @@ Status wait_fd(int fd, short events, std::chrono::milliseconds timeout, const ch
 
 }  // namespace
 
+namespace {
+
+std::string numeric_host(const sockaddr_storage& sa, socklen_t len) {
+  char host[NI_MAXHOST] = {};
+  if (getnameinfo(reinterpret_cast<const sockaddr*>(&sa), len, host, sizeof host, nullptr, 0,
+                  NI_NUMERICHOST) != 0)
+    return "";
+  std::string h = host;
+  if (h.rfind("::ffff:", 0) == 0 && h.find('.') != std::string::npos) h = h.substr(7);
+  return h;
+}
+
+}  // namespace
+
+std::string local_host(int fd) {
+  sockaddr_storage sa{};
+  socklen_t len = sizeof sa;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) return "";
+  return numeric_host(sa, len);
+}
+
+std::string peer_host(int fd) {
+  sockaddr_storage sa{};
+  socklen_t len = sizeof sa;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) return "";
+  return numeric_host(sa, len);
+}
+
 Result<UniqueFd> tcp_connect(const Endpoint& at, std::chrono::milliseconds timeout) {
   const std::string step = "connect to " + at.to_string();
   addrinfo hints{};

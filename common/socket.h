@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -42,6 +43,11 @@ void enable_tcp_keepalive(int fd);
 // Small request/answer frames go out at once: no Nagle delay waiting for the
 // peer's (possibly delayed) ACK.
 void disable_nagle(int fd);
+
+// The numeric addresses of a connected socket's two ends ("127.0.0.1",
+// "::1"; IPv4-mapped IPv6 addresses as plain IPv4), empty on failure.
+std::string local_host(int fd);
+std::string peer_host(int fd);
 
 // One attempt to open a TCP connection to `at`, giving up after `timeout`.
 Result<UniqueFd> tcp_connect(const Endpoint& at, std::chrono::milliseconds timeout);

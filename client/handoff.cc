@@ -1,0 +1,164 @@
+#include "client/handoff.h"
+
+#include <cstdio>
+#include <thread>
+
+#include "common/exit_codes.h"
+#include "common/log.h"
+#include "common/redis_client.h"
+
+namespace rrs {
+namespace {
+
+// How long the target may take to apply what it was forwarded before the
+// handoff reads its offset (it is normally there within a round trip).
+constexpr auto kSettle = std::chrono::seconds(5);
+constexpr auto kPoll = std::chrono::milliseconds(20);
+
+int fail(const Status& s, int code) {
+  log::error(s.message());
+  return code;
+}
+
+uint64_t field_u64(std::string_view info, std::string_view field) {
+  const std::string v = info_field(info, field);
+  uint64_t n = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9') return 0;
+    n = n * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return n;
+}
+
+struct SyncCounters {
+  uint64_t full = 0, partial_ok = 0;
+};
+
+Result<SyncCounters> sync_counters(RedisClient& master) {
+  auto stats = master.info("stats");
+  if (!stats.ok()) return stats.status().wrap("read the master's INFO stats");
+  return SyncCounters{field_u64(*stats, "sync_full"), field_u64(*stats, "sync_partial_ok")};
+}
+
+// Can the master continue history `replid` from offset `next` (the first byte
+// the target lacks)? kRefused-worthy when not, saying why and what to change.
+Status check_backlog(std::string_view repl, std::string_view replid, uint64_t next,
+                     const Endpoint& at) {
+  const std::string step = "hand off to the master " + at.to_string();
+  const std::string id = info_field(repl, "master_replid");
+  const std::string id2 = info_field(repl, "master_replid2");
+  const bool same = id == replid ||
+                    (id2 == replid && next <= field_u64(repl, "second_repl_offset"));
+  if (!same)
+    return Status::error(step, "its replication history is " + id + ", the target's is " +
+                                   std::string(replid) +
+                                   " (the master restarted or failed over since the snapshot): "
+                                   "it can only answer with a full resync, so the target was "
+                                   "left as it is");
+  const uint64_t end = field_u64(repl, "master_repl_offset");
+  const uint64_t first = field_u64(repl, "repl_backlog_first_byte_offset");
+  if (info_field(repl, "repl_backlog_active") != "1" || next < first || next > end + 1) {
+    const uint64_t gap = end + 1 > next ? end + 1 - next : 0;
+    return Status::error(
+        step, "its backlog holds offsets " + std::to_string(first) + " to " +
+                  std::to_string(end) + ", but the target needs them from " +
+                  std::to_string(next) +
+                  ": the master would answer with a full resync, so the target was left as it "
+                  "is (a replica at offset " + std::to_string(next - 1) +
+                  "). Raise the master's repl-backlog-size above " + std::to_string(gap) +
+                  " bytes (CONFIG SET repl-backlog-size), with room for the writes during a "
+                  "sync, and run again");
+  }
+  return {};
+}
+
+// The target's replication offset once it has applied `forwarded`.
+Result<uint64_t> settled_offset(RedisClient& target, uint64_t forwarded) {
+  const auto deadline = Clock::now() + kSettle;
+  while (true) {
+    auto repl = target.info("replication");
+    if (!repl.ok()) return repl.status().wrap("read the target's INFO replication");
+    const uint64_t at = field_u64(*repl, "master_repl_offset");
+    if (at >= forwarded || Clock::now() >= deadline) return at;
+    std::this_thread::sleep_for(kPoll);
+  }
+}
+
+Status wait_link_up(RedisClient& target, const Endpoint& master, std::chrono::seconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  std::string last;
+  while (Clock::now() < deadline) {
+    auto repl = target.info("replication");
+    if (!repl.ok()) return repl.status().wrap("read the target's INFO replication");
+    last = info_field(*repl, "master_link_status");
+    if (last == "up" && info_field(*repl, "master_port") == std::to_string(master.port)) return {};
+    std::this_thread::sleep_for(kPoll);
+  }
+  return Status::error("wait for the target's link to " + master.to_string(),
+                       "still " + last + " after " + std::to_string(timeout.count()) +
+                           " s (can it reach that address? does the master need masterauth / "
+                           "masteruser set on the target?)")
+      .as(ErrorKind::kUnavailable);
+}
+
+}  // namespace
+
+int hand_off(const ClientConfig& config, std::string_view replid, ReplicaLink& link,
+             uint64_t forwarded) {
+  const auto t0 = Clock::now();
+  const auto io_timeout = std::chrono::milliseconds(config.io_timeout);
+  auto target_creds = load_credentials(config.redis_auth_file, kClientAuthEnv);
+  if (!target_creds.ok()) return fail(target_creds.status(), exit_code::kUsage);
+  auto master_creds = load_credentials(config.master_auth_file, kMasterAuthEnv);
+  if (!master_creds.ok()) return fail(master_creds.status(), exit_code::kUsage);
+  auto target = RedisClient::connect(config.redis, *target_creds, io_timeout);
+  if (!target.ok()) return fail(target.status().wrap("connect to the target"), exit_code::kUnavailable);
+  auto master = RedisClient::connect(config.master, *master_creds, io_timeout);
+  if (!master.ok())
+    return fail(master.status().wrap("connect to the master to check its backlog (--master, "
+                                     "--master-auth-file)"),
+                exit_code::kUnavailable);
+
+  auto offset = settled_offset(*target, forwarded);
+  if (!offset.ok()) return fail(offset.status(), exit_code::kUnavailable);
+  auto repl = master->info("replication");
+  if (!repl.ok()) return fail(repl.status().wrap("read the master's INFO replication"),
+                              exit_code::kUnavailable);
+  if (Status s = check_backlog(*repl, replid, *offset + 1, config.master); !s.ok())
+    return fail(s, exit_code::kRefused);
+  auto before = sync_counters(*master);
+  if (!before.ok()) return fail(before.status(), exit_code::kUnavailable);
+
+  auto moved = target->command(
+      {"REPLICAOF", config.master.host, std::to_string(config.master.port)});
+  if (!moved.ok()) return fail(moved.status().wrap("point the target at the master"),
+                               exit_code::kPartial);
+  link.close();
+  if (Status s = wait_link_up(*target, config.master, config.io_timeout); !s.ok())
+    return fail(s, exit_code::kUnavailable);
+  auto after = sync_counters(*master);
+  if (!after.ok()) return fail(after.status(), exit_code::kUnavailable);
+  const uint64_t partial = after->partial_ok - before->partial_ok;
+  const uint64_t full = after->full - before->full;
+  std::printf("handoff master=%s offset=%llu partial_resync=%s sync_partial_ok=+%llu "
+              "sync_full=+%llu seconds=%.3f\n",
+              config.master.to_string().c_str(), static_cast<unsigned long long>(*offset),
+              partial > 0 && full == 0 ? "yes" : "no", static_cast<unsigned long long>(partial),
+              static_cast<unsigned long long>(full), seconds_since(t0));
+  std::fflush(stdout);
+  if (full > 0 && partial == 0)
+    return fail(Status::error("hand off to the master " + config.master.to_string(),
+                              "it answered with a full resync (sync_full +" +
+                                  std::to_string(full) +
+                                  "): its backlog moved past offset " + std::to_string(*offset) +
+                                  " between the check and the PSYNC; raise repl-backlog-size"),
+                exit_code::kPartial);
+  if (full > 0)
+    log::warn("the master's sync_full also grew by " + std::to_string(full) +
+              " meanwhile: another replica (or the sidecar) did a full sync");
+  log::info("the target is a replica of " + config.master.to_string() +
+            ", continued from offset " + std::to_string(*offset) + " with a partial resync");
+  return exit_code::kOk;
+}
+
+}  // namespace rrs

@@ -1,0 +1,51 @@
+#include "client/remote_table.h"
+
+#include "client/transport_choice.h"
+#include "common/log.h"
+
+namespace rrs {
+namespace {
+
+FetchOptions fetch_options(const ClientConfig& config) {
+  FetchOptions fetch;
+  fetch.chunk_size = config.chunk_size;
+  fetch.in_flight = config.in_flight;
+  fetch.io_timeout = std::chrono::milliseconds(config.io_timeout);
+  fetch.retries = config.retries;
+  fetch.reconnect_timeout = std::chrono::milliseconds(config.connect_timeout);
+  return fetch;
+}
+
+void log_table(const table::Header& h, const table::Scripts& scripts) {
+  log::info("table epoch " + std::to_string(h.epoch) + ": " + std::to_string(h.record_count) +
+            " keys in " + std::to_string(h.db_count) + " DBs, " +
+            std::to_string(scripts.function_libraries) + " function libraries, " +
+            std::to_string(scripts.lua_scripts.size()) + " Lua scripts, " +
+            std::to_string(h.total_size) + " bytes, slot size " + std::to_string(h.slot_size) +
+            ", from Redis " + h.redis_version + " (RDB " + std::to_string(h.rdb_version) + ")");
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RemoteTable>> open_remote_table(const ClientConfig& config,
+                                                       Clock::time_point t0) {
+  auto t = std::make_unique<RemoteTable>();
+  auto reader = connect_transport(config, t0 + config.connect_timeout);
+  if (!reader.ok()) return reader.status();
+  t->reader = std::move(*reader);
+  t->fetcher = std::make_unique<TableFetcher>(*t->reader, fetch_options(config), t->queue);
+  auto info = t->fetcher->open();
+  if (!info.ok()) return info.status();
+  t->info = std::move(*info);
+  log_table(t->info.header, t->info.scripts);
+  return t;
+}
+
+std::string db_counts(const std::map<uint32_t, uint64_t>& per_db) {
+  std::string out;
+  for (auto [db, n] : per_db)
+    out += (out.empty() ? "" : ",") + std::to_string(db) + ":" + std::to_string(n);
+  return out.empty() ? "-" : out;
+}
+
+}  // namespace rrs

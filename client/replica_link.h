@@ -1,0 +1,87 @@
+// The client as its target's master (--mode replica): a listening socket the
+// target is pointed at with REPLICAOF, the replica handshake it then runs
+// (PING, AUTH, REPLCONF ..., PSYNC), and the link the RDB and, after it, the
+// master's stream go down, byte for byte as from the real master.
+//
+//   auto link = ReplicaLink::listen(local_ip, target_ip);  // any free port
+//   target: REPLICAOF link->endpoint()
+//   link->accept_full_sync(replid, offset, deadline);      // +FULLRESYNC, $EOF:<mark>
+//   link->send(rdb bytes) ...; link->end_rdb();            // the mark
+//   link->wait_ack(...);                                   // loaded: REPLCONF ACK <offset>
+//   link->send(stream bytes) ...                           // follow mode
+//
+// Only the target's address may connect; everything it sends is untrusted
+// and parsed strictly (resp::CommandParser), with the handshake bounded.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "common/clock.h"
+#include "common/endpoint.h"
+#include "common/socket.h"
+#include "proto/resp_parser.h"
+
+namespace rrs {
+
+class ReplicaLink {
+ public:
+  // Listens on `local_ip` (an address the target can reach: the one the
+  // client's own connection to it comes from), on a port the kernel picks.
+  static Result<ReplicaLink> listen(const std::string& local_ip, std::string target_ip,
+                                    std::chrono::milliseconds io_timeout);
+  ReplicaLink(ReplicaLink&&) noexcept = default;
+  ReplicaLink& operator=(ReplicaLink&&) noexcept = default;
+
+  Endpoint endpoint() const { return endpoint_; }
+
+  // Waits until `deadline` for the target to connect, answers its handshake
+  // and, to its PSYNC, replies +FULLRESYNC <replid> <offset> and opens a
+  // diskless RDB transfer ($EOF:<mark>). Refuses a target that cannot take
+  // that form (no REPLCONF capa eof: Redis older than 2.8.18).
+  Status accept_full_sync(std::string_view replid, uint64_t offset, Clock::time_point deadline);
+
+  // Writes all of `bytes`, waiting at most the I/O timeout for the target to
+  // make room (it reads as fast as it loads).
+  Status send(std::string_view bytes);
+  // Ends the RDB: the mark that opened it.
+  Status end_rdb() { return send(eof_mark_); }
+
+  // Reads what the target sent, waiting at most `wait` for the first byte:
+  // its REPLCONF ACK <offset> lines. kUnavailable if it closed the link.
+  Status poll(std::chrono::milliseconds wait);
+  // Waits until `deadline` for an ACK of at least `offset` (false: none came
+  // in time). The first ACK after an RDB comes once the target has loaded it.
+  Result<bool> wait_ack(uint64_t offset, Clock::time_point deadline);
+  // The last offset the target acknowledged.
+  std::optional<uint64_t> acked() const { return acked_; }
+  // What the target asked for: "PSYNC <replid> <offset>", for logs.
+  const std::string& psync_request() const { return psync_request_; }
+
+  // Closes the link and stops listening: the target's reconnects are refused.
+  void close() {
+    conn_.reset();
+    listener_.reset();
+  }
+
+ private:
+  ReplicaLink() = default;
+  Status accept_target(Clock::time_point deadline);
+  // Answers one handshake command; true once PSYNC was answered.
+  Result<bool> answer(const resp::Command& cmd, std::string_view replid, uint64_t offset);
+  Status take_ack(const resp::Command& cmd);
+
+  UniqueFd listener_;
+  UniqueFd conn_;
+  Endpoint endpoint_;
+  std::string target_ip_;
+  std::chrono::milliseconds io_timeout_{30000};
+  resp::CommandParser parser_;
+  std::string eof_mark_;
+  std::string psync_request_;
+  bool capa_eof_ = false;
+  std::optional<uint64_t> acked_;
+};
+
+}  // namespace rrs
