@@ -11,15 +11,30 @@ const char* client_usage() {
   return R"(Usage: rdma-client <server-ip> <server-port> [options]
 
 Reads the mapping table published by rdma-server and loads every key into a
-local Redis with pipelined RESTORE ... REPLACE ABSTTL, in the right DB, with
-absolute expiries. Keys already expired are skipped and counted.
+local Redis, in one of two ways:
+  --mode restore (default): pipelined RESTORE ... REPLACE ABSTTL, in the right
+      DB, with absolute expiries; keys already expired are skipped and
+      counted. The target stays what it was (a master, a cluster node).
+  --mode replica: the target is told REPLICAOF a listener the client opens
+      (on the address it reaches the target from; only the target may
+      connect) and is answered as a master answers a new replica: +FULLRESYNC
+      with the master's replication ID and the table's offset, then an RDB
+      the client writes from the table as it reads it. The target loads at
+      its native speed (give it repl-diskless-load swapdb or on-empty-db, or
+      it writes the RDB to disk first; the client warns) and ends up a real
+      replica of the master's history at the table's offset, its master link
+      down once the client exits: REPLICAOF <master> then continues it with
+      a partial resync, or use --handoff. Not for cluster nodes.
 
 Options:
   --redis HOST:PORT       Redis to load into (default 127.0.0.1:6379)
   --redis-auth-file FILE  its credentials: "password" or "user password" on
                           the first line (else $RDMA_CLIENT_REDIS_AUTH)
+  --mode restore|replica  how to load (see above; default restore)
   --flush                 FLUSHALL the target first, and replace its functions
-                          with the table's (FUNCTION RESTORE ... FLUSH)
+                          with the table's (FUNCTION RESTORE ... FLUSH); in
+                          replica mode: allow a non-empty target (its full
+                          sync replaces everything it holds)
   --merge                 load into a non-empty target; table keys replace
                           existing ones, other keys stay; function libraries
                           replace those of the same name
@@ -49,8 +64,23 @@ Options:
                           sidecar or master began a new history, resyncs
                           from the newest table (flushing the target) on its
                           own. Needs rdma-server --source psync.
+                          In replica mode the stream's bytes are forwarded
+                          verbatim down the target's replica link, so its
+                          replication offset moves exactly as the master's.
   --status-interval SECS  --follow: seconds between status lines (default 5;
                           0: none)
+  --handoff               replica mode: follow the change log until the target
+                          has caught up, then point it at the real master
+                          (REPLICAOF --master), which continues it with a
+                          partial resync; checks first that the master's
+                          backlog still covers the target's offset (if not,
+                          leaves the target alone and says how large
+                          repl-backlog-size must be), and verifies the
+                          master's sync_partial_ok grew and sync_full did not
+  --master HOST:PORT      --handoff: the master, as the target reaches it
+  --master-auth-file FILE --handoff: the master's credentials, for reading its
+                          INFO (else $RDMA_CLIENT_MASTER_AUTH); the target
+                          itself authenticates with its own masterauth
   --quiet                 no progress output
   -h, --help              this text
 
@@ -58,12 +88,17 @@ Output: progress on stderr; on stdout one summary line:
   synced keys=N bytes=B dbs=DB:N,... functions=L scripts=S skipped_expired=N
          failed=N seconds=S transfer_s=T MBps=X keys_per_s=Y epoch=E
   (functions: libraries restored; scripts: Lua scripts loaded; seconds: start
-  to last key loaded; transfer_s: start to last table byte read)
+  to last key loaded; transfer_s: start to last table byte read); replica
+  mode adds mode=replica offset=O rdb_bytes=B (the offset the target is at)
 With --follow, then a line per status interval:
   following offset=O lag_bytes=B lag_ms=M commands=N resyncs=R log_id=L
   (offset: the master's replication offset the target has reached; lag_bytes:
   stream bytes the sidecar holds that are not applied yet; lag_ms: how long
-  the oldest of them has been waiting, 0 when caught up)
+  the oldest of them has been waiting, 0 when caught up; replica mode shows
+  acked=O, the offset the target last acknowledged, instead of commands=N)
+With --handoff, at the end:
+  handoff master=H:P offset=O partial_resync=yes sync_partial_ok=+1
+          sync_full=+0 seconds=S
 Exit codes: 0 every record loaded or knowingly skipped; 1 some records were
 not loaded (listed on stderr); 2 bad usage; 3 server or Redis unreachable,
 auth refused, or timeout; 4 the table failed validation; 5 the target cannot
@@ -71,6 +106,12 @@ take the data (not empty without --flush/--merge, a function library it
 already has, or too old for the payloads or for functions). With --follow:
 0 after SIGINT/SIGTERM; 1 also when the target refuses a streamed command
 (named on stderr with its stream offset); 3 also when the target goes away.
+Replica mode: 5 also for a cluster-mode target; a failed sync detaches the
+target (REPLICAOF NO ONE). With --handoff: 5 when the master cannot continue
+the target's history (another replication ID, or its backlog no longer
+reaches the target's offset; the target is left untouched); 1 when the master
+answered with a full resync after all; 3 when the target's link to the master
+does not come up.
 )";
 }
 

@@ -330,7 +330,11 @@ int run_follow(const ClientConfig& config) {
       log::error(end.status().message());
       return exit_code::for_status(end.status());
     }
-    if (end->stopped) return exit_code::kOk;
+    if (end->stopped) {
+      if (config.mode == IngestMode::kReplica)
+        explain_left_replica(synced.header.source_replid, round.sink->applied());
+      return exit_code::kOk;
+    }
     if (end->caught_up)
       return hand_off(config, synced.header.source_replid, *round.synced.link,
                       round.sink->applied());

@@ -1,6 +1,7 @@
 #include "client/replica_sync.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <thread>
@@ -80,6 +81,17 @@ Status ReplicaTarget::check(const TableInfo& info, TargetPolicy policy, bool& re
     return Status::error(step, "it is not empty (" + *held +
                                    "); as a replica it would drop all of that for the master's "
                                    "data: use --flush to allow it");
+  // A replica whose RDB selects a DB it does not have exits (FATAL), so
+  // refuse here rather than take the target down.
+  auto databases = redis_.command({"CONFIG", "GET", "databases"});
+  if (databases.ok() && (*databases)->type == REDIS_REPLY_ARRAY && (*databases)->elements == 2 &&
+      !info.dbs.empty()) {
+    const uint64_t have = std::strtoull((*databases)->element[1]->str, nullptr, 10);
+    if (info.dbs.back().db >= have)
+      return Status::error(step, "the table has keys in DB " + std::to_string(info.dbs.back().db) +
+                                     " but the target has only " + std::to_string(have) +
+                                     " databases: raise its `databases` setting (a restart)");
+  }
   refused = false;
   auto load = redis_.command({"CONFIG", "GET", "repl-diskless-load"});
   if (load.ok() && (*load)->type == REDIS_REPLY_ARRAY && (*load)->elements == 2) {
@@ -189,6 +201,15 @@ Status load_lua_scripts(RedisClient& target, const table::Scripts& s) {
 
 }  // namespace
 
+void explain_left_replica(std::string_view replid, uint64_t offset) {
+  log::info("the target holds the master's history " + std::string(replid) + " up to offset " +
+            std::to_string(offset) +
+            " and is a replica whose master link is now down: REPLICAOF <master host> <port> "
+            "continues it with a partial resync while the master's repl-backlog still reaches "
+            "back to that offset (or run with --handoff); REPLICAOF NO ONE makes it a "
+            "standalone copy");
+}
+
 int run_replica_sync(const ClientConfig& config, ReplicaSynced* synced) {
   const auto t0 = Clock::now();
   const auto io_timeout = std::chrono::milliseconds(config.io_timeout);
@@ -207,6 +228,11 @@ int run_replica_sync(const ClientConfig& config, ReplicaSynced* synced) {
   const std::string replid = has_history ? h.source_replid : random_replid();
   const uint64_t offset = has_history ? h.source_offset : 0;
 
+  if (!has_history && (config.follow || config.handoff)) {
+    log::error("the table was taken with rdma-server --source scan, which has no replication "
+               "history to follow or hand off; use --source psync, or drop --follow/--handoff");
+    return exit_code::kUsage;
+  }
   bool refused = false;
   if (Status s = target.check(info, config.policy, refused); !s.ok()) {
     log::error(s.message());
@@ -299,12 +325,7 @@ int run_replica_sync(const ClientConfig& config, ReplicaSynced* synced) {
     log::info("the table came from --source scan, which has no replication history to "
               "continue: the target was detached (REPLICAOF NO ONE) and is a standalone copy");
   } else {
-    log::info("the target holds the master's history " + replid + " up to offset " +
-              std::to_string(offset) +
-              " and is a replica whose master link is now down: REPLICAOF <master host> <port> "
-              "continues it with a partial resync while the master's repl-backlog still reaches "
-              "back to that offset (or run with --handoff); REPLICAOF NO ONE makes it a "
-              "standalone copy");
+    explain_left_replica(replid, offset);
   }
   return exit_code::kOk;
 }

@@ -33,4 +33,8 @@ struct ReplicaSynced {
 // table is detached (REPLICAOF NO ONE): it has no history to continue.
 int run_replica_sync(const ClientConfig& config, ReplicaSynced* synced = nullptr);
 
+// Logs what a target left as a replica of the client at `offset` is, and
+// how to continue it or detach it.
+void explain_left_replica(std::string_view replid, uint64_t offset);
+
 }  // namespace rrs

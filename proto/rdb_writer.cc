@@ -15,7 +15,7 @@ void append_u64_le(std::string& out, uint64_t v) {
 
 }  // namespace
 
-RdbWriter::RdbWriter(uint16_t version) {
+RdbWriter::RdbWriter(uint16_t version) : version_(version) {
   char header[kHeaderSize + 1];
   std::snprintf(header, sizeof header, "REDIS%04u", static_cast<unsigned>(version % 10000));
   out_.append(header, kHeaderSize);
@@ -66,6 +66,16 @@ Status RdbWriter::key(std::string_view key, std::string_view payload, int64_t ex
   if (payload.size() < 1 + dump::kTrailerSize)
     return Status::error("write the RDB", "a DUMP payload of " + std::to_string(payload.size()) +
                                               " bytes is too short")
+        .as(ErrorKind::kBadData);
+  const auto type = static_cast<uint8_t>(payload[0]);
+  if (type >= kOpSlotInfo || type_name(type) == nullptr)
+    return Status::error("write the RDB", "a DUMP payload of unknown type " + std::to_string(type))
+        .as(ErrorKind::kBadData);
+  if (auto v = dump::rdb_version(payload); !v || *v > version_)
+    return Status::error("write the RDB", "a DUMP payload of RDB version " +
+                                              std::to_string(v.value_or(0)) +
+                                              ", newer than the stream's " +
+                                              std::to_string(version_))
         .as(ErrorKind::kBadData);
   drop_taken();
   if (expire_at_ms >= 0) {

@@ -4,9 +4,12 @@
 // ingest speed. No I/O: the writer appends to a buffer the caller drains.
 //
 //   "REDIS" + 4 version digits, AUX fields, FUNCTION2 entries (the libraries),
-//   then per DB: SELECTDB db, RESIZEDB keys expires, and per key
+//   then SELECTDB db (RESIZEDB keys expires after a DB's first), and per key
 //   [EXPIRETIME_MS ms] <type> <key> <value>; EOF, then the CRC-64 of every
 //   byte before it (little-endian).
+//
+// The caller guarantees each key appears once per DB (a replica's loader
+// panics on a duplicate) and that the target has the DBs selected.
 //
 // A DUMP payload is <type> <value> <2-byte RDB version> <CRC-64>, so a key's
 // RDB entry is its payload's type byte, the key, and the payload's value
@@ -45,6 +48,8 @@ class RdbWriter {
   // loader presizes its tables with).
   void select_db(uint32_t db, uint64_t keys, uint64_t expires);
   // One key of the selected DB, from its DUMP payload; expire_at_ms < 0: none.
+  // kBadData for a payload of no known value type, or of a newer RDB version
+  // than the stream's.
   Status key(std::string_view key, std::string_view dump_payload, int64_t expire_at_ms);
   // The EOF opcode and the checksum. Nothing may follow.
   void end();
@@ -63,6 +68,7 @@ class RdbWriter {
   void drop_taken();
   void checksum_pending();
 
+  uint16_t version_;
   std::string out_;
   size_t taken_ = 0;        // out_[0, taken_) was handed out by take()
   size_t checksummed_ = 0;  // out_[0, checksummed_) is in crc_ and bytes_
