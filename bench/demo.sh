@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The main job end to end on a built-in default: a master Redis with sample
-# data, rdma-server beside it, an empty replica Redis, and rdma-client loading
-# the replica and then following the master through writes. Prints each step,
-# how long it took, and whether the replica's DEBUG DIGEST equals the
-# master's. Everything runs on loopback and is
-# stopped on exit.
+# data, rdma-server beside it, an empty replica Redis, and rdma-client making
+# it a replica (--mode replica: the table streamed to it as an RDB), catching
+# it up from the change log while the master takes writes, and handing it to
+# the master (--handoff: a partial resync). Prints each step, how long it
+# took, and whether the replica's DEBUG DIGEST equals the master's.
+# Everything runs on loopback and is stopped on exit.
 # Usage: bash bench/demo.sh [--keys N] [--value-size BYTES]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +16,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --keys) keys=$2; shift 2 ;;
     --value-size) value_size=$2; shift 2 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "demo: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -77,32 +78,41 @@ done
 echo "$(grep ready "$work/server.out")"
 echo "published in $(since "$t")"
 
-step "empty replica Redis on 127.0.0.1:$replica; rdma-client --follow loads it, then follows the master"
-start_redis replica "$replica"
-t=$(now)
-build/client/rdma-client 127.0.0.1 "$sidecar" --redis "127.0.0.1:$replica" --follow \
-  --status-interval 1 --quiet >"$work/client.out" 2>"$work/client.err" &
-follower=$!
-pids+=($follower)
-until grep -q '^synced' "$work/client.out" 2>/dev/null; do
-  kill -0 "$follower" 2>/dev/null || { cat "$work/client.err" >&2; exit 1; }
-  sleep 0.05
-done
-grep '^synced' "$work/client.out"
-echo "full sync finished in $(since "$t") (wall, including process start)"
+writes() {  # prefix count: SET and INCR pairs, piped to the master
+  for i in $(seq 1 "$2"); do printf 'SET %s:%d value-%d\r\nINCR counter\r\n' "$1" "$i" "$i"; done |
+    redis-cli -p "$master" --pipe >/dev/null
+}
+synced_counts() { redis-cli -p "$master" info stats | grep -E '^sync_(full|partial_ok):' | tr -d '\r' | tr '\n' ' '; }
 
-step "writes on the master while the replica follows the sidecar's change log"
+step "empty replica Redis on 127.0.0.1:$replica (repl-diskless-load swapdb); rdma-client --mode replica --handoff, with writes on the master"
+echo "the replica becomes a replica of rdma-client, loads the table as an RDB streamed from it,"
+echo "catches up from the sidecar's change log, then is handed to the master (partial resync)"
+start_redis replica "$replica"
+redis-cli -p "$replica" config set repl-diskless-load swapdb >/dev/null
+before=$(synced_counts)
+writes during 20000 &
+writer=$!
 t=$(now)
-{
-  for i in $(seq 1 20000); do printf 'SET live:%d value-%d\r\nINCR counter\r\n' "$i" "$i"; done
-  printf 'MULTI\r\nHSET user:1 lang Rust\r\nLPUSH queue e\r\nEXEC\r\nDEL session:1\r\n'
-} | redis-cli -p "$master" --pipe >/dev/null
-echo "sent in $(since "$t"): 20,000 SET, 20,000 INCR, a MULTI/EXEC block, a DEL"
+build/client/rdma-client 127.0.0.1 "$sidecar" --redis "127.0.0.1:$replica" --mode replica \
+  --handoff --master "127.0.0.1:$master" --quiet >"$work/client.out" 2>"$work/client.err" ||
+  { echo "demo: rdma-client exited $?" >&2; cat "$work/client.err" >&2; exit 1; }
+grep -E '^(synced|stopped|handoff)' "$work/client.out"
+echo "full sync, catch-up and handoff took $(since "$t") (wall, including process start)"
+wait "$writer"
+echo "master INFO stats before: $before"
+echo "master INFO stats after:  $(synced_counts)"
+
+step "more writes, now carried by native replication"
+t=$(now)
+writes after 20000
+printf 'MULTI\r\nHSET user:1 lang Rust\r\nLPUSH queue e\r\nEXEC\r\nDEL session:1\r\n' |
+  redis-cli -p "$master" --pipe >/dev/null
 until [ "$(redis-cli -p "$master" debug digest)" = "$(redis-cli -p "$replica" debug digest)" ]; do
-  kill -0 "$follower" 2>/dev/null || { cat "$work/client.err" >&2; exit 1; }
   sleep 0.05
+  [ "$(since "$t" | cut -d. -f1)" -lt 60 ] || { echo "demo: the replica did not catch up" >&2; exit 1; }
 done
 echo "replica caught up $(since "$t") after the first write"
+redis-cli -p "$replica" info replication | grep -E '^(role|master_port|master_link_status|master_repl_offset)' | tr -d '\r'
 
 step "verify"
 m=$(redis-cli -p "$master" debug digest); s=$(redis-cli -p "$replica" debug digest)
@@ -112,10 +122,4 @@ mf=$(redis-cli -p "$master" function list withcode | md5sum); sf=$(redis-cli -p 
 if [ "$m" != "$s" ] || [ "$mf" != "$sf" ]; then
   echo "MISMATCH" >&2; exit 1
 fi
-echo "replica is an exact copy of the master (keys and function libraries)"
-
-step "stopping the follower (SIGTERM: it finishes its batch and says where it got to)"
-kill -TERM "$follower"
-wait "$follower" || { echo "demo: rdma-client exited $?" >&2; cat "$work/client.err" >&2; exit 1; }
-grep '^stopped' "$work/client.out"
-echo "master_repl_offset: $(redis-cli -p "$master" info replication | grep master_repl_offset | cut -d: -f2 | tr -d '\r')"
+echo "the replica is a real replica of the master, with the same keys and function libraries"

@@ -96,7 +96,9 @@ With --follow, then a line per status interval:
   stream bytes the sidecar holds that are not applied yet; lag_ms: how long
   the oldest of them has been waiting, 0 when caught up; replica mode shows
   acked=O, the offset the target last acknowledged, instead of commands=N)
-With --handoff, at the end:
+With --handoff, at the end (caught_up: the last status line, when the
+target had all but at most 64 KiB of what the log held):
+  caught_up offset=O lag_bytes=B ...
   handoff master=H:P offset=O partial_resync=yes sync_partial_ok=+1
           sync_full=+0 seconds=S
 Exit codes: 0 every record loaded or knowingly skipped; 1 some records were

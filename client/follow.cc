@@ -22,6 +22,10 @@ namespace {
 // (500 small READs a second when idle).
 constexpr auto kIdleFirst = std::chrono::microseconds(50);
 constexpr auto kIdleMax = std::chrono::microseconds(2000);
+// --handoff: the target counts as caught up when the log holds at most this
+// much it has not been sent; under a steady stream of writes it may never
+// hold nothing. The master's backlog serves the rest.
+constexpr uint64_t kHandoffSlack = 64 * 1024;
 // Between attempts to reach a sidecar that went away, and the longest one.
 constexpr auto kReconnectPause = std::chrono::seconds(1);
 constexpr auto kAttempt = std::chrono::seconds(5);
@@ -72,7 +76,8 @@ class Follower {
   // away; a FollowEnd if the sidecar now serves another log.
   Result<std::optional<FollowEnd>> refresh_header();
   Status reconnect(const Status& cause);
-  void report(bool final);
+  // A status line: periodic ("following") when `final` is null, else `final`.
+  void report(const char* final = nullptr);
 
   const ClientConfig& config_;
   SyncedTable& synced_;
@@ -136,7 +141,7 @@ Result<std::optional<FollowEnd>> Follower::refresh_header() {
   }
 }
 
-void Follower::report(bool final) {
+void Follower::report(const char* final) {
   if (config_.status_interval_s == 0 && !final) return;
   if (!final && seconds_since(last_report_) < config_.status_interval_s) return;
   last_report_ = Clock::now();
@@ -148,7 +153,7 @@ void Follower::report(bool final) {
                                Clock::now() - unapplied_.front().at)
                                .count();
   std::printf("%s offset=%llu lag_bytes=%llu lag_ms=%lld %s resyncs=%llu log_id=%llu\n",
-              final ? "stopped" : "following", static_cast<unsigned long long>(applied),
+              final ? final : "following", static_cast<unsigned long long>(applied),
               static_cast<unsigned long long>(lag_bytes), lag_ms, sink_.progress().c_str(),
               static_cast<unsigned long long>(resyncs_),
               static_cast<unsigned long long>(header_.log_id));
@@ -175,9 +180,7 @@ Result<FollowEnd> Follower::step(bool& idle) {
     idle = true;
     RRS_RETURN_IF_ERROR(sink_.collect());
     forget_applied();
-    FollowEnd end;
-    end.caught_up = config_.handoff && sink_.applied() == read_pos_;
-    return end;
+    return FollowEnd{};
   }
   idle = false;
   note_seen(header_.end);
@@ -237,11 +240,14 @@ Result<FollowEnd> Follower::run() {
     if (!end.ok()) return end.status();  // the target refused or went away, or bad data
     if (end->stopped) break;
     if (!end->why.empty()) return settled(*end);
-    if (end->caught_up) {
-      report(true);
-      return end;
+    if (config_.handoff && header_.end - read_pos_ <= kHandoffSlack) {
+      // The master's backlog covers the rest (handoff checks that first).
+      report("caught_up");
+      FollowEnd caught_up;
+      caught_up.caught_up = true;
+      return caught_up;
     }
-    report(false);
+    report();
     if (!idle) {
       pause = kIdleFirst;
       continue;
@@ -257,7 +263,7 @@ Result<FollowEnd> Follower::run() {
   }
   RRS_RETURN_IF_ERROR(sink_.collect());
   forget_applied();
-  report(true);
+  report("stopped");
   return FollowEnd{true, ""};
 }
 
