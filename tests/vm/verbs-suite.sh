@@ -7,8 +7,9 @@
 # The verbs half of the transport conformance suite, then the end-to-end tests
 # of the shipped binaries over verbs (RRS_TEST_TRANSPORT=verbs): every type,
 # TTLs, DBs, big values, digests equal; targets; auth; four clients at once; a
-# sidecar killed mid-transfer; psync tables; follow mode. RRS_REQUIRE_VERBS=1 turns "no RDMA device"
-# skips into failures: here a skip would hide a broken setup.
+# sidecar killed mid-transfer; psync tables; follow mode; replica mode and
+# handoff. RRS_REQUIRE_VERBS=1 turns "no RDMA device" skips into failures: here
+# a skip would hide a broken setup.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
@@ -33,6 +34,9 @@ run "$build/tests/integration/psync_source_test" \
 # Follow mode: the change log read with one-sided READs under a writer,
 # overrun, sidecar and master restarts.
 run "$build/tests/integration/follow_test"
+# Replica mode: the table as an RDB down a replica link, the log forwarded
+# verbatim, and the handoff to the master with a partial resync.
+run "$build/tests/integration/replica_mode_test"
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "verbs-suite: FAILED: ${failed[*]}" >&2
