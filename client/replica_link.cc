@@ -32,13 +32,6 @@ bool equals_nocase(std::string_view a, std::string_view b) {
                     [](char x, char y) { return (x | 0x20) == (y | 0x20); });
 }
 
-std::string random_mark() {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::random_device rd;
-  std::string mark(40, '0');
-  for (char& c : mark) c = kHex[rd() % 16];
-  return mark;
-}
 
 // Untrusted bytes as they may appear in a message: short, printable.
 std::string shown(std::string_view bytes) {
@@ -62,6 +55,14 @@ Status handshake_error(std::string reason) {
 }
 
 }  // namespace
+
+std::string random_run_id() {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::random_device rd;
+  std::string id(40, '0');
+  for (char& c : id) c = kHex[rd() % 16];
+  return id;
+}
 
 Result<ReplicaLink> ReplicaLink::listen(const std::string& local_ip, std::string target_ip,
                                         std::chrono::milliseconds io_timeout) {
@@ -139,7 +140,7 @@ Result<bool> ReplicaLink::answer(const resp::Command& cmd, std::string_view repl
       return handshake_error(
           "the target did not offer REPLCONF capa eof (Redis older than 2.8.18?), so it cannot "
           "take an RDB streamed as it is written; use --mode restore");
-    eof_mark_ = random_mark();
+    eof_mark_ = random_run_id();
     reply = "+FULLRESYNC " + std::string(replid) + " " + std::to_string(offset) + "\r\n$EOF:" +
             eof_mark_ + "\r\n";
     done = true;

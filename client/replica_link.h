@@ -25,6 +25,9 @@
 
 namespace rrs {
 
+// 40 random hex characters, as Redis makes replication IDs and EOF marks.
+std::string random_run_id();
+
 class ReplicaLink {
  public:
   // Listens on `local_ip` (an address the target can reach: the one the

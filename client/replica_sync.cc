@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
-#include <random>
 #include <thread>
 
 #include "client/progress.h"
@@ -28,15 +27,6 @@ int fail(const Status& s) {
   return exit_code::for_status(s);
 }
 
-// A history of its own for a table that has none (--source scan): the target
-// is detached once it has loaded it.
-std::string random_replid() {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::random_device rd;
-  std::string id(40, '0');
-  for (char& c : id) c = kHex[rd() % 16];
-  return id;
-}
 
 struct ReplicaStats {
   uint64_t keys = 0;
@@ -225,7 +215,7 @@ int run_replica_sync(const ClientConfig& config, ReplicaSynced* synced) {
   const TableInfo& info = (*remote)->info;
   const table::Header& h = info.header;
   const bool has_history = h.source_kind == table::SourceKind::kPsync;
-  const std::string replid = has_history ? h.source_replid : random_replid();
+  const std::string replid = has_history ? h.source_replid : random_run_id();  // a history of its own
   const uint64_t offset = has_history ? h.source_offset : 0;
 
   if (!has_history && (config.follow || config.handoff)) {
