@@ -15,21 +15,27 @@ import subprocess
 
 from benchlib import RedisServer
 
-SYSTEM_ORDER = ["native-disk", "native-diskless", "sidecar-tcp", "sidecar-verbs", "floor"]
+SYSTEM_ORDER = ["native-disk", "native-diskless", "sidecar-tcp", "sidecar-verbs",
+                "sidecar-tcp-replica", "sidecar-verbs-replica", "floor"]
+SIDECARS = [s for s in SYSTEM_ORDER if s.startswith("sidecar")]
 SYSTEM_WHAT = {
     "native-disk": "native full sync, RDB written to disk then sent (repl-diskless-sync no)",
     "native-diskless": "native diskless full sync (repl-diskless-sync yes, delay 5, "
                        "max-replicas N: one fork for all N; replicas repl-diskless-load swapdb)",
-    "sidecar-tcp": "rdma-server (SCAN + DUMP, once per run) + one rdma-client per replica "
-                   "over TCP (pipelined RESTORE)",
+    "sidecar-tcp": "rdma-server (table built once per run) + one rdma-client per replica "
+                   "over TCP, --mode restore (pipelined RESTORE)",
     "sidecar-verbs": "the same over RDMA READ",
+    "sidecar-tcp-replica": "as sidecar-tcp, but rdma-client --mode replica: the replica "
+                           "(repl-diskless-load swapdb) is made a replica of the client, which "
+                           "streams it an RDB written from the table as it reads it",
+    "sidecar-verbs-replica": "the same over RDMA READ",
     "floor": "a replica (swapdb) loading the master's prepared RDB from rdb_feeder.py, a fake "
              "master that only sends the file: the ingest floor",
 }
 CSV_FIELDS = ["dataset", "system", "replicas", "run", "replica", "keys", "value_size", "wall_s",
-              "MBps", "keys_per_s", "transfer_s", "client_s", "master_cpu_s",
-              "master_cpu_sync_s", "master_peak_rss_mb", "master_cow_mb", "sidecar_cpu_s",
-              "build_s", "busy_before"]
+              "MBps", "keys_per_s", "transfer_s", "client_s", "client_cpu_s", "rdb_bytes",
+              "master_cpu_s", "master_cpu_sync_s", "master_peak_rss_mb", "master_cow_mb",
+              "sidecar_cpu_s", "build_s", "busy_before"]
 
 
 def loadavg():
@@ -112,6 +118,7 @@ def summarize(rows, dataset, system, n):
         "master_rss": stats([x.get("master_peak_rss_mb") for x in first]),
         "master_cow": stats([x.get("master_cow_mb") for x in first]),
         "sidecar_cpu": stats([x.get("sidecar_cpu_s") for x in first]),
+        "client_cpu": stats([x.get("client_cpu_s") for x in first]),
     }
 
 
@@ -142,14 +149,14 @@ def write(a, bench, command, date, host, datasets):
         f.write("\n## Systems\n\n")
         for s in systems:
             f.write(f"- **{s}**: {SYSTEM_WHAT[s]}\n")
-        if "sidecar-verbs" in systems:
+        if any("verbs" in s for s in systems):
             f.write(f"\nsidecar-verbs ran on device `{a.device or 'rxe0'}` at {a.verbs_addr}"
                     + (" (rxe: Soft-RoCE, emulated in software; not hardware figures: "
                        "the kernel does per packet what an HCA does in hardware, so with "
                        "more replicas the times grow with the CPU they share and need not "
                        "stay flat; rdma-server's CPU is the figure that carries over)"
                        if (a.device or "rxe0").startswith("rxe") else "") + ".\n")
-        elif "sidecar-tcp" in systems:
+        elif any(s.startswith("sidecar") for s in systems):
             f.write("\nsidecar-verbs: not run (no `--verbs-addr`/RRS_VERBS_ADDR: no RDMA device "
                     "here). In the Soft-RoCE VM: `bash tests/vm/run-in-vm.sh --memory 8G -- "
                     "python3 bench/sync_bench.py --scale 0.05`.\n")
@@ -163,13 +170,15 @@ def write(a, bench, command, date, host, datasets):
                 "the clients' start (sidecar) until the last replica is synced; "
                 "median (min-max) over runs. Master CPU is the master redis-server's "
                 "user+system time with its fork children, from the start to the end of the "
-                "sync; for the sidecar it includes the table build (SCAN + DUMP) of that "
-                "run's epoch. `transfer` is when the last client read its last table byte.\n\n")
+                "sync; for the sidecar it includes the table build (rdma-server --source "
+                f"{a.sidecar_source}) of that run's epoch. `transfer` is when the last client "
+                "read its last table byte; `rdma-client CPU` is one client's user+system time "
+                "(the mean over the N).\n\n")
         for ds in datasets:
             f.write(f"### {ds.name}\n\n| system | replicas | runs | sync s, all done | "
                     "MB/s per replica | transfer s | master CPU s | master peak RSS MiB | "
-                    "fork COW MiB | rdma-server CPU s |\n"
-                    "|---|---:|---:|---|---|---|---|---|---|---|\n")
+                    "fork COW MiB | rdma-server CPU s | rdma-client CPU s |\n"
+                    "|---|---:|---:|---|---|---|---|---|---|---|---|\n")
             for s in systems:
                 for n in a.replicas:
                     m = summarize(bench.rows, ds.name, s, n)
@@ -177,7 +186,8 @@ def write(a, bench, command, date, host, datasets):
                         f.write(f"| {s} | {n} | {m['runs']} | {fmt(m['wall'])} | "
                                 f"{fmt(m['MBps'], 1)} | {fmt(m['transfer'])} | "
                                 f"{fmt(m['master_cpu'])} | {fmt(m['master_rss'], 0)} | "
-                                f"{fmt(m['master_cow'], 0)} | {fmt(m['sidecar_cpu'])} |\n")
+                                f"{fmt(m['master_cow'], 0)} | {fmt(m['sidecar_cpu'])} | "
+                                f"{fmt(m['client_cpu'])} |\n")
             builds = [b for b in bench.builds if b["dataset"] == ds.name]
             if builds:
                 f.write("\nTable build, once per epoch (per run): ")
@@ -207,16 +217,29 @@ def targets(rows, dataset, counts):
     def cpu(system, n):
         m = summarize(rows, dataset, system, n)
         return m["master_cpu"][0] if m and m["master_cpu"] else None
+
+    def vs(x, ref, what, target=None):
+        r = x / ref
+        return f"{r:.2f}x {what} ({ref:.2f} s" + (
+            f"; target <= {target:.2f}x: {'met' if r <= target else 'missed'})" if target else ")")
     out = ["Read off (medians):\n"]
-    nat, side, flo = wall("native-diskless", 1), wall("sidecar-tcp", 1), wall("floor", 1)
-    if nat and side:
-        out.append(f"- one replica: sidecar over TCP {side:.2f} s = {side / nat:.2f}x native "
-                   f"diskless ({nat:.2f} s)" + (f"; ingest floor {flo:.2f} s (native is "
-                                                f"{nat / flo:.2f}x the floor, the sidecar "
-                                                f"{side / flo:.2f}x)" if flo else ""))
+    nat, flo = wall("native-diskless", 1), wall("floor", 1)
+    if nat and flo:
+        out.append(f"- one replica: native diskless {nat:.2f} s = {nat / flo:.2f}x the ingest "
+                   f"floor ({flo:.2f} s)")
+    # Replica mode's targets: <= 0.85x native diskless, <= 1.15x the floor;
+    # restore mode (pipelined RESTORE) next to it for comparison.
+    for s in ("sidecar-tcp-replica", "sidecar-tcp", "sidecar-verbs-replica", "sidecar-verbs"):
+        x, replica = wall(s, 1), s.endswith("-replica")
+        refs = [(ref, what, tgt) for ref, what, tgt in ((nat, "native diskless", 0.85),
+                                                        (flo, "the floor", 1.15)) if ref]
+        if x and refs:
+            how = "replica mode" if replica else "restore mode, for comparison"
+            out.append(f"- one replica, {s} ({how}): {x:.2f} s = " + "; ".join(
+                vs(x, ref, what, tgt if replica else None) for ref, what, tgt in refs))
     top = max(counts)
     if top > 1:
-        for s in ("sidecar-tcp", "sidecar-verbs"):
+        for s in SIDECARS:
             cn, cs = cpu("native-diskless", top), cpu(s, top)
             if cn and cs is not None:
                 out.append(f"- master CPU with {top} replicas: {s} {cs:.2f} s vs native "
@@ -232,7 +255,7 @@ def targets(rows, dataset, counts):
                          ": native adds nothing measurable either (one fork served all "
                          "replicas), so the ratio is undefined")
                 out.append(line)
-    for s in ("sidecar-tcp", "sidecar-verbs"):
+    for s in SIDECARS:
         walls = [(n, wall(s, n)) for n in counts]
         if all(w for _, w in walls) and len(walls) > 1:
             out.append(f"- {s}, time until all replicas synced: " +

@@ -15,6 +15,10 @@ full copy, --runs times:
                    and streams its RDB), then N rdma-clients load N replicas
                    over TCP
   sidecar-verbs    the same over RDMA (needs --device / RRS_VERBS_ADDR)
+  sidecar-tcp-replica, sidecar-verbs-replica
+                   the same, but each rdma-client runs --mode replica: the
+                   replica (repl-diskless-load swapdb) is made a replica of
+                   the client, which streams it an RDB written from the table
   floor            a replica loading the master's prepared RDB from a fake
                    master that does nothing but send the file (rdb_feeder.py):
                    the fastest a replica can ingest on this machine
@@ -31,6 +35,7 @@ import datetime
 import os
 import re
 import shlex
+import resource
 import shutil
 import socket
 import subprocess
@@ -54,7 +59,8 @@ DATASETS = {
     "large": (1000, 1 << 20, "strings"),
     "mixed": (1_000_000, 1000, "mixed"),
 }
-SYSTEMS = ["native-disk", "native-diskless", "sidecar-tcp", "sidecar-verbs", "floor"]
+SYSTEMS = ["native-disk", "native-diskless", "sidecar-tcp", "sidecar-verbs", "sidecar-tcp-replica",
+           "sidecar-verbs-replica", "floor"]
 REPLICA_SWAPDB = ["--repl-diskless-load", "swapdb"]
 QUIET = 0.15  # CPU busy fraction above which a measurement is flagged as disturbed
 
@@ -68,7 +74,7 @@ def parse_args(argv):
                    help="multiply every data set's key count (e.g. 0.05 in the Soft-RoCE VM)")
     p.add_argument("--systems", default="auto",
                    help=f"comma-separated, from {', '.join(SYSTEMS)}; auto: all, "
-                        "sidecar-verbs only when an RDMA device is given or found")
+                        "sidecar-verbs(-replica) only when an RDMA device is given or found")
     p.add_argument("--replicas", default="1,2,4", help="replica counts (default 1,2,4)")
     p.add_argument("--sidecar-source", choices=("psync", "scan"), default="psync",
                    help="rdma-server --source for the sidecar systems (default psync)")
@@ -113,13 +119,13 @@ def parse_args(argv):
             p.error(f"--device {a.device}: found no IPv4 address on its network interface "
                     "(/sys/class/infiniband/DEV/ports/1/gid_attrs/ndevs/0); give --verbs-addr")
     if a.systems == "auto":
-        a.systems = [s for s in SYSTEMS if s != "sidecar-verbs" or a.verbs_addr]
+        a.systems = [s for s in SYSTEMS if "verbs" not in s or a.verbs_addr]
     else:
         a.systems = a.systems.split(",")
         for s in a.systems:
             if s not in SYSTEMS:
                 p.error(f"--systems: unknown system {s!r}; choose from {', '.join(SYSTEMS)}")
-        if "sidecar-verbs" in a.systems and not a.verbs_addr:
+        if any("verbs" in s for s in a.systems) and not a.verbs_addr:
             p.error("sidecar-verbs needs --verbs-addr (an address on the RDMA device's netdev); "
                     "in the Soft-RoCE VM tests/vm/guest-setup.sh sets RRS_VERBS_ADDR")
     if not os.path.isabs(a.build_dir):
@@ -282,7 +288,7 @@ class Bench:
 
     def sidecar(self, ds, system, counts, run):
         """One epoch per run: build the table once, then sync each replica count from it."""
-        verbs = system == "sidecar-verbs"
+        verbs = "verbs" in system
         host = self.a.verbs_addr if verbs else LOOPBACK
         self.wait_master_idle(ds)
         # psync: the master forks for the sidecar at once, as for one replica.
@@ -317,17 +323,23 @@ class Bench:
         server.stop()
 
     def sidecar_sync(self, ds, system, n, run, server, host, build):
-        replicas = self.start_replicas(n, f"{system}{run}-{n}")
+        # --mode replica: the replica loads the client's RDB as a full sync, so
+        # it gets swapdb, as native diskless and the floor's replicas do.
+        mode = "replica" if system.endswith("-replica") else "restore"
+        replicas = self.start_replicas(n, f"{system}{run}-{n}",
+                                       REPLICA_SWAPDB if mode == "replica" else ())
         busy = self.settle()
         cpu0 = self.master_cost_start()
         srv0 = cpu_seconds(server.proc.pid, children=False)
-        transport = "verbs" if system == "sidecar-verbs" else "tcp"
+        # The clients are the only children reaped until all have exited.
+        kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        transport = "verbs" if "verbs" in system else "tcp"
         clients = []
         t0 = time.monotonic()
         for i, r in enumerate(replicas):
             log = open(os.path.join(self.work, f"{system}{run}-{n}-client{i}.log"), "w")
             argv = [self.binary("client/rdma-client"), host, str(server.port), "--redis",
-                    f"{LOOPBACK}:{r.port}", "--transport", transport, "--quiet"]
+                    f"{LOOPBACK}:{r.port}", "--transport", transport, "--mode", mode, "--quiet"]
             clients.append((self.procs.start("rdma-client", argv, stdout=subprocess.PIPE,
                                              stderr=log, text=True), log))
         done = [None] * n
@@ -338,6 +350,8 @@ class Bench:
                     done[i] = time.monotonic()
             return all(done)
         wait_until(f"{n} rdma-clients", all_exited, self.timeout_s(ds, n))
+        kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        client_cpu = (kids1.ru_utime + kids1.ru_stime - kids0.ru_utime - kids0.ru_stime) / n
         cost = self.master_cost_end(cpu0)
         # The master's share of this sync: the table build (once per epoch) + now.
         total_master = build["master_cpu_s"] + cost["master_cpu_s"]
@@ -351,10 +365,19 @@ class Bench:
                 raise BenchError(f"rdma-client exited {p.returncode}:\n{out}{tail(log.name)}")
             synced = [ln for ln in out.splitlines() if ln.startswith("synced")]
             f = kv_fields(synced[-1]) if synced else {}
+            if mode == "replica":
+                # Left a replica of the client's closed listener: it must be at
+                # the table's offset; then detach it, so it stops reconnecting.
+                at = r.info("replication").get("master_repl_offset")
+                if at != f.get("offset"):
+                    raise BenchError(f"{system} replica {i + 1}: master_repl_offset {at}, the "
+                                     f"client reported offset={f.get('offset')}")
+                r.call("REPLICAOF", "NO", "ONE")
             self.verify(r, f"{system} replica {i + 1}")
             self.record(ds, system, n, run, i, done[i] - t0, {
                 "transfer_s": float(f.get("transfer_s", "nan")),
                 "client_s": float(f.get("seconds", "nan")),
+                "client_cpu_s": client_cpu, "rdb_bytes": int(f.get("rdb_bytes", 0)),
                 "master_cpu_s": total_master, "master_cpu_sync_s": cost["master_cpu_s"],
                 "master_peak_rss_mb": max(cost["master_peak_rss_mb"] or 0,
                                           build["master_peak_rss_mb"] or 0),
@@ -424,7 +447,7 @@ class Bench:
                 (ds.name, system, n, run + 1)]
         if rows:
             walls = ", ".join(f"{r['wall_s']:.2f}" for r in rows)
-            print(f"  run {run + 1} {system:<15} {n} replica(s): {walls} s; master CPU "
+            print(f"  run {run + 1} {system:<21} {n} replica(s): {walls} s; master CPU "
                   f"{rows[0].get('master_cpu_s', float('nan')):.2f} s", flush=True)
 
     def cleanup(self, ok):

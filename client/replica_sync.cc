@@ -250,9 +250,9 @@ int run_replica_sync(const ClientConfig& config, ReplicaSynced* synced) {
     if (attached) {
       target.detach();
       log::error(s.message());
-      log::error("the target did not get the whole data set; it was detached (REPLICAOF NO ONE) "
-                 "and holds what it held before if its repl-diskless-load is swapdb, else "
-                 "nothing");
+      log::error("the target did not get the whole data set; it was detached (REPLICAOF NO "
+                 "ONE). A replica drops an incomplete transfer and keeps what it held before; "
+                 "its log and INFO keyspace say what it holds now");
       return exit_code::for_status(s);
     }
     return fail(s);
