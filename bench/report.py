@@ -34,8 +34,9 @@ SYSTEM_WHAT = {
 }
 CSV_FIELDS = ["dataset", "system", "replicas", "run", "replica", "keys", "value_size", "wall_s",
               "MBps", "keys_per_s", "transfer_s", "client_s", "client_cpu_s", "rdb_bytes",
+              "replica_cpu_s",
               "master_cpu_s", "master_cpu_sync_s", "master_peak_rss_mb", "master_cow_mb",
-              "sidecar_cpu_s", "build_s", "busy_before"]
+              "sidecar_cpu_s", "build_s", "busy_before", "others_cores"]
 
 
 def loadavg():
@@ -119,6 +120,7 @@ def summarize(rows, dataset, system, n):
         "master_cow": stats([x.get("master_cow_mb") for x in first]),
         "sidecar_cpu": stats([x.get("sidecar_cpu_s") for x in first]),
         "client_cpu": stats([x.get("client_cpu_s") for x in first]),
+        "replica_cpu": stats([x.get("replica_cpu_s") for x in first]),
     }
 
 
@@ -160,12 +162,16 @@ def write(a, bench, command, date, host, datasets):
             f.write("\nsidecar-verbs: not run (no `--verbs-addr`/RRS_VERBS_ADDR: no RDMA device "
                     "here). In the Soft-RoCE VM: `bash tests/vm/run-in-vm.sh --memory 8G -- "
                     "python3 bench/sync_bench.py --scale 0.05`.\n")
+        noisy = len({(r["dataset"], r["system"], r["replicas"], r["run"]) for r in bench.rows
+                     if r.get("others_cores", 0) > 0.10})
         f.write(f"\nAll Redis: `{shlex.join(RedisServer.BASE_ARGS)}`; the master "
                 f"`--rdbcompression {a.rdbcompression}`.\n\n## Pinning\n\n"
                 f"{bench.pinning}\n\n## Quiet?\n\nLoad average (1/5/15 min) at start "
                 f"{bench.loadavg_start}, at end {loadavg()}. Syncs that started with the "
                 f"machine more than 15% busy: {bench.disturbed} (per sync: `busy_before` in "
-                "the CSV).\n\n")
+                "the CSV). Syncs during which processes the harness did not start used more "
+                f"than 0.10 cores: {noisy} "
+                "(`others_cores` in the CSV).\n\n")
         f.write("## Results\n\nWall time is CLOCK_MONOTONIC, from REPLICAOF (native, floor) or "
                 "the clients' start (sidecar) until the last replica is synced; "
                 "median (min-max) over runs. Master CPU is the master redis-server's "
@@ -173,12 +179,13 @@ def write(a, bench, command, date, host, datasets):
                 "sync; for the sidecar it includes the table build (rdma-server --source "
                 f"{a.sidecar_source}) of that run's epoch. `transfer` is when the last client "
                 "read its last table byte; `rdma-client CPU` is one client's user+system time "
-                "(the mean over the N).\n\n")
+                "(the mean over the N); `replica CPU` is the first replica redis-server's, from "
+                "its start to the end of the sync (it starts empty).\n\n")
         for ds in datasets:
             f.write(f"### {ds.name}\n\n| system | replicas | runs | sync s, all done | "
                     "MB/s per replica | transfer s | master CPU s | master peak RSS MiB | "
-                    "fork COW MiB | rdma-server CPU s | rdma-client CPU s |\n"
-                    "|---|---:|---:|---|---|---|---|---|---|---|---|\n")
+                    "fork COW MiB | rdma-server CPU s | rdma-client CPU s | replica CPU s |\n"
+                    "|---|---:|---:|---|---|---|---|---|---|---|---|---|\n")
             for s in systems:
                 for n in a.replicas:
                     m = summarize(bench.rows, ds.name, s, n)
@@ -187,7 +194,7 @@ def write(a, bench, command, date, host, datasets):
                                 f"{fmt(m['MBps'], 1)} | {fmt(m['transfer'])} | "
                                 f"{fmt(m['master_cpu'])} | {fmt(m['master_rss'], 0)} | "
                                 f"{fmt(m['master_cow'], 0)} | {fmt(m['sidecar_cpu'])} | "
-                                f"{fmt(m['client_cpu'])} |\n")
+                                f"{fmt(m['client_cpu'])} | {fmt(m['replica_cpu'])} |\n")
             builds = [b for b in bench.builds if b["dataset"] == ds.name]
             if builds:
                 f.write("\nTable build, once per epoch (per run): ")

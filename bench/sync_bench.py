@@ -45,8 +45,8 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from benchlib import (built_binary, choose_pinning, run_harness, LOOPBACK, BenchError, Procs, RedisServer, Sidecar, cpu_seconds, kv_fields,
-                      load_dataset, master_idle, peak_rss_mb, replica_synced, reset_peak_rss,
-                      settle, tail, wait_until)
+                      load_dataset, master_idle, peak_rss_mb, processes_cpu, replica_synced,
+                      reset_peak_rss, settle, tail, wait_until)
 import report
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -63,6 +63,7 @@ SYSTEMS = ["native-disk", "native-diskless", "sidecar-tcp", "sidecar-verbs", "si
            "sidecar-verbs-replica", "floor"]
 REPLICA_SWAPDB = ["--repl-diskless-load", "swapdb"]
 QUIET = 0.15  # CPU busy fraction above which a measurement is flagged as disturbed
+OTHERS = 0.10  # cores other processes used during a sync above which it is flagged
 
 
 def parse_args(argv):
@@ -197,7 +198,19 @@ class Bench:
             self.disturbed += 1
             print(f"  warning: machine {busy:.0%} busy before this sync: it may be slow",
                   flush=True)
+        self.others0 = processes_cpu(os.getpid()), time.monotonic()
         return busy
+
+    def others_cores(self):
+        """Cores' worth of CPU that processes this harness did not start used
+        since settle(): what busy_before cannot see, work that began mid-sync."""
+        before, t0 = self.others0
+        used = sum(v - before.get(pid, 0) for pid, v in processes_cpu(os.getpid()).items())
+        others = used / (time.monotonic() - t0)
+        if others > OTHERS:
+            print(f"  warning: other processes used {others:.2f} cores during this sync",
+                  flush=True)
+        return others
 
     def start_master(self, ds):
         if self.master:
@@ -277,13 +290,16 @@ class Bench:
                     done[i] = time.monotonic()
             return all(done)
         wait_until(f"{system} full sync of {n} replicas", all_synced, self.timeout_s(ds, n))
+        others = self.others_cores()
+        rcpu = [cpu_seconds(r.proc.pid, children=False) for r in replicas]
         for r in replicas:  # detach, so the master is idle for the next sync
             r.call("REPLICAOF", "NO", "ONE")
         self.wait_master_idle(ds)
         cost = self.master_cost_end(cpu0)
         for i, r in enumerate(replicas):
             self.verify(r, f"{system} replica {i + 1}")
-            self.record(ds, system, n, run, i, done[i] - t0, dict(cost, busy_before=busy))
+            self.record(ds, system, n, run, i, done[i] - t0, dict(cost, busy_before=busy,
+                        others_cores=others, replica_cpu_s=rcpu[i]))
             r.stop()
 
     def sidecar(self, ds, system, counts, run):
@@ -351,6 +367,8 @@ class Bench:
             return all(done)
         wait_until(f"{n} rdma-clients", all_exited, self.timeout_s(ds, n))
         kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        others = self.others_cores()
+        rcpu = [cpu_seconds(r.proc.pid, children=False) for r in replicas]
         client_cpu = (kids1.ru_utime + kids1.ru_stime - kids0.ru_utime - kids0.ru_stime) / n
         cost = self.master_cost_end(cpu0)
         # The master's share of this sync: the table build (once per epoch) + now.
@@ -382,7 +400,8 @@ class Bench:
                 "master_peak_rss_mb": max(cost["master_peak_rss_mb"] or 0,
                                           build["master_peak_rss_mb"] or 0),
                 "master_cow_mb": 0.0, "sidecar_cpu_s": sidecar_cpu,
-                "build_s": build["build_s"], "busy_before": busy})
+                "build_s": build["build_s"], "busy_before": busy, "others_cores": others,
+                "replica_cpu_s": rcpu[i]})
             r.stop()
 
     def floor(self, ds, run, rdb):
@@ -397,9 +416,12 @@ class Bench:
             replica.call("REPLICAOF", LOOPBACK, port)
             t1 = wait_until("replica loading the prepared RDB", lambda: replica_synced(replica),
                             self.timeout_s(ds))
+            others = self.others_cores()
+            rcpu = cpu_seconds(replica.proc.pid, children=False)
             replica.call("REPLICAOF", "NO", "ONE")
             self.verify(replica, "floor replica")
-            self.record(ds, "floor", 1, run, 0, t1 - t0, {"busy_before": busy})
+            self.record(ds, "floor", 1, run, 0, t1 - t0, {"busy_before": busy,
+                        "others_cores": others, "replica_cpu_s": rcpu})
             replica.stop()
         finally:
             feeder.stop()
@@ -414,7 +436,11 @@ class Bench:
             p = self.master.info("persistence")
             return p["rdb_bgsave_in_progress"] == "0" and int(p["rdb_saves"]) > before
         wait_until("BGSAVE", saved, self.timeout_s(ds))
-        return os.path.join(self.master.dir, "dump.rdb")
+        # A name of its own: native-disk's syncs write dump.rdb again.
+        rdb = os.path.join(self.work, f"floor-{ds.name}.rdb")
+        os.rename(os.path.join(self.master.dir, "dump.rdb"), rdb)
+        os.sync()  # its dirty pages go to disk now, not during a floor sync
+        return rdb
 
     # ---- the whole run -----------------------------------------------------
 
@@ -423,9 +449,15 @@ class Bench:
         for name in self.a.datasets:
             ds = Dataset(name, self.a.scale)
             self.start_master(ds)
+            # The floor's RDB is made once, up front, so that its syncs run
+            # in turn with the others' rather than all at the end.
+            rdb = self.prepared_rdb(ds) if "floor" in self.a.systems else None
             for run in range(self.a.runs):
                 for system in self.a.systems:
-                    if system.startswith("native"):
+                    if system == "floor":
+                        self.floor(ds, run, rdb)
+                        self.progress(ds, "floor", 1, run)
+                    elif system.startswith("native"):
                         for n in self.a.replicas:
                             self.native(ds, system, n, run)
                             self.progress(ds, system, n, run)
@@ -433,11 +465,7 @@ class Bench:
                         self.sidecar(ds, system, self.a.replicas, run)
                         for n in self.a.replicas:
                             self.progress(ds, system, n, run)
-            if "floor" in self.a.systems:
-                rdb = self.prepared_rdb(ds)
-                for run in range(self.a.runs):
-                    self.floor(ds, run, rdb)
-                    self.progress(ds, "floor", 1, run)
+            if rdb:
                 os.unlink(rdb)
             self.master.stop()
             self.master = None
