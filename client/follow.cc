@@ -52,7 +52,8 @@ struct FollowEnd {
   // The table just loaded was already older than the log reaches: wait for
   // the sidecar's next snapshot rather than load the same table again.
   bool wait_for_new_table = false;
-  // --handoff: the target has been given everything the log held.
+  // --handoff: the target has been given all but at most kHandoffSlack of
+  // what the log holds.
   bool caught_up = false;
 };
 
