@@ -228,6 +228,7 @@ std::span<char> RdbParser::writable(size_t min) {
 void RdbParser::commit(size_t n) { end_ += n; }
 
 void RdbParser::feed(std::string_view bytes) {
+  if (bytes.empty()) return;  // memcpy from a null pointer is undefined even for 0 bytes
   std::memcpy(writable(bytes.size()).data(), bytes.data(), bytes.size());
   commit(bytes.size());
 }

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Builds everything with warnings as errors and runs every test: unit,
-# transport conformance, integration with real redis-server processes, the
-# fuzzers for 60 s each (clang, ASan + UBSan, in <build-dir>-fuzz;
+# transport conformance, integration with real redis-server processes; the
+# same again built with ASan + UBSan (in <build-dir>-asan); the fuzzers for
+# 60 s each (clang, ASan + UBSan, in <build-dir>-fuzz;
 # tests/fuzz/), then the Soft-RoCE suite (verbs for real, on rxe in a small
 # VM; tests/vm/).
 # Usage: bash tests/run.sh [build-dir]
-# RRS_SKIP_FUZZ=1 leaves out the fuzzers (about 1.5 minutes with the clang
-# build) and RRS_SKIP_VM=1 the Soft-RoCE suite (2-6 minutes) for quick local
-# runs; CI always runs both.
+# RRS_SKIP_ASAN=1 leaves out the sanitizer build (about 9 minutes: a second
+# full build), RRS_SKIP_FUZZ=1 the fuzzers (about 1.5 minutes with the clang
+# build) and RRS_SKIP_VM=1 the Soft-RoCE suite (5-7 minutes) for quick local
+# runs; CI always runs all three.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -18,6 +20,19 @@ cmake --build "$build"
 # Integration tests start many redis-server processes; two at a time suits a
 # 2-core machine without making the run take long.
 ctest --test-dir "$build" --output-on-failure -j 2
+
+# The same suite again, every binary and test under AddressSanitizer + UBSan:
+# a memory error, leak or undefined behaviour anywhere fails the test that
+# hit it (a binary a test starts exits non-zero with the report on stderr).
+if [ "${RRS_SKIP_ASAN:-}" = 1 ]; then
+  echo "tests/run.sh: RRS_SKIP_ASAN=1: the sanitizer build was NOT run" >&2
+else
+  cmake -S . -B "$build-asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRRS_WERROR=ON \
+    -DRRS_SANITIZE=ON >/dev/null
+  cmake --build "$build-asan"
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir "$build-asan" --output-on-failure -j 2
+fi
 
 if [ "${RRS_SKIP_FUZZ:-}" = 1 ]; then
   echo "tests/run.sh: RRS_SKIP_FUZZ=1: the fuzzers were NOT run" >&2
