@@ -143,15 +143,20 @@ int hand_off(const ClientConfig& config, std::string_view replid, ReplicaLink& l
   std::printf("handoff master=%s offset=%llu partial_resync=%s sync_partial_ok=+%llu "
               "sync_full=+%llu seconds=%.3f\n",
               config.master.to_string().c_str(), static_cast<unsigned long long>(*offset),
-              partial > 0 && full == 0 ? "yes" : "no", static_cast<unsigned long long>(partial),
+              partial > 0 ? "yes" : "no", static_cast<unsigned long long>(partial),
               static_cast<unsigned long long>(full), seconds_since(t0));
   std::fflush(stdout);
-  if (full > 0 && partial == 0)
+  if (partial == 0)
     return fail(Status::error("hand off to the master " + config.master.to_string(),
-                              "it answered with a full resync (sync_full +" +
-                                  std::to_string(full) +
-                                  "): its backlog moved past offset " + std::to_string(*offset) +
-                                  " between the check and the PSYNC; raise repl-backlog-size"),
+                              full > 0 ? "it answered with a full resync (sync_full +" +
+                                             std::to_string(full) + "): its backlog moved past "
+                                             "offset " + std::to_string(*offset) +
+                                             " between the check and the PSYNC; raise "
+                                             "repl-backlog-size"
+                                       : "the target's link is up but the master's "
+                                         "sync_partial_ok did not grow, so the partial resync "
+                                         "cannot be confirmed (is --master the master the "
+                                         "target reached?)"),
                 exit_code::kPartial);
   if (full > 0)
     log::warn("the master's sync_full also grew by " + std::to_string(full) +
