@@ -121,7 +121,7 @@ Status ReplicaLink::accept_target(Clock::time_point deadline) {
 }
 
 Result<bool> ReplicaLink::answer(const resp::Command& cmd, std::string_view replid,
-                                 uint64_t offset) {
+                                 uint64_t offset, std::string_view target_replid) {
   std::string reply;
   bool done = false;
   if (is_command(cmd, "ping")) {
@@ -136,6 +136,12 @@ Result<bool> ReplicaLink::answer(const resp::Command& cmd, std::string_view repl
     reply = "+OK\r\n";
   } else if (is_command(cmd, "psync") && cmd.args.size() == 3) {
     psync_request_ = "PSYNC " + shown(cmd.args[1]) + " " + shown(cmd.args[2]);
+    if (cmd.args[1] != target_replid && cmd.args[1] != "?")
+      return Status::error("replica handshake",
+                           "a connection asked for " + psync_request_ +
+                               ", but the target's replication ID is " +
+                               std::string(target_replid) + ": not the target")
+          .as(ErrorKind::kUnavailable);
     if (!capa_eof_)
       return handshake_error(
           "the target did not offer REPLCONF capa eof (Redis older than 2.8.18?), so it cannot "
@@ -154,8 +160,19 @@ Result<bool> ReplicaLink::answer(const resp::Command& cmd, std::string_view repl
 }
 
 Status ReplicaLink::accept_full_sync(std::string_view replid, uint64_t offset,
-                                     Clock::time_point deadline) {
-  RRS_RETURN_IF_ERROR(accept_target(deadline));
+                                     std::string_view target_replid, Clock::time_point deadline) {
+  while (true) {
+    RRS_RETURN_IF_ERROR(accept_target(deadline));
+    Status s = handshake(replid, offset, target_replid, deadline);
+    // Not the target, or a connection that went away: wait for the next.
+    if (s.ok() || s.kind() != ErrorKind::kUnavailable || Clock::now() >= deadline) return s;
+    log::warn(s.message() + "; waiting for the target to connect again");
+    conn_.reset();
+  }
+}
+
+Status ReplicaLink::handshake(std::string_view replid, uint64_t offset,
+                              std::string_view target_replid, Clock::time_point deadline) {
   parser_ = resp::CommandParser();
   capa_eof_ = false;
   acked_.reset();
@@ -165,7 +182,7 @@ Status ReplicaLink::accept_full_sync(std::string_view replid, uint64_t offset,
     auto cmd = parser_.next();
     if (!cmd.ok()) return cmd.status().wrap("replica handshake with the target");
     if (*cmd) {
-      auto done = answer(**cmd, replid, offset);
+      auto done = answer(**cmd, replid, offset, target_replid);
       if (!done.ok()) return done.status();
       if (*done) return {};
       continue;

@@ -5,7 +5,7 @@
 //
 //   auto link = ReplicaLink::listen(local_ip, target_ip);  // any free port
 //   target: REPLICAOF link->endpoint()
-//   link->accept_full_sync(replid, offset, deadline);      // +FULLRESYNC, $EOF:<mark>
+//   link->accept_full_sync(replid, offset, target_replid, deadline);  // +FULLRESYNC, $EOF:<mark>
 //   link->send(rdb bytes) ...; link->end_rdb();            // the mark
 //   link->wait_ack(...);                                   // loaded: REPLCONF ACK <offset>
 //   link->send(stream bytes) ...                           // follow mode
@@ -43,7 +43,12 @@ class ReplicaLink {
   // and, to its PSYNC, replies +FULLRESYNC <replid> <offset> and opens a
   // diskless RDB transfer ($EOF:<mark>). Refuses a target that cannot take
   // that form (no REPLCONF capa eof: Redis older than 2.8.18).
-  Status accept_full_sync(std::string_view replid, uint64_t offset, Clock::time_point deadline);
+  // `target_replid` is the target's own replication ID, read before it was
+  // told REPLICAOF: it asks to continue that history (or sends "?"). A
+  // connection whose PSYNC names another is not the target: it is dropped,
+  // as is one that hangs up mid-handshake, and the link keeps waiting.
+  Status accept_full_sync(std::string_view replid, uint64_t offset,
+                          std::string_view target_replid, Clock::time_point deadline);
 
   // Writes all of `bytes`, waiting at most the I/O timeout for the target to
   // make room (it reads as fast as it loads).
@@ -71,8 +76,12 @@ class ReplicaLink {
  private:
   ReplicaLink() = default;
   Status accept_target(Clock::time_point deadline);
+  // One connection's handshake, up to the +FULLRESYNC.
+  Status handshake(std::string_view replid, uint64_t offset, std::string_view target_replid,
+                   Clock::time_point deadline);
   // Answers one handshake command; true once PSYNC was answered.
-  Result<bool> answer(const resp::Command& cmd, std::string_view replid, uint64_t offset);
+  Result<bool> answer(const resp::Command& cmd, std::string_view replid, uint64_t offset,
+                      std::string_view target_replid);
   Status take_ack(const resp::Command& cmd);
 
   UniqueFd listener_;

@@ -43,6 +43,8 @@ class ReplicaTarget {
   // Empty (or --flush), not a cluster node, able to read the table. Warns if
   // it would write the RDB to disk before loading it.
   Status check(const TableInfo& info, TargetPolicy policy, bool& refused);
+  // Its replication ID, as check() read it: what its PSYNC will name.
+  const std::string& replid() const { return replid_; }
   Status replicate_from(const Endpoint& link) {
     return redis_.command({"REPLICAOF", link.host, std::to_string(link.port)}).status();
   }
@@ -53,6 +55,7 @@ class ReplicaTarget {
 
  private:
   RedisClient redis_;
+  std::string replid_;
 };
 
 Status ReplicaTarget::check(const TableInfo& info, TargetPolicy policy, bool& refused) {
@@ -93,7 +96,9 @@ Status ReplicaTarget::check(const TableInfo& info, TargetPolicy policy, bool& re
                 "straight from the stream, twice as fast");
   }
   auto repl = redis_.info("replication");
-  if (repl.ok() && info_field(*repl, "role") == "slave")
+  if (!repl.ok()) return repl.status().wrap("inspect target");
+  replid_ = info_field(*repl, "master_replid");
+  if (info_field(*repl, "role") == "slave")
     log::info("the target was a replica of " + info_field(*repl, "master_host") + ":" +
               info_field(*repl, "master_port") + "; it now replicates from this client");
   return {};
@@ -261,7 +266,8 @@ int run_replica_sync(const ClientConfig& config, ReplicaSynced* synced) {
   if (Status s = target.replicate_from(link->endpoint()); !s.ok())
     return abandon(s.wrap("make the target a replica of " + link->endpoint().to_string()));
   attached = true;
-  if (Status s = link->accept_full_sync(replid, offset, Clock::now() + io_timeout); !s.ok())
+  if (Status s = link->accept_full_sync(replid, offset, target.replid(), Clock::now() + io_timeout);
+      !s.ok())
     return abandon(s);
   log::info("the target connected (" + link->psync_request() + "); streaming it an RDB of " +
             std::to_string(h.record_count) + " keys as a full resync to " + replid + " offset " +

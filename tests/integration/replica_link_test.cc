@@ -1,0 +1,128 @@
+// The replica link alone, with hand-made peers on loopback: the handshake a
+// Redis replica runs gets +FULLRESYNC and the $EOF: opener, and a connection
+// that is not the target (its PSYNC names another replication ID) or that
+// hangs up mid-handshake is dropped while the link keeps waiting for the
+// target.
+#include "client/replica_link.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace rrs {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr char kTargetId[] = "1111111111111111111111111111111111111111";
+constexpr char kMasterId[] = "2222222222222222222222222222222222222222";
+
+std::string resp(const std::vector<std::string>& args) {
+  std::string s = "*" + std::to_string(args.size()) + "\r\n";
+  for (const auto& a : args) s += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
+  return s;
+}
+
+// A peer that connects to `at`, sends a replica's handshake asking to
+// continue `psync_id`, and returns everything it reads until the link closes
+// or the +FULLRESYNC line and $EOF opener have arrived.
+std::string replica_handshake(const Endpoint& at, const std::string& psync_id,
+                              bool hang_up_early = false) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(at.port);
+  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    ::close(fd);
+    return "connect failed";
+  }
+  std::string out = resp({"PING"});
+  if (!hang_up_early)
+    out += resp({"REPLCONF", "listening-port", "6380"}) +
+           resp({"REPLCONF", "capa", "eof", "capa", "psync2"}) + resp({"PSYNC", psync_id, "1"});
+  (void)!::write(fd, out.data(), out.size());
+  std::string got;
+  char buf[4096];
+  while (true) {
+    if (hang_up_early && got.find("+PONG\r\n") != std::string::npos) break;
+    if (got.find("$EOF:") != std::string::npos && got.size() >= got.find("$EOF:") + 47) break;
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return got;
+}
+
+TEST(ReplicaLinkTest, AnswersAReplicasHandshakeWithAFullResync) {
+  auto link = ReplicaLink::listen("127.0.0.1", "127.0.0.1", 5000ms);
+  ASSERT_TRUE(link.ok()) << link.status().message();
+  std::string got;
+  std::thread target([&] { got = replica_handshake(link->endpoint(), kTargetId); });
+  Status s = link->accept_full_sync(kMasterId, 12345, kTargetId, Clock::now() + 10s);
+  target.join();
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(got.rfind("+PONG\r\n+OK\r\n+OK\r\n+FULLRESYNC " + std::string(kMasterId) +
+                          " 12345\r\n$EOF:",
+                      0),
+            0u)
+      << got;
+  EXPECT_EQ(link->psync_request(), "PSYNC " + std::string(kTargetId) + " 1");
+}
+
+TEST(ReplicaLinkTest, ConnectionsThatAreNotTheTargetAreDropped) {
+  auto link = ReplicaLink::listen("127.0.0.1", "127.0.0.1", 5000ms);
+  ASSERT_TRUE(link.ok()) << link.status().message();
+  std::string impostor, quitter, got;
+  std::thread peers([&] {
+    // Another local process, first: it names a history that is not the
+    // target's, and gets nothing but the PING's answer.
+    impostor = replica_handshake(link->endpoint(), "3333333333333333333333333333333333333333");
+    // One that hangs up after its PING.
+    quitter = replica_handshake(link->endpoint(), kTargetId, true);
+    got = replica_handshake(link->endpoint(), kTargetId);
+  });
+  Status s = link->accept_full_sync(kMasterId, 7, kTargetId, Clock::now() + 10s);
+  peers.join();
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(impostor.find("FULLRESYNC"), std::string::npos) << impostor;
+  EXPECT_EQ(impostor.find("$EOF:"), std::string::npos) << impostor;
+  EXPECT_NE(got.find("+FULLRESYNC " + std::string(kMasterId) + " 7\r\n$EOF:"), std::string::npos)
+      << got;
+}
+
+TEST(ReplicaLinkTest, ATargetWithoutCapaEofIsRefused) {
+  auto link = ReplicaLink::listen("127.0.0.1", "127.0.0.1", 5000ms);
+  ASSERT_TRUE(link.ok()) << link.status().message();
+  std::thread old([&] {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(link->endpoint().port);
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) {
+      std::string out = resp({"PING"}) + resp({"PSYNC", kTargetId, "1"});
+      (void)!::write(fd, out.data(), out.size());
+      char buf[256];
+      while (::read(fd, buf, sizeof buf) > 0) {
+      }
+    }
+    ::close(fd);
+  });
+  Status s = link->accept_full_sync(kMasterId, 7, kTargetId, Clock::now() + 10s);
+  link->close();
+  old.join();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("capa eof"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace rrs
