@@ -1,5 +1,6 @@
 #include "client/handoff.h"
 
+#include <charconv>
 #include <cstdio>
 #include <thread>
 
@@ -20,14 +21,12 @@ int fail(const Status& s, int code) {
   return code;
 }
 
+// A numeric INFO field; 0 when absent or not a number.
 uint64_t field_u64(std::string_view info, std::string_view field) {
   const std::string v = info_field(info, field);
   uint64_t n = 0;
-  for (char c : v) {
-    if (c < '0' || c > '9') return 0;
-    n = n * 10 + static_cast<uint64_t>(c - '0');
-  }
-  return n;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  return ec == std::errc() && end == v.data() + v.size() ? n : 0;
 }
 
 struct SyncCounters {

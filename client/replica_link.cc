@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <random>
 
 #include "common/log.h"
@@ -32,22 +33,6 @@ bool equals_nocase(std::string_view a, std::string_view b) {
                     [](char x, char y) { return (x | 0x20) == (y | 0x20); });
 }
 
-
-// Untrusted bytes as they may appear in a message: short, printable.
-std::string shown(std::string_view bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes.substr(0, 64)) {
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += "\\x";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return bytes.size() > 64 ? out + "..." : out;
-}
 
 Status handshake_error(std::string reason) {
   return Status::error("replica handshake with the target", std::move(reason))
@@ -135,7 +120,7 @@ Result<bool> ReplicaLink::answer(const resp::Command& cmd, std::string_view repl
         capa_eof_ = true;
     reply = "+OK\r\n";
   } else if (is_command(cmd, "psync") && cmd.args.size() == 3) {
-    psync_request_ = "PSYNC " + shown(cmd.args[1]) + " " + shown(cmd.args[2]);
+    psync_request_ = "PSYNC " + log::printable(cmd.args[1]) + " " + log::printable(cmd.args[2]);
     if (cmd.args[1] != target_replid && cmd.args[1] != "?")
       return Status::error("replica handshake",
                            "a connection asked for " + psync_request_ +
@@ -228,12 +213,11 @@ Status ReplicaLink::take_ack(const resp::Command& cmd) {
     return {};
   uint64_t v = 0;
   const std::string_view digits = cmd.args[2];
-  if (digits.empty() || digits.size() > 19 ||
-      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size())
     return Status::error("read the target's REPLCONF ACK", "not an offset: '" +
-                                                               shown(digits) + "'")
+                                                               log::printable(digits) + "'")
         .as(ErrorKind::kBadData);
-  for (char c : digits) v = v * 10 + static_cast<uint64_t>(c - '0');
   acked_ = v;
   return {};
 }

@@ -9,6 +9,7 @@
 
 #include "client/target_checks.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "proto/dump_payload.h"
 
 namespace rrs {
@@ -31,26 +32,11 @@ void append_bulk(std::string& out, std::string_view s) {
   out.append("\r\n", 2);
 }
 
-std::string printable_key(std::string_view k) {
-  std::string out;
-  for (unsigned char c : k.substr(0, 64)) {
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      char hex[5];
-      std::snprintf(hex, sizeof hex, "\\x%02x", c);
-      out += hex;
-    }
-  }
-  if (k.size() > 64) out += "...";
-  return out;
-}
-
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 std::string first_line(std::string_view s) {
   std::string_view line = s.substr(0, s.find('\n'));
-  return printable_key(line);
+  return log::printable(line);
 }
 
 }  // namespace
@@ -284,7 +270,7 @@ Status RestoreLoader::handle_reply(const redisReply* reply) {
   // Per-record failures: count, keep the first few in full, carry on.
   stats_.failed++;
   if (stats_.errors.size() < kMaxErrorsKept) {
-    std::string msg = "RESTORE failed: key '" + printable_key(p.key) + "' (record " +
+    std::string msg = "RESTORE failed: key '" + log::printable(p.key) + "' (record " +
                       std::to_string(p.index) + ", DB " + std::to_string(p.db) +
                       "): " + std::string(err);
     if (err.find("payload version or checksum") != std::string_view::npos)

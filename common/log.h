@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace rrs::log {
 
@@ -11,5 +12,9 @@ void set_program(const char* name);
 void info(const std::string& msg);
 void warn(const std::string& msg);
 void error(const std::string& msg);
+
+// Untrusted bytes (a key, a peer's argument) as they may appear in a message:
+// at most 64 of them, non-printable ones and '\' as \xNN, "..." if cut.
+std::string printable(std::string_view bytes);
 
 }  // namespace rrs::log
