@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <netdb.h>
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "common/log.h"
 #include "common/rdma_device.h"
@@ -91,8 +93,6 @@ Status VerbsTableServer::publish(TablePtr table) {
     auto r = registration_for(listen_id_->verbs);
     if (!r.ok()) return r.status();
   }
-  timeval tv{static_cast<time_t>(limits_.retire_grace.count()), 0};
-  evtimer_add(retire_timer_.get(), &tv);
   prune_retired();
   return {};
 }
@@ -381,6 +381,8 @@ void VerbsTableServer::on_retire_timer(evutil_socket_t, short, void* arg) {
 // A replaced epoch stays registered while a client that was given it is
 // still connected, or until the grace period ends. After that its READs fail
 // with a remote access error, which the client reports as "epoch gone".
+// The timer is re-armed for the next deadline: libevent measures from its
+// cached loop time, so one timer set at publish can fire a little early.
 void VerbsTableServer::prune_retired() {
   const auto now = Clock::now();
   std::erase_if(registrations_, [&](const Registration& r) {
@@ -389,6 +391,16 @@ void VerbsTableServer::prune_retired() {
     for (const auto& [id, c] : connections_) in_use |= c->epoch == r.table->epoch();
     return !in_use || now - r.retired_at >= limits_.retire_grace;
   });
+  std::optional<Clock::time_point> next;
+  for (const Registration& r : registrations_)
+    if (r.retired_at != Clock::time_point{})
+      next = std::min(next.value_or(Clock::time_point::max()), r.retired_at + limits_.retire_grace);
+  if (!next) return;
+  const auto wait = std::chrono::duration_cast<std::chrono::microseconds>(*next - now) +
+                    std::chrono::milliseconds(10);
+  timeval tv{static_cast<time_t>(wait.count() / 1000000),
+             static_cast<suseconds_t>(wait.count() % 1000000)};
+  evtimer_add(retire_timer_.get(), &tv);
 }
 
 }  // namespace rrs
