@@ -96,7 +96,8 @@ Status wait_link_up(RedisClient& target, const Endpoint& master, std::chrono::se
   return Status::error("wait for the target's link to " + master.to_string(),
                        "still " + last + " after " + std::to_string(timeout.count()) +
                            " s (can it reach that address? does the master need masterauth / "
-                           "masteruser set on the target?)")
+                           "masteruser set on the target, for a user with +psync +replconf "
+                           "+ping? the target's log says)")
       .as(ErrorKind::kUnavailable);
 }
 

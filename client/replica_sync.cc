@@ -77,6 +77,10 @@ Status ReplicaTarget::check(const TableInfo& info, TargetPolicy policy, bool& re
   // A replica whose RDB selects a DB it does not have exits (FATAL), so
   // refuse here rather than take the target down.
   auto databases = redis_.command({"CONFIG", "GET", "databases"});
+  if (!databases.ok())
+    log::warn("CONFIG GET refused (" + databases.status().reason() +
+              "): the target's `databases` and `repl-diskless-load` go unchecked (give its "
+              "Redis user +config|get)");
   if (databases.ok() && (*databases)->type == REDIS_REPLY_ARRAY && (*databases)->elements == 2 &&
       !info.dbs.empty()) {
     const uint64_t have = std::strtoull((*databases)->element[1]->str, nullptr, 10);

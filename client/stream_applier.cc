@@ -93,8 +93,12 @@ Status StreamApplier::check(const Sent& s, const redisReply* r) const {
                              "the stream up to that command, and the commands pipelined after it "
                              "in the same batch (up to offset " +
                              std::to_string(in_flight_.back().end) +
-                             "). Is the target the same Redis version as the master, with the "
-                             "same modules?");
+                             (why.starts_with("NOPERM")
+                                  ? "). The target's Redis user lacks that right: --follow "
+                                    "needs +@write and the other commands the master "
+                                    "replicates (SECURITY.md)"
+                                  : "). Is the target the same Redis version as the master, "
+                                    "with the same modules?"));
   };
   if (r->type == REDIS_REPLY_ERROR) return refused(reply_text(r));
   if (s.expect == Expect::kExec) {

@@ -142,6 +142,16 @@ Status ScanSource::scan_db(RedisClient& redis, uint32_t db, uint64_t expected,
       stats.vanished++;
       continue;
     }
+    // A refused right refuses every key: fail rather than publish a table
+    // without them.
+    for (const redisReply* r : {d, t})
+      if (r->type == REDIS_REPLY_ERROR && text(r).starts_with("NOPERM"))
+        return Status::error(std::string(r == d ? "DUMP" : expiry_cmd) + " of key '" +
+                                 log::printable(k) + "'",
+                             std::string(text(r)) + " (the sidecar's Redis user needs +dump +" +
+                                 (absolute_expiry ? "pexpiretime" : "pttl") +
+                                 " and read access to every key, ~*)")
+            .as(ErrorKind::kUnavailable);
     if (d->type != REDIS_REPLY_STRING || t->type != REDIS_REPLY_INTEGER) {
       stats.failed++;
       log::warn("DUMP of key '" + k + "' in DB " + db_text + " failed: " +
