@@ -40,6 +40,18 @@ Options:
                           replace those of the same name
                           (without either, a non-empty target is refused, and
                           so is a function library the target already has)
+  --atomic                restore mode: load each of the table's DBs into an
+                          empty staging DB (the highest-numbered DBs the table
+                          does not use; the target needs enough `databases`,
+                          and memory for both copies), then swap them all in
+                          at once once everything is loaded and checked:
+                          SWAPDB, the functions and the flush of the old data
+                          in one MULTI/EXEC. A failed sync flushes the staging
+                          DBs and leaves the target's data as it was. With
+                          --flush the old data stays visible until the swap;
+                          refuses --merge. Replica mode: accepted, adds nothing
+                          (Redis's own full sync already keeps the old data
+                          until the new copy is complete)
   --connect-timeout SECS  keep retrying the server this long (default 30)
   --io-timeout SECS       longest wait for any answer once connected (default 30)
   --chunk-size BYTES      bytes per read, suffix k/M allowed (default 4M; the
@@ -89,7 +101,14 @@ Output: progress on stderr; on stdout one summary line:
          failed=N seconds=S transfer_s=T MBps=X keys_per_s=Y epoch=E
   (functions: libraries restored; scripts: Lua scripts loaded; seconds: start
   to last key loaded; transfer_s: start to last table byte read); replica
-  mode adds mode=replica offset=O rdb_bytes=B (the offset the target is at)
+  mode adds mode=replica offset=O rdb_bytes=B (the offset the target is at);
+  --atomic adds staging=DB:S,... (the staging DB each DB was loaded into).
+  A sync that stops midway prints instead, with the reason on stderr:
+  incomplete keys=N bytes=B dbs=DB:N,... functions=L scripts=S ...
+         unacknowledged=U table_keys=T ... target=partial|untouched
+  (keys, dbs: what the target holds of the table; unacknowledged: RESTOREs
+  sent whose reply never came, which it may hold too; --atomic: keys=0 and
+  staged_keys=N, loaded into the staging DBs and flushed again)
 With --follow, then a line per status interval:
   following offset=O lag_bytes=B lag_ms=M commands=N resyncs=R log_id=L
   (offset: the master's replication offset the target has reached; lag_bytes:
@@ -102,10 +121,12 @@ target had all but at most 64 KiB of what the log held):
   handoff master=H:P offset=O partial_resync=yes sync_partial_ok=+1
           sync_full=+0 seconds=S
 Exit codes: 0 every record loaded or knowingly skipped; 1 some records were
-not loaded (listed on stderr); 2 bad usage; 3 server or Redis unreachable,
-auth refused, or timeout; 4 the table failed validation; 5 the target cannot
-take the data (not empty without --flush/--merge, a function library it
-already has, or too old for the payloads or for functions). With --follow:
+not loaded (listed on stderr; with --atomic: so nothing was swapped in); 2 bad
+usage; 3 server or Redis unreachable, auth refused, or timeout; 4 the table
+failed validation; 5 the target cannot take the data (not empty without
+--flush/--merge, a function library it already has, or too old for the
+payloads or for functions; with --atomic also too few spare DBs to stage in,
+or a cluster-mode target). With --follow:
 0 after SIGINT/SIGTERM; 1 also when the target refuses a streamed command
 (named on stderr with its stream offset); 3 also when the target goes away.
 Replica mode: 5 also for a cluster-mode target; a failed sync detaches the
@@ -145,6 +166,8 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
       if (v != "auto" && v != "tcp" && v != "verbs")
         args.fail("--transport: expected auto, tcp or verbs, got '" + v + "'");
       c.transport = v;
+    } else if (args.flag("--atomic")) {
+      c.atomic = true;
     } else if (args.flag("--quiet")) {
       c.quiet = true;
     } else if (args.flag("--no-load")) {
@@ -173,6 +196,12 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
                          "--follow replaces the target's data when it must resync, which --merge "
                          "promises not to do: use --flush or an empty target");
   const bool replica = c.mode == IngestMode::kReplica;
+  if (c.atomic && c.no_load)
+    return Status::error("arguments", "--atomic needs a target: drop --no-load");
+  if (c.atomic && c.policy == TargetPolicy::kMerge)
+    return Status::error("arguments",
+                         "--atomic swaps whole DBs in, which --merge promises not to do (it keeps "
+                         "the target's other keys): use --atomic --flush, or --merge alone");
   if (replica && c.no_load)
     return Status::error("arguments", "--mode replica loads a target: drop --no-load");
   if (replica && c.policy == TargetPolicy::kMerge)

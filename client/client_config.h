@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "common/endpoint.h"
@@ -29,6 +30,10 @@ struct ClientConfig {
   // --redis-auth-file, else $RDMA_CLIENT_REDIS_AUTH: "password" or "user password".
   std::string redis_auth_file;
   TargetPolicy policy = TargetPolicy::kRequireEmpty;
+  // --atomic (restore mode): load into staging DBs, then SWAPDB them all in
+  // at once (MULTI/EXEC) once the whole table is loaded and checked; a failed
+  // sync leaves the target's data as it was. Replica mode: nothing to add.
+  bool atomic = false;
   // --connect-timeout: how long to keep retrying the server, so the client
   // may be started before the server has published its table.
   std::chrono::seconds connect_timeout{30};

@@ -25,6 +25,10 @@ int main(int argc, char** argv) {
     return exit_code::kOk;
   }
   std::signal(SIGPIPE, SIG_IGN);
+  if (config->atomic && config->mode == IngestMode::kReplica)
+    log::info("--atomic: nothing to add in replica mode: the target loads the table as a full "
+              "sync, which keeps its old data until the new copy is complete (a transfer that "
+              "fails leaves it as it was)");
   if (config->follow || config->handoff) return run_follow(*config);
   return config->mode == IngestMode::kReplica ? run_replica_sync(*config) : run_full_sync(*config);
 }

@@ -54,7 +54,7 @@ RestoreLoader::~RestoreLoader() {
   if (reader_) redisReaderFree(reader_);
 }
 
-Status RestoreLoader::prepare(const TableInfo& info, TargetPolicy policy) {
+Status RestoreLoader::prepare(const TableInfo& info, TargetPolicy policy, bool staged) {
   auto server = redis_.info("server");
   if (!server.ok()) return server.status().wrap("inspect target");
   target_version_ = info_field(*server, "redis_version");
@@ -64,8 +64,15 @@ Status RestoreLoader::prepare(const TableInfo& info, TargetPolicy policy) {
     return s;
   }
 
+  if (staged)  // for Staging::discard(); only then, so a plain load needs no CLIENT right
+    if (auto id = redis_.command({"CLIENT", "ID"}); id.ok() && (*id)->type == REDIS_REPLY_INTEGER)
+      client_id_ = (*id)->integer;
+
   if (policy == TargetPolicy::kFlush) {
-    RRS_RETURN_IF_ERROR(redis_.command({"FLUSHALL"}).status().wrap("flush target"));
+    if (!staged) {
+      RRS_RETURN_IF_ERROR(redis_.command({"FLUSHALL"}).status().wrap("flush target"));
+      flushed_ = true;
+    }
   } else if (policy == TargetPolicy::kRequireEmpty) {
     auto held = keys_held(redis_);
     if (!held.ok()) return held.status();
@@ -73,12 +80,16 @@ Status RestoreLoader::prepare(const TableInfo& info, TargetPolicy policy) {
       refused_ = true;
       return Status::error("check target Redis " + redis_.endpoint().to_string(),
                            "it is not empty (" + *held +
-                               "); use --flush to FLUSHALL it first, or --merge to load on top "
-                               "(table keys replace existing ones)");
+                               (staged ? "); use --flush to replace its data (with --atomic it "
+                                         "stays until the new copy is swapped in)"
+                                       : "); use --flush to FLUSHALL it first, or --merge to "
+                                         "load on top (table keys replace existing ones)"));
     }
   }
 
-  RRS_RETURN_IF_ERROR(apply_functions(info.scripts, policy));
+  if (!staged) RRS_RETURN_IF_ERROR(apply_functions(info.scripts, policy));
+  // Lua scripts are a cache (SCRIPT LOAD is idempotent), not data: loaded
+  // up front in both cases.
   RRS_RETURN_IF_ERROR(apply_lua_scripts(info.scripts));
 
   // From here on we drive the socket ourselves.
@@ -147,22 +158,28 @@ Status RestoreLoader::apply_lua_scripts(const table::Scripts& s) {
 }
 
 void RestoreLoader::append_select(uint32_t db) {
-  std::string n = std::to_string(db);
+  auto staged = staging_.find(db);
+  std::string n = std::to_string(staged == staging_.end() ? db : staged->second);
+  const size_t before = out_.size();
   out_ += "*2\r\n$6\r\nSELECT\r\n";
   append_bulk(out_, n);
-  pending_.push_back({true, db, 0, 0, {}});
+  appended_ += out_.size() - before;
+  pending_.push_back({true, db, 0, 0, {}, false, appended_});
   current_db_ = db;
 }
 
 void RestoreLoader::append_restore(const Record& r) {
   char ttl[24];
   auto [end, ec] = std::to_chars(ttl, ttl + sizeof ttl, r.expire_at_ms < 0 ? 0 : r.expire_at_ms);
+  const size_t before = out_.size();
   out_ += "*6\r\n$7\r\nRESTORE\r\n";
   append_bulk(out_, r.key);
   append_bulk(out_, std::string_view(ttl, static_cast<size_t>(end - ttl)));
   append_bulk(out_, r.payload);
   out_ += "$7\r\nREPLACE\r\n$6\r\nABSTTL\r\n";
-  pending_.push_back({false, r.db, r.index, r.key.size() + r.payload.size(), std::string(r.key)});
+  appended_ += out_.size() - before;
+  pending_.push_back({false, r.db, r.index, r.key.size() + r.payload.size(), std::string(r.key),
+                      r.expire_at_ms >= 0, appended_});
 }
 
 Status RestoreLoader::load(const RecordBatch& batch) {
@@ -182,6 +199,43 @@ Status RestoreLoader::load(const RecordBatch& batch) {
 }
 
 Status RestoreLoader::finish() { return pump(0, 0); }
+
+uint64_t RestoreLoader::unacknowledged() const {
+  uint64_t n = 0;
+  for (const Pending& p : pending_) {
+    if (p.end > written_) break;  // not written in full: the target cannot have run it
+    if (!p.is_select) n++;
+  }
+  return n;
+}
+
+void RestoreLoader::settle(std::chrono::milliseconds timeout) {
+  if (!reader_) return;
+  const auto deadline = Clock::now() + timeout;
+  const int fd = redis_.fd();
+  char buf[kReadChunk];
+  while (!pending_.empty() && pending_.front().end <= written_) {
+    void* reply = nullptr;
+    if (redisReaderGetReply(reader_, &reply) != REDIS_OK) return;
+    if (reply) {
+      // Stop errors come back as a Status here; the load has stopped already.
+      (void)handle_reply(static_cast<redisReply*>(reply));
+      freeReplyObject(reply);
+      continue;
+    }
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return;
+    pollfd p{fd, POLLIN, 0};
+    int n = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    ssize_t r = ::read(fd, buf, sizeof buf);
+    if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (r <= 0) return;
+    redisReaderFeed(reader_, buf, static_cast<size_t>(r));
+  }
+}
 
 Status RestoreLoader::pump(size_t max_pending, size_t max_out) {
   const int fd = redis_.fd();
@@ -204,6 +258,7 @@ Status RestoreLoader::pump(size_t max_pending, size_t max_out) {
       ssize_t w = ::write(fd, out_.data() + out_pos_, unsent);
       if (w > 0) {
         out_pos_ += static_cast<size_t>(w);
+        written_ += static_cast<uint64_t>(w);
         if (out_pos_ == out_.size() || out_pos_ > (1u << 20)) {
           out_.erase(0, out_pos_);  // amortized: at most once per MiB written
           out_pos_ = 0;
@@ -249,15 +304,22 @@ Status RestoreLoader::handle_reply(const redisReply* reply) {
       stats_.keys++;
       stats_.bytes += p.bytes;
       stats_.per_db[p.db]++;
+      if (p.has_ttl) stats_.per_db_volatile[p.db]++;
     }
     return {};
   }
   std::string_view err(reply->str, reply->len);
   const std::string where = "load into " + redis_.endpoint().to_string();
   // Errors that every following command would hit too: stop now, say why.
-  if (p.is_select)
+  if (p.is_select) {
+    auto staged = staging_.find(p.db);
+    if (staged != staging_.end())
+      return Status::error(where, "SELECT " + std::to_string(staged->second) +
+                                      " (the staging DB for DB " + std::to_string(p.db) +
+                                      ") failed: " + std::string(err));
     return Status::error(where, "SELECT " + std::to_string(p.db) + " failed: " + std::string(err) +
                                     " (does the target have enough `databases`?)");
+  }
   if (starts_with(err, "OOM"))
     return Status::error(where, "target ran out of memory: " + std::string(err) +
                                     " (raise maxmemory on the target)");

@@ -30,7 +30,8 @@ struct LoadStats {
   uint64_t failed = 0;           // RESTOREs and SCRIPT LOADs the target refused
   uint32_t function_libraries = 0;  // restored with FUNCTION RESTORE
   uint64_t scripts = 0;             // Lua scripts loaded with SCRIPT LOAD
-  std::map<uint32_t, uint64_t> per_db;
+  std::map<uint32_t, uint64_t> per_db;           // keys loaded, by table DB
+  std::map<uint32_t, uint64_t> per_db_volatile;  // of those, keys with a TTL
   std::vector<std::string> errors;  // the first few failures, in full (each names its command)
 };
 
@@ -48,14 +49,34 @@ class RestoreLoader {
   // (a library the target already has is refused), FLUSH with --flush
   // (FLUSHALL leaves functions alone), REPLACE with --merge.
   // A refusal comes back as kRefused-worthy Status with `refused()` true.
-  Status prepare(const TableInfo& info, TargetPolicy policy);
+  // `staged` (--atomic): no FLUSHALL and no functions here; the Staging
+  // swaps the keys in and applies the functions in one transaction.
+  Status prepare(const TableInfo& info, TargetPolicy policy, bool staged = false);
   bool refused() const { return refused_; }
+  // --atomic: RESTORE each table DB's keys into its staging DB instead.
+  void stage_into(std::map<uint32_t, uint32_t> dbs) { staging_ = std::move(dbs); }
 
   // Queues a batch's RESTOREs (copied: the batch may be dropped on return),
   // writing and reading replies as the target takes them.
   Status load(const RecordBatch& batch);
   // Waits for every outstanding reply.
   Status finish();
+  // After load() or finish() failed on an error reply: reads the replies to
+  // the commands already written in full (without writing more, for at most
+  // `timeout`), so stats() counts what the target applied.
+  void settle(std::chrono::milliseconds timeout);
+  // RESTOREs written to the target in full whose replies have not been read:
+  // the target may or may not have applied them.
+  uint64_t unacknowledged() const;
+  // Whether the target was changed at all: flushed, functions or scripts
+  // loaded, or any RESTORE written.
+  bool touched() const {
+    return flushed_ || stats_.function_libraries > 0 || stats_.scripts > 0 || written_ > 0;
+  }
+  bool flushed() const { return flushed_; }
+  // CLIENT ID of the loading connection (0 if unknown), so a failed --atomic
+  // load can kill it before flushing what it staged.
+  int64_t client_id() const { return client_id_; }
 
   const LoadStats& stats() const { return stats_; }
   const std::string& target_version() const { return target_version_; }
@@ -63,10 +84,12 @@ class RestoreLoader {
  private:
   struct Pending {
     bool is_select;
-    uint32_t db;
+    uint32_t db;  // the table's DB
     uint64_t index;
     uint64_t bytes;
     std::string key;  // for the error message, if it fails
+    bool has_ttl = false;
+    uint64_t end = 0;  // where the command ends in the output stream (appended_)
   };
   explicit RestoreLoader(RedisClient client) : redis_(std::move(client)) {}
   Status apply_functions(const table::Scripts& s, TargetPolicy policy);
@@ -85,6 +108,11 @@ class RestoreLoader {
   size_t out_pos_ = 0;
   std::deque<Pending> pending_;
   int64_t current_db_ = -1;
+  std::map<uint32_t, uint32_t> staging_;  // table DB -> DB to RESTORE into
+  uint64_t appended_ = 0;  // bytes ever appended to out_
+  uint64_t written_ = 0;   // bytes ever written to the socket
+  bool flushed_ = false;
+  int64_t client_id_ = 0;
   uint16_t table_rdb_ = 0;
   std::string target_version_;
   bool refused_ = false;

@@ -88,6 +88,18 @@ TEST(ClientConfig, PositionalsAndFlags) {
   EXPECT_EQ(c->chunk_size, 4u << 20);
   EXPECT_EQ(c->in_flight, 16u);
   EXPECT_EQ(c->connect_timeout.count(), 5);
+  EXPECT_FALSE(c->atomic);
+}
+
+TEST(ClientConfig, AtomicWithFlushFollowOrReplicaMode) {
+  for (std::vector<std::string> args : {std::vector<std::string>{"h", "1", "--atomic"},
+                                        {"h", "1", "--atomic", "--flush", "--follow"},
+                                        {"h", "1", "--mode", "replica", "--atomic"}}) {
+    Argv a(args);
+    auto c = parse_client_args(a.argc(), a.argv());
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    EXPECT_TRUE(c->atomic);
+  }
 }
 
 TEST(ClientConfig, RejectsBadFlagsWithReasons) {
@@ -96,6 +108,8 @@ TEST(ClientConfig, RejectsBadFlagsWithReasons) {
            {{"1.2.3.4"}, "expected <server-ip> <server-port>"},
            {{"1.2.3.4", "0"}, "port"},
            {{"h", "1", "--flush", "--merge"}, "conflicts"},
+           {{"h", "1", "--atomic", "--merge"}, "--atomic swaps whole DBs"},
+           {{"h", "1", "--atomic", "--no-load"}, "--atomic needs a target"},
            {{"h", "1", "--chunk-size", "1G"}, "--chunk-size"},
            {{"h", "1", "--transport", "ib"}, "auto, tcp or verbs"},
            {{"h", "1", "--nope"}, "unknown option"}}) {

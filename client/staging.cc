@@ -1,0 +1,437 @@
+#include "client/staging.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <random>
+#include <set>
+
+#include "client/target_checks.h"
+#include "common/clock.h"
+#include "common/log.h"
+
+namespace rrs {
+namespace {
+
+std::string text(const redisReply* r) {
+  return r && r->str ? std::string(r->str, r->len) : std::string();
+}
+bool is_error(const redisReply* r) { return r && r->type == REDIS_REPLY_ERROR; }
+
+std::string join(const std::vector<uint32_t>& v) {
+  std::string out;
+  for (uint32_t x : v) out += (out.empty() ? "" : ", ") + std::to_string(x);
+  return out;
+}
+
+// The replies to `n` pipelined commands; the first error reply of a command
+// whose failure matters is the caller's business.
+Result<std::vector<ReplyPtr>> replies(RedisClient& c, size_t n) {
+  std::vector<ReplyPtr> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    auto r = c.get_reply();
+    if (!r.ok()) return r.status();
+    out.push_back(std::move(*r));
+  }
+  return out;
+}
+
+std::string random_token() {
+  std::random_device rd;
+  const uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace
+
+Result<RedisClient> Staging::connect() const {
+  auto c = RedisClient::connect(target_, creds_, io_timeout_);
+  if (!c.ok()) return c.status().as(ErrorKind::kUnavailable);
+  return c;
+}
+
+std::string Staging::describe() const {
+  std::string out;
+  for (auto [db, staging] : map_)
+    out += (out.empty() ? "" : ",") + std::to_string(db) + ":" + std::to_string(staging);
+  return out.empty() ? "-" : out;
+}
+
+Result<Staging> Staging::plan(const Endpoint& target, const RedisCredentials& creds,
+                              std::chrono::milliseconds io_timeout, const TableInfo& info,
+                              TargetPolicy policy, bool& refused) {
+  refused = false;
+  Staging st(target, creds, io_timeout);
+  st.policy_ = policy;
+  const std::string step = "--atomic: pick staging DBs on " + target.to_string();
+  auto c = st.connect();
+  if (!c.ok()) return c.status().wrap(step);
+
+  auto cluster = c->info("cluster");
+  if (cluster.ok() && info_field(*cluster, "cluster_enabled") == "1") {
+    refused = true;
+    return Status::error(step, "the target runs in cluster mode, which has only DB 0: there is "
+                               "no DB to stage the table in; run without --atomic");
+  }
+  auto databases = c->command({"CONFIG", "GET", "databases"});
+  if (!databases.ok() || (*databases)->type != REDIS_REPLY_ARRAY ||
+      (*databases)->elements != 2) {
+    refused = true;
+    return Status::error(step, "cannot read the target's `databases` (CONFIG GET databases: " +
+                                   (databases.ok() ? std::string("unexpected reply")
+                                                   : databases.status().reason()) +
+                                   "), which --atomic needs to pick empty DBs to stage in: allow "
+                                   "this user CONFIG GET, or run without --atomic");
+  }
+  st.databases_ =
+      static_cast<uint32_t>(std::strtoul((*databases)->element[1]->str, nullptr, 10));
+
+  // Staging DBs an earlier run left behind (killed mid-load, or its target
+  // went away before it could flush them) are recognized by their marker.
+  auto ks = c->info("keyspace");
+  if (!ks.ok()) return ks.status().wrap(step);
+  std::vector<KeyspaceDb> held = parse_keyspace(*ks);
+  for (const KeyspaceDb& db : held) {
+    c->append({"SELECT", std::to_string(db.db)});
+    c->append({"GET", kStagingMarker});
+  }
+  auto got = replies(*c, 2 * held.size());
+  if (!got.ok()) return got.status().wrap(step);
+  std::set<uint32_t> busy;  // DBs holding keys that are not ours
+  for (size_t i = 0; i < held.size(); ++i) {
+    const redisReply* marker = (*got)[2 * i + 1].get();
+    if (marker->type != REDIS_REPLY_STRING) {
+      busy.insert(held[i].db);
+      continue;
+    }
+    log::warn("DB " + std::to_string(held[i].db) + " holds " + std::to_string(held[i].keys) +
+              " keys staged by an earlier --atomic run that did not finish (" +
+              log::printable(text(marker)) + "): flushing it");
+    auto flushed = c->command({"SELECT", std::to_string(held[i].db)});
+    if (flushed.ok()) flushed = c->command({"FLUSHDB", "ASYNC"});
+    if (!flushed.ok()) return flushed.status().wrap(step);
+  }
+
+  std::vector<uint32_t> table;
+  for (const table::DbEntry& e : info.dbs)
+    if (e.key_count > 0) table.push_back(e.db);
+  std::sort(table.begin(), table.end());
+  if (!table.empty() && table.back() >= st.databases_) {
+    refused = true;
+    return Status::error(step, "the table has keys in DB " + std::to_string(table.back()) +
+                                   " but the target has only " + std::to_string(st.databases_) +
+                                   " databases: raise its `databases` setting (a restart)");
+  }
+  busy.insert(table.begin(), table.end());
+  std::vector<uint32_t> free_dbs;
+  for (uint32_t x = st.databases_; x-- > 0 && free_dbs.size() < table.size();)
+    if (!busy.count(x)) free_dbs.push_back(x);
+  if (free_dbs.size() < table.size()) {
+    refused = true;
+    const uint32_t missing = static_cast<uint32_t>(table.size() - free_dbs.size());
+    std::string in_use;
+    for (const KeyspaceDb& db : held)
+      if (busy.count(db.db) && !std::binary_search(table.begin(), table.end(), db.db))
+        in_use += (in_use.empty() ? "" : ", ") + std::string("db") + std::to_string(db.db);
+    return Status::error(
+        step, "--atomic loads each of the table's " + std::to_string(table.size()) +
+                  " DBs (" + join(table) +
+                  ") into an empty DB that the table does not use, then swaps them in; of the "
+                  "target's " + std::to_string(st.databases_) + " databases only " +
+                  std::to_string(free_dbs.size()) + " qualify" +
+                  (in_use.empty() ? "" : " (" + in_use + " hold keys)") +
+                  ": raise its `databases` setting to at least " +
+                  std::to_string(st.databases_ + missing) +
+                  " (a restart), empty some DBs, or run without --atomic");
+  }
+  for (size_t i = 0; i < table.size(); ++i) st.map_[table[i]] = free_dbs[i];
+  return st;
+}
+
+Status Staging::prepare(const TableInfo& info, const std::string& target_version, bool& refused) {
+  refused = false;
+  auto c = connect();
+  if (!c.ok()) return c.status().wrap("--atomic: prepare the target");
+  const table::Scripts& s = info.scripts;
+  if (s.function_payload.empty()) {
+    // Like --flush without --atomic: a table without functions leaves none.
+    flush_functions_ = policy_ == TargetPolicy::kFlush && has_functions(target_version);
+  } else {
+    RRS_RETURN_IF_ERROR(rehearse_functions(*c, info, refused));
+  }
+  RRS_RETURN_IF_ERROR(claim(*c));
+  if (!claimed_.empty())
+    log::info("--atomic: loading the table's DBs into staging DBs " + join(claimed_) + " (" +
+              describe() + "), swapped in with SWAPDB once all of it is loaded");
+  return {};
+}
+
+Status Staging::rehearse_functions(RedisClient& c, const TableInfo& info, bool& refused) {
+  const table::Scripts& s = info.scripts;
+  const std::string where = "--atomic: check the table's functions against " + target_.to_string();
+  auto backup = c.command({"FUNCTION", "DUMP"});
+  if (!backup.ok()) return backup.status().wrap(where);
+  const bool had_functions = (*backup)->type == REDIS_REPLY_STRING;
+  const std::string own = text(backup->get());
+  const char* mode = policy_ == TargetPolicy::kFlush ? "FLUSH" : "APPEND";
+  // Restore the table's, read back the result, put the target's own back:
+  // one transaction, so nobody sees the table's functions before the swap.
+  c.append({"MULTI"});
+  c.append({"FUNCTION", "RESTORE", s.function_payload, mode});
+  c.append({"FUNCTION", "DUMP"});
+  if (had_functions)
+    c.append({"FUNCTION", "RESTORE", own, "FLUSH"});
+  else
+    c.append({"FUNCTION", "FLUSH", "SYNC"});
+  c.append({"EXEC"});
+  auto got = replies(c, 5);
+  if (!got.ok()) return got.status().wrap(where);
+  const redisReply* exec = (*got)[4].get();
+  if (exec->type != REDIS_REPLY_ARRAY || exec->elements != 3)
+    return Status::error(where, "the transaction was refused: " + text(exec));
+  const redisReply* restored = exec->element[0];
+  const redisReply* result = exec->element[1];
+  const redisReply* put_back = exec->element[2];
+  if (is_error(put_back))
+    return Status::error(where, "could not put the target's own functions back after trying "
+                                "the table's (" + text(put_back) +
+                                "): compare its FUNCTION LIST with what it held");
+  if (is_error(restored)) {
+    const std::string err = text(restored);
+    if (err.find("already exists") != std::string::npos) {
+      refused = true;
+      return Status::error(where, "the target's functions conflict with the table's: " + err +
+                                      "; use --flush to replace the target's functions with the "
+                                      "table's (nothing was loaded)");
+    }
+    return Status::error(where, "FUNCTION RESTORE " + std::string(mode) + " of " +
+                                    std::to_string(s.function_libraries) +
+                                    " libraries failed: " + err + " (nothing was loaded)");
+  }
+  if (result->type != REDIS_REPLY_STRING)
+    return Status::error(where, "FUNCTION DUMP gave no payload: " + text(result));
+  functions_payload_ = text(result);
+  function_libraries_ = s.function_libraries;
+  return {};
+}
+
+Status Staging::claim(RedisClient& c) {
+  const std::string step = "--atomic: claim the staging DBs";
+  const std::string run = "pid " + std::to_string(::getpid()) + ", started at unix ms " +
+                          std::to_string(unix_ms()) + ", token " + random_token();
+  for (auto [db, staging] : map_) {
+    markers_[staging] = "rdma-client --atomic staging DB for table DB " + std::to_string(db) +
+                        " (" + run + ")";
+    c.append({"SELECT", std::to_string(staging)});
+    c.append({"SET", kStagingMarker, markers_[staging], "NX"});
+    c.append({"DBSIZE"});
+  }
+  auto got = replies(c, 3 * map_.size());
+  if (!got.ok()) return got.status().wrap(step);
+  std::vector<uint32_t> taken;  // got keys since plan() found them empty
+  std::string errors;
+  size_t i = 0;
+  for (auto [db, staging] : map_) {
+    const redisReply* select = (*got)[3 * i].get();
+    const redisReply* set = (*got)[3 * i + 1].get();
+    const redisReply* size = (*got)[3 * i + 2].get();
+    ++i;
+    const bool ours = !is_error(select) && set->type == REDIS_REPLY_STATUS;
+    if (ours) claimed_.push_back(staging);  // discard() flushes it after a failure
+    if (is_error(select) || is_error(set)) {
+      errors += (errors.empty() ? "" : "; ") + std::string("DB ") + std::to_string(staging) +
+                ": " + text(is_error(select) ? select : set);
+    } else if (!ours || size->type != REDIS_REPLY_INTEGER || size->integer != 1) {
+      taken.push_back(staging);
+      if (ours) {  // our marker went into a DB something else writes to: take it out
+        claimed_.pop_back();
+        auto del = c.command({"SELECT", std::to_string(staging)});
+        if (del.ok()) del = c.command({"DEL", kStagingMarker});
+      }
+    }
+  }
+  if (!errors.empty()) return Status::error(step, errors);
+  if (!taken.empty())
+    return Status::error(step, "DB " + join(taken) +
+                                   " got keys since it was picked as an empty staging DB: "
+                                   "something else uses it; empty it or run without --atomic");
+  return {};
+}
+
+Status Staging::swap_in(const LoadStats& loaded, bool& swapped, bool& refused) {
+  swapped = false;
+  refused = false;
+  const std::string step = "--atomic: swap the loaded copy in";
+  auto c = connect();
+  if (!c.ok()) return c.status().wrap(step);
+
+  // Each staging DB still ours (WATCHed from here to EXEC) and holding what
+  // was loaded into it: the marker, and every key acknowledged, less keys
+  // with a TTL that may have expired since.
+  for (auto [db, staging] : map_) {
+    c->append({"SELECT", std::to_string(staging)});
+    c->append({"WATCH", kStagingMarker});
+    c->append({"GET", kStagingMarker});
+    c->append({"DBSIZE"});
+  }
+  auto got = replies(*c, 4 * map_.size());
+  if (!got.ok()) return got.status().wrap(step);
+  size_t i = 0;
+  for (auto [db, staging] : map_) {
+    const redisReply* marker = (*got)[4 * i + 2].get();
+    const redisReply* size = (*got)[4 * i + 3].get();
+    ++i;
+    const std::string where =
+        "staging DB " + std::to_string(staging) + " (for DB " + std::to_string(db) + ")";
+    if (text(marker) != markers_[staging])
+      return Status::error(step, where + " no longer holds this run's marker key " +
+                                     kStagingMarker +
+                                     ": something else wrote to or flushed it during the load; "
+                                     "nothing was swapped");
+    auto count = [](const std::map<uint32_t, uint64_t>& m, uint32_t k) {
+      auto it = m.find(k);
+      return it == m.end() ? uint64_t{0} : it->second;
+    };
+    const uint64_t hi = count(loaded.per_db, db) + 1;
+    const uint64_t lo = hi - count(loaded.per_db_volatile, db);
+    const uint64_t have =
+        size->type == REDIS_REPLY_INTEGER ? static_cast<uint64_t>(size->integer) : 0;
+    if (have < lo || have > hi)
+      return Status::error(step, where + " holds " + std::to_string(have) +
+                                     " keys, but " + std::to_string(hi - 1) +
+                                     " were loaded into it (plus the marker): something else "
+                                     "wrote to or flushed it during the load; nothing was "
+                                     "swapped");
+  }
+  if (policy_ == TargetPolicy::kRequireEmpty) {
+    auto ks = c->info("keyspace");
+    if (!ks.ok()) return ks.status().wrap(step);
+    std::string held;
+    std::set<uint32_t> staging_dbs;
+    for (auto [db, staging] : map_) staging_dbs.insert(staging);
+    for (const KeyspaceDb& db : parse_keyspace(*ks))
+      if (db.keys > 0 && !staging_dbs.count(db.db))
+        held += (held.empty() ? "" : ", ") + std::string("db") + std::to_string(db.db) + ": " +
+                std::to_string(db.keys) + " keys";
+    if (!held.empty()) {
+      refused = true;
+      return Status::error(step, "the target got keys during the load (" + held +
+                                     "), which --atomic without --flush does not replace: "
+                                     "nothing was swapped");
+    }
+  }
+
+  // One transaction: nothing in between is visible to any other client.
+  std::vector<std::string> queued;  // what each EXEC reply answers, for messages
+  auto add = [&](std::vector<std::string> argv, std::string what) {
+    std::vector<std::string_view> v(argv.begin(), argv.end());
+    c->append(v);
+    queued.push_back(std::move(what));
+  };
+  c->append({"MULTI"});
+  if (!functions_payload_.empty())
+    add({"FUNCTION", "RESTORE", functions_payload_, "FLUSH"}, "FUNCTION RESTORE");
+  else if (flush_functions_)
+    add({"FUNCTION", "FLUSH", "SYNC"}, "FUNCTION FLUSH");
+  const bool functions_first = !queued.empty();
+  for (auto [db, staging] : map_) {
+    add({"SELECT", std::to_string(staging)}, "SELECT " + std::to_string(staging));
+    add({"DEL", kStagingMarker}, "DEL " + std::string(kStagingMarker));
+  }
+  for (auto [db, staging] : map_)
+    add({"SWAPDB", std::to_string(db), std::to_string(staging)},
+        "SWAPDB " + std::to_string(db) + " " + std::to_string(staging));
+  std::set<uint32_t> to_flush;
+  for (auto [db, staging] : map_) to_flush.insert(staging);  // now the old data
+  if (policy_ == TargetPolicy::kFlush)
+    for (uint32_t x = 0; x < databases_; ++x)
+      if (!map_.count(x)) to_flush.insert(x);
+  for (uint32_t x : to_flush) {
+    add({"SELECT", std::to_string(x)}, "SELECT " + std::to_string(x));
+    add({"FLUSHDB", "ASYNC"}, "FLUSHDB ASYNC (DB " + std::to_string(x) + ")");
+  }
+  c->append({"EXEC"});
+  auto tx = replies(*c, queued.size() + 2);
+  if (!tx.ok())
+    return tx.status().wrap(step + " (whether EXEC ran is unknown: check the target)");
+  const redisReply* exec = tx->back().get();
+  if (exec->type == REDIS_REPLY_NIL)
+    return Status::error(step, "a staging DB's marker changed between the check and the swap "
+                               "(another client wrote to or flushed it): nothing was swapped");
+  if (exec->type != REDIS_REPLY_ARRAY) {
+    std::string why = text(exec);
+    for (size_t k = 1; k + 1 < tx->size(); ++k)
+      if (is_error((*tx)[k].get())) why += "; " + queued[k - 1] + ": " + text((*tx)[k].get());
+    return Status::error(step, "the target refused the transaction, nothing was swapped: " + why);
+  }
+  swapped = true;
+  std::string errors;
+  for (size_t k = 0; k < exec->elements && k < queued.size(); ++k)
+    if (is_error(exec->element[k]) && !(functions_first && k == 0))
+      errors += (errors.empty() ? "" : "; ") + queued[k] + ": " + text(exec->element[k]);
+  if (functions_first && is_error(exec->element[0]))
+    return Status::error(step, "the table's keys were swapped in, but " + queued[0] +
+                                   " in the same transaction failed (" + text(exec->element[0]) +
+                                   "; did the target's functions change during the load?): the "
+                                   "target holds the table's keys with its previous functions" +
+                                   (errors.empty() ? "" : "; also " + errors));
+  if (!errors.empty())
+    return Status::error(step, "the swap ran, but some of its commands failed: " + errors);
+  claimed_.clear();  // the markers are gone with the swap
+  log::info("--atomic: swapped " + std::to_string(map_.size()) +
+            " loaded DBs in with one MULTI/EXEC (SWAPDB " + describe() +
+            (functions_first ? ", " + queued[0] : std::string()) + "); the old data went with " +
+            (policy_ == TargetPolicy::kFlush ? "FLUSHDB ASYNC of every other DB"
+                                             : "FLUSHDB ASYNC of the staging DBs"));
+  return {};
+}
+
+Status Staging::discard(int64_t loader_client_id) {
+  if (claimed_.empty()) return {};
+  const std::string left = "staging DB " + join(claimed_) +
+                           " may still hold a partial copy and the marker key " +
+                           std::string(kStagingMarker) +
+                           ": the next rdma-client --atomic into this target flushes it, or "
+                           "FLUSHDB it yourself";
+  auto fail = [&](const Status& why) {
+    return Status::error("--atomic: flush the staging DBs", why.message() + "; " + left);
+  };
+  auto c = connect();
+  if (!c.ok()) return fail(c.status());
+  // Commands the loader sent may still be queued on its connection: kill it,
+  // so none of them lands after the flush.
+  if (loader_client_id > 0)
+    (void)c->command({"CLIENT", "KILL", "ID", std::to_string(loader_client_id)});
+  for (uint32_t staging : claimed_) {
+    c->append({"SELECT", std::to_string(staging)});
+    c->append({"GET", kStagingMarker});
+  }
+  auto got = replies(*c, 2 * claimed_.size());
+  if (!got.ok()) return fail(got.status());
+  std::vector<uint32_t> flushed, not_ours;
+  for (size_t i = 0; i < claimed_.size(); ++i) {
+    const uint32_t staging = claimed_[i];
+    if (text((*got)[2 * i + 1].get()) != markers_[staging]) {
+      not_ours.push_back(staging);  // someone else's now: leave it
+      continue;
+    }
+    auto r = c->command({"SELECT", std::to_string(staging)});
+    if (r.ok()) r = c->command({"FLUSHDB", "ASYNC"});
+    if (!r.ok()) return fail(r.status());
+    flushed.push_back(staging);
+  }
+  claimed_.clear();
+  if (!flushed.empty())
+    log::info("--atomic: flushed staging DB " + join(flushed) + " (the partial copy)");
+  if (!not_ours.empty())
+    log::warn("--atomic: staging DB " + join(not_ours) +
+              " no longer holds this run's marker (something else wrote to or flushed it): left "
+              "as it is");
+  return {};
+}
+
+}  // namespace rrs
