@@ -40,6 +40,7 @@ import math
 import os
 import platform
 import re
+import secrets
 import shlex
 import shutil
 import signal
@@ -830,6 +831,9 @@ def write_report(a, bench, command, ok):
 
 
 def main(argv):
+    # rdma-server serves a non-loopback address only with a shared secret;
+    # the sidecar and every client of the run inherit this one.
+    os.environ.setdefault("RDMA_SIDECAR_SECRET", secrets.token_hex(32))
     if argv and argv[0] == "_writer":
         return writer_main(argv[1:])
     if argv and argv[0] == "_probe":

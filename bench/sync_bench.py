@@ -34,6 +34,7 @@ import argparse
 import datetime
 import os
 import re
+import secrets
 import shlex
 import resource
 import shutil
@@ -491,6 +492,9 @@ class Bench:
 
 
 def main(argv):
+    # rdma-server serves a non-loopback address only with a shared secret;
+    # the sidecar and every client of the run inherit this one.
+    os.environ.setdefault("RDMA_SIDECAR_SECRET", secrets.token_hex(32))
     a = parse_args(argv)
     command = shlex.join(["python3", os.path.relpath(os.path.abspath(__file__), REPO_DIR)] + argv)
     bench, ok = run_harness("sync_bench", lambda: Bench(a))

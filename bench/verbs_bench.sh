@@ -55,6 +55,8 @@ start_redis() {  # dir port
   echo "verbs_bench: redis on $2 did not start" >&2; exit 1
 }
 
+# A fabric address needs the shared secret; server and client share this one.
+export RDMA_SIDECAR_SECRET=${RDMA_SIDECAR_SECRET:-$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')}
 master=$(free_port); sidecar=$(free_port)
 start_redis master "$master"
 "$build/bench/gen_dataset" --redis "127.0.0.1:$master" --keys "$keys" --value-size 1000 >/dev/null

@@ -30,6 +30,10 @@ Options:
   --redis HOST:PORT       Redis to load into (default 127.0.0.1:6379)
   --redis-auth-file FILE  its credentials: "password" or "user password" on
                           the first line (else $RDMA_CLIENT_REDIS_AUTH)
+  --auth-file FILE        the sidecar's shared secret, the same as its
+                          --auth-file (else $RDMA_SIDECAR_SECRET). With one,
+                          the sidecar must prove it holds it too; without,
+                          only a sidecar that asks for none is read
   --mode restore|replica  how to load (see above; default restore)
   --flush                 FLUSHALL the target first, and replace its functions
                           with the table's (FUNCTION RESTORE ... FLUSH); in
@@ -149,6 +153,7 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
       c.help = true;
     } else if (args.endpoint("--redis", c.redis) ||
                args.option("--redis-auth-file", c.redis_auth_file) ||
+               args.option("--auth-file", c.auth_file) ||
                args.endpoint("--master", c.master) ||
                args.option("--master-auth-file", c.master_auth_file) ||
                args.number("--connect-timeout", 0, 86400, connect_s) ||

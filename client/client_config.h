@@ -29,6 +29,10 @@ struct ClientConfig {
   Endpoint redis{"127.0.0.1", 6379};
   // --redis-auth-file, else $RDMA_CLIENT_REDIS_AUTH: "password" or "user password".
   std::string redis_auth_file;
+  // --auth-file, else $RDMA_SIDECAR_SECRET: the sidecar's shared secret.
+  // main() loads it into `secret` before anything connects.
+  std::string auth_file;
+  std::optional<std::string> secret;
   TargetPolicy policy = TargetPolicy::kRequireEmpty;
   // --atomic (restore mode): load into staging DBs, then SWAPDB them all in
   // at once (MULTI/EXEC) once the whole table is loaded and checked; a failed

@@ -8,6 +8,7 @@
 #include "client/follow.h"
 #include "client/full_sync.h"
 #include "client/replica_sync.h"
+#include "common/auth.h"
 #include "common/exit_codes.h"
 #include "common/log.h"
 
@@ -25,6 +26,12 @@ int main(int argc, char** argv) {
     return exit_code::kOk;
   }
   std::signal(SIGPIPE, SIG_IGN);
+  auto secret = auth::load_secret(config->auth_file);
+  if (!secret.ok()) {
+    log::error(secret.status().message());
+    return exit_code::kUsage;
+  }
+  config->secret = *secret;
   if (config->atomic && config->mode == IngestMode::kReplica)
     log::info("--atomic: nothing to add in replica mode: the target loads the table as a full "
               "sync, which keeps its old data until the new copy is complete (a transfer that "

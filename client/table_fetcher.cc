@@ -137,13 +137,15 @@ Status TableFetcher::reconnect(const Status& cause) {
   --retries_left_;
   log::warn(cause.message() + "; reconnecting (" + std::to_string(retries_left_) +
             " retries left after this one)");
+  // The epoch of the lost connection (the header may not be read yet).
+  const uint64_t was = reader_.descriptor().epoch;
   RRS_RETURN_IF_ERROR(reader_.connect(Clock::now() + opts_.reconnect_timeout)
                           .wrap("reconnect to rdma-server"));
   uint64_t epoch = reader_.descriptor().epoch;
-  if (epoch != info_.header.epoch)
+  if (epoch != was)
     return Status::error("resume the sync",
                          "the server now serves epoch " + std::to_string(epoch) + ", not " +
-                             std::to_string(info_.header.epoch) +
+                             std::to_string(was) +
                              "; what was loaded so far is from the old snapshot: run the client "
                              "again with --flush to load the new one")
         .as(ErrorKind::kUnavailable);

@@ -23,25 +23,27 @@ Result<std::unique_ptr<TableReader>> connect_transport(const ClientConfig& confi
                                                        Clock::time_point deadline) {
   const auto io = std::chrono::milliseconds(config.io_timeout);
   if (config.transport == "tcp") {
-    return connect_with(std::make_unique<TcpTableReader>(config.server, io), deadline);
+    return connect_with(std::make_unique<TcpTableReader>(config.server, io, config.secret), deadline);
   }
   if (config.transport == "verbs") {
     log::info("transport: verbs (--transport verbs)");
-    return connect_with(std::make_unique<VerbsTableReader>(config.server, io), deadline);
+    return connect_with(std::make_unique<VerbsTableReader>(config.server, io, config.secret), deadline);
   }
   std::string why;
   if (rdma_can_reach(config.server.host, config.server.port, why)) {
-    auto verbs = connect_with(std::make_unique<VerbsTableReader>(config.server, io),
+    auto verbs = connect_with(std::make_unique<VerbsTableReader>(config.server, io, config.secret),
                               std::min(deadline, Clock::now() + kVerbsProbe));
     if (verbs.ok()) {
       log::info("transport: verbs (" + why + ")");
       return verbs;
     }
+    // A refused secret is refused over TCP too: say so, not "trying TCP".
+    if (verbs.status().kind() == ErrorKind::kDenied) return verbs.status();
     log::info("transport: tcp (" + why + ", but " + verbs.status().message() + ")");
   } else {
     log::info("transport: tcp (" + why + ")");
   }
-  return connect_with(std::make_unique<TcpTableReader>(config.server, io), deadline);
+  return connect_with(std::make_unique<TcpTableReader>(config.server, io, config.secret), deadline);
 }
 
 }  // namespace rrs

@@ -1,5 +1,9 @@
 #include "common/endpoint.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+
 #include <charconv>
 
 namespace rrs {
@@ -22,6 +26,26 @@ Result<Endpoint> parse_endpoint(std::string_view text) {
   auto port = parse_port(text.substr(colon + 1));
   if (!port.ok()) return port.status().wrap("parse address '" + std::string(text) + "'");
   return Endpoint{std::string(host), *port};
+}
+
+bool is_loopback_host(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0) return false;
+  bool all = res != nullptr;
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    if (a->ai_family == AF_INET) {
+      auto* in = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
+      all &= (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    } else if (a->ai_family == AF_INET6) {
+      all &= IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr);
+    } else {
+      all = false;
+    }
+  }
+  freeaddrinfo(res);
+  return all;
 }
 
 }  // namespace rrs

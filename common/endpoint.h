@@ -19,4 +19,8 @@ struct Endpoint {
 Result<Endpoint> parse_endpoint(std::string_view text);
 Result<uint16_t> parse_port(std::string_view text);
 
+// True when every address `host` resolves to is a loopback one (127/8, ::1),
+// so only processes on this machine can reach a socket bound there.
+bool is_loopback_host(const std::string& host);
+
 }  // namespace rrs

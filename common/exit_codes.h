@@ -17,7 +17,8 @@ inline constexpr int kRefused = 5;      // the target cannot take the data as it
 // The exit code for a run that failed with `s`.
 inline int for_status(const Status& s) {
   switch (s.kind()) {
-    case ErrorKind::kUnavailable: return kUnavailable;
+    case ErrorKind::kUnavailable:
+    case ErrorKind::kDenied: return kUnavailable;
     case ErrorKind::kBadData: return kBadData;
     case ErrorKind::kFailed: break;
   }

@@ -17,6 +17,7 @@ enum class ErrorKind {
   kFailed,       // anything else
   kUnavailable,  // a peer could not be reached, refused us, or timed out
   kBadData,      // bytes from a peer failed validation
+  kDenied,       // a peer refused our credentials (or we refused its): retrying will not help
 };
 
 class [[nodiscard]] Status {

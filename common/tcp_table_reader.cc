@@ -3,8 +3,9 @@
 #include <poll.h>
 
 #include <algorithm>
-
 #include <thread>
+
+#include "common/auth.h"
 
 namespace rrs {
 
@@ -16,8 +17,9 @@ constexpr uint32_t kMaxServerBody =
     std::max<uint32_t>(control::kMaxReadLength, control::kErrorFixedSize + control::kMaxErrorText);
 }  // namespace
 
-TcpTableReader::TcpTableReader(Endpoint server, std::chrono::milliseconds io_timeout)
-    : server_(std::move(server)), io_timeout_(io_timeout) {}
+TcpTableReader::TcpTableReader(Endpoint server, std::chrono::milliseconds io_timeout,
+                               std::optional<std::string> secret)
+    : server_(std::move(server)), io_timeout_(io_timeout), secret_(std::move(secret)) {}
 
 Status TcpTableReader::connect(Clock::time_point deadline) {
   fd_.reset();
@@ -46,10 +48,13 @@ Status TcpTableReader::connect(Clock::time_point deadline) {
   }
 }
 
+// HELLO, then (if the server asks) AUTH, then GET_DESCRIPTOR: the server
+// reveals nothing about the table before the proof is checked.
 Status TcpTableReader::handshake(std::chrono::milliseconds timeout) {
+  control::Hello hello_msg;
+  hello_msg.client_nonce = auth::random_nonce();
   std::string out;
-  control::append_hello(out, 0, control::Hello{});
-  control::append_get_descriptor(out, 0);
+  control::append_hello(out, 0, hello_msg);
   RRS_RETURN_IF_ERROR(send_all(fd_.get(), out, timeout).as(ErrorKind::kUnavailable));
 
   std::byte hello[control::kHelloOkSize];
@@ -57,6 +62,20 @@ Status TcpTableReader::handshake(std::chrono::milliseconds timeout) {
   auto h = control::decode_hello_ok(hello);
   if (!h.ok()) return h.status().as(ErrorKind::kBadData);
   hello_ = *h;
+
+  auto proof = auth::answer_challenge(secret_, hello_, hello_msg.client_nonce);
+  if (!proof.ok()) return proof.status();
+  out.clear();
+  if (*proof) control::append_auth(out, 0, MsgType::kAuth, **proof);
+  control::append_get_descriptor(out, 0);
+  RRS_RETURN_IF_ERROR(send_all(fd_.get(), out, timeout).as(ErrorKind::kUnavailable));
+  if (*proof) {
+    std::byte server_proof[control::kAuthSize];
+    RRS_RETURN_IF_ERROR(read_expected(MsgType::kAuthOk, server_proof, timeout));
+    auto p = control::decode_auth(server_proof);
+    if (!p.ok()) return p.status().as(ErrorKind::kBadData);
+    RRS_RETURN_IF_ERROR(auth::check_server(*secret_, hello_msg.client_nonce, hello_, *p));
+  }
 
   std::byte desc[control::kDescriptorSize];
   RRS_RETURN_IF_ERROR(read_expected(MsgType::kDescriptor, desc, timeout));
@@ -83,9 +102,7 @@ Status TcpTableReader::server_error(uint32_t body_len) {
   if (!e.ok()) return e.status().as(ErrorKind::kBadData);
   return Status::error("rdma-server answered",
                        std::string(control::error_code_name(e->code)) + ": " + e->text)
-      .as(e->code == control::ErrorCode::kNotReady || e->code == control::ErrorCode::kEpochGone
-              ? ErrorKind::kUnavailable  // not the data's fault: fetch the descriptor again
-              : ErrorKind::kBadData);
+      .as(control::error_kind(e->code));
 }
 
 Status TcpTableReader::read_expected(MsgType want, std::span<std::byte> body,
@@ -94,8 +111,12 @@ Status TcpTableReader::read_expected(MsgType want, std::span<std::byte> body,
   if (!h.ok()) return h.status();
   if (h->type == MsgType::kError) return server_error(h->body_len);
   if (h->type != want || h->body_len != body.size())
-    return Status::error("read from rdma-server", "unexpected message type " +
-                                                      std::to_string(static_cast<int>(h->type)))
+    return Status::error("read from rdma-server",
+                         "unexpected message (type " + std::to_string(static_cast<int>(h->type)) +
+                             ", " + std::to_string(h->body_len) + " bytes; expected type " +
+                             std::to_string(static_cast<int>(want)) + ", " +
+                             std::to_string(body.size()) +
+                             " bytes): is rdma-server of another version?")
         .as(ErrorKind::kBadData);
   return recv_all(fd_.get(), body, timeout).as(ErrorKind::kUnavailable);
 }

@@ -3,6 +3,8 @@
 // Requests are pipelined up to the server's max_in_flight.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <unordered_map>
 
 #include "common/endpoint.h"
@@ -13,8 +15,10 @@ namespace rrs {
 
 class TcpTableReader final : public TableReader {
  public:
-  // `io_timeout` bounds every wait on the server once connected.
-  TcpTableReader(Endpoint server, std::chrono::milliseconds io_timeout);
+  // `io_timeout` bounds every wait on the server once connected. With a
+  // `secret`, the server must ask for it and prove it holds it too.
+  TcpTableReader(Endpoint server, std::chrono::milliseconds io_timeout,
+                 std::optional<std::string> secret = std::nullopt);
 
   Status connect(Clock::time_point deadline) override;
   const control::Descriptor& descriptor() const override { return descriptor_; }
@@ -41,6 +45,7 @@ class TcpTableReader final : public TableReader {
 
   Endpoint server_;
   std::chrono::milliseconds io_timeout_;
+  std::optional<std::string> secret_;
   UniqueFd fd_;
   control::HelloOk hello_;
   control::Descriptor descriptor_;

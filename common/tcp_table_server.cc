@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "common/auth.h"
 #include "common/log.h"
 #include "common/socket.h"
 
@@ -39,7 +40,15 @@ class TcpTableServer::Client {
     bufferevent_setcb(bev_, on_read, on_write, on_event, this);
     // libevent writes 16 KiB per loop turn by default; table reads are MiBs.
     bufferevent_set_max_single_write(bev_, kMaxSingleWrite);
+    set_read_timeout(server_.limits_.access.handshake_timeout);
     bufferevent_enable(bev_, EV_READ | EV_WRITE);
+  }
+
+  // A new connection over --max-clients: told why, then closed.
+  void refuse_full() {
+    reject(0, ErrorCode::kServerFull,
+           "already serving " + std::to_string(server_.limits_.access.max_clients) +
+               " clients (--max-clients); try again later");
   }
   ~Client() { bufferevent_free(bev_); }
 
@@ -55,8 +64,34 @@ class TcpTableServer::Client {
   }
   static void on_event(bufferevent*, short what, void* arg) {
     auto* c = static_cast<Client*>(arg);
+    if (what & BEV_EVENT_TIMEOUT) return c->timed_out();
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) c->server_.drop(c);
   }
+
+  // No bytes from the client for the current read timeout: during the
+  // handshake it has kept a slot without saying who it is; afterwards it is
+  // idle. Either way it is told, and dropped.
+  void timed_out() {
+    if (closing_) return server_.drop(this);
+    const bool handshaking = !ready();
+    const auto& a = server_.limits_.access;
+    reject(0, ErrorCode::kIdle,
+           handshaking ? "no HELLO/AUTH within " + std::to_string(a.handshake_timeout.count()) + " ms"
+                       : "no request for " + std::to_string(a.idle_timeout.count()) +
+                             " s (--idle-timeout)");
+  }
+
+  void set_read_timeout(std::chrono::milliseconds t) {
+    if (t.count() == 0) {
+      bufferevent_set_timeouts(bev_, nullptr, nullptr);
+      return;
+    }
+    timeval tv{static_cast<time_t>(t.count() / 1000), static_cast<suseconds_t>(t.count() % 1000 * 1000)};
+    bufferevent_set_timeouts(bev_, &tv, nullptr);
+  }
+
+  // HELLO said, and AUTH passed if the server has a secret.
+  bool ready() const { return said_hello_ && (authenticated_ || !server_.limits_.access.secret); }
 
   evbuffer* output() { return bufferevent_get_output(bev_); }
 
@@ -89,15 +124,23 @@ class TcpTableServer::Client {
         auto v = control::negotiate_version(*m);
         if (!v.ok())
           return reject(h.request_id, ErrorCode::kUnsupportedVersion, v.status().reason());
+        if (said_hello_) return reject(h.request_id, ErrorCode::kBadMessage, "a second HELLO");
         control::HelloOk ok;
         ok.version = *v;
         ok.max_read_len = control::kMaxReadLength;
         ok.max_in_flight = server_.limits_.max_in_flight;
+        ok.auth_required = server_.limits_.access.secret.has_value();
+        ok.server_nonce = auth::random_nonce();
+        client_nonce_ = m->client_nonce;
+        server_nonce_ = ok.server_nonce;
         said_hello_ = true;
+        if (ready()) set_read_timeout(server_.limits_.access.idle_timeout);
         return send_frame([&](std::string& o) { control::append_hello_ok(o, h.request_id, ok); });
       }
+      case MsgType::kAuth:
+        return handle_auth(h.request_id, body);
       case MsgType::kGetDescriptor: {
-        if (!said_hello_) return reject(h.request_id, ErrorCode::kBadMessage, "HELLO first");
+        if (!ready()) return not_ready(h.request_id);
         if (!body.empty()) return reject(h.request_id, ErrorCode::kBadMessage, "unexpected body");
         const TablePtr& t = server_.table_;
         if (!t) return reject(h.request_id, ErrorCode::kNotReady, "no table published yet");
@@ -113,13 +156,42 @@ class TcpTableServer::Client {
         return send_frame([&](std::string& o) { control::append_descriptor(o, h.request_id, d); });
       }
       case MsgType::kRead:
-        if (!said_hello_) return reject(h.request_id, ErrorCode::kBadMessage, "HELLO first");
+        if (!ready()) return not_ready(h.request_id);
         return handle_read(h.request_id, body);
       default:
         return reject(h.request_id, ErrorCode::kBadMessage,
                       "message type " + std::to_string(static_cast<int>(h.type)) +
                           " is not a request");
     }
+  }
+
+  void not_ready(uint32_t request_id) {
+    if (!said_hello_) return reject(request_id, ErrorCode::kBadMessage, "HELLO first");
+    reject(request_id, ErrorCode::kAuthFailed,
+           "this rdma-server requires the shared secret: the client must AUTH first "
+           "(rdma-client --auth-file)");
+  }
+
+  // The client's proof of the shared secret, against this connection's
+  // nonces. Right: AUTH_OK with our own proof. Wrong: logged with the peer,
+  // and the client is told (nothing else is revealed).
+  void handle_auth(uint32_t request_id, std::span<const std::byte> body) {
+    const auto& secret = server_.limits_.access.secret;
+    if (!said_hello_) return reject(request_id, ErrorCode::kBadMessage, "HELLO first");
+    if (!secret || authenticated_)
+      return reject(request_id, ErrorCode::kBadMessage, "AUTH not asked for");
+    auto proof = control::decode_auth(body);
+    if (!proof.ok()) return reject(request_id, ErrorCode::kBadMessage, proof.status().reason());
+    if (!auth::proofs_equal(*proof, auth::client_proof(*secret, client_nonce_, server_nonce_)))
+      return reject(request_id, ErrorCode::kAuthFailed,
+                    "wrong shared secret (compare the client's and the server's --auth-file)");
+    authenticated_ = true;
+    log::info("client " + peer_ + " authenticated");
+    set_read_timeout(server_.limits_.access.idle_timeout);
+    send_frame([&](std::string& o) {
+      control::append_auth(o, request_id, MsgType::kAuthOk,
+                           auth::server_proof(*secret, client_nonce_, server_nonce_));
+    });
   }
 
   // A READ of the current table (sent by reference: it never changes) or of
@@ -180,12 +252,18 @@ class TcpTableServer::Client {
     closing_ = true;
     bufferevent_disable(bev_, EV_READ);
     bufferevent_setwatermark(bev_, EV_WRITE, 0, 0);
+    // A peer that never reads the ERROR does not keep its slot either.
+    const auto t = server_.limits_.access.handshake_timeout.count();
+    timeval tv{static_cast<time_t>(t / 1000), static_cast<suseconds_t>(t % 1000 * 1000)};
+    bufferevent_set_timeouts(bev_, nullptr, &tv);
   }
 
   TcpTableServer& server_;
   bufferevent* bev_;
   std::string peer_;
   bool said_hello_ = false;
+  bool authenticated_ = false;
+  control::Nonce client_nonce_{}, server_nonce_{};
   bool closing_ = false;
 };
 
@@ -235,7 +313,10 @@ void TcpTableServer::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* ad
     evutil_closesocket(fd);
     return;
   }
-  self->clients_.insert(new Client(*self, bev, peer_name(addr)));
+  auto* c = new Client(*self, bev, peer_name(addr));
+  const bool full = self->clients_.size() >= self->limits_.access.max_clients;
+  self->clients_.insert(c);
+  if (full) c->refuse_full();
 }
 
 void TcpTableServer::drop(Client* c) {

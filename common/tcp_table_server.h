@@ -1,7 +1,8 @@
 // TableServer over TCP, driven by a libevent loop (the caller's event_base;
 // every method runs on that loop's thread). Each client speaks the control
-// protocol: HELLO, GET_DESCRIPTOR, then any number of READs, answered from the
-// published table without copying it (evbuffer references).
+// protocol: HELLO, AUTH (when the server has a secret), GET_DESCRIPTOR, then
+// any number of READs, answered from the published table without copying it
+// (evbuffer references).
 #pragma once
 
 #include <event2/event.h>
@@ -21,6 +22,7 @@ struct TcpServerLimits {
   // Bytes queued for one client before we stop reading its requests: bounds
   // what a client that never reads can make us hold.
   size_t max_queued_bytes = 64u << 20;
+  AccessPolicy access;
 };
 
 class TcpTableServer final : public TableServer {

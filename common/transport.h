@@ -9,7 +9,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "common/clock.h"
@@ -31,6 +33,20 @@ struct TableRead {
   // the change log's bytes and the header that checks them this way, in one
   // round trip.
   bool fence = false;
+};
+
+// Who may read, and how many at once: the same rules on every transport.
+struct AccessPolicy {
+  // The shared secret (common/auth.h); with one, a client must AUTH before it
+  // learns anything about the table. Without one, serve loopback only.
+  std::optional<std::string> secret;
+  // More clients than this are refused (kServerFull), on each transport.
+  uint32_t max_clients = 64;
+  // TCP: a client that sends no request for this long is dropped (0: never).
+  // Verbs READs are invisible to the server; there the keepalive decides.
+  std::chrono::seconds idle_timeout{300};
+  // HELLO (and AUTH) must be done within this, on either transport.
+  std::chrono::milliseconds handshake_timeout{10000};
 };
 
 class TableServer {

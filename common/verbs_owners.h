@@ -1,7 +1,8 @@
 // Move-only owners for every rdma-core object we create. Each releases its
 // object exactly once, never throws, and is declared by its users in creation
 // order so that members are destroyed in the reverse order rdma-core's
-// examples clean up: MRs, QP, CQ, completion channel, PD, cm_id, event channel.
+// examples clean up: MWs, MRs, QP, CQ, completion channel, PD, cm_id, event
+// channel.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -25,6 +26,11 @@ using CmId = std::unique_ptr<rdma_cm_id, Releaser<rdma_destroy_id>>;
 using ProtectionDomain = std::unique_ptr<ibv_pd, Releaser<ibv_dealloc_pd>>;
 using CompletionChannel = std::unique_ptr<ibv_comp_channel, Releaser<ibv_destroy_comp_channel>>;
 using MemoryRegion = std::unique_ptr<ibv_mr, Releaser<ibv_dereg_mr>>;
+// A memory window; deallocating it invalidates every rkey it was bound under.
+// Drop it before the MR it is bound to (a bound MR cannot be deregistered).
+// (ibv_dealloc_mw is static inline in verbs.h: wrapped for external linkage.)
+inline int dealloc_mw(ibv_mw* mw) { return ibv_dealloc_mw(mw); }
+using MemoryWindow = std::unique_ptr<ibv_mw, Releaser<dealloc_mw>>;
 
 // A CM event; acknowledged (as rdma_cm requires for every event) when dropped.
 using CmEvent = std::unique_ptr<rdma_cm_event, Releaser<rdma_ack_cm_event>>;

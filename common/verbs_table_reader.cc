@@ -8,6 +8,8 @@
 #include <cstring>
 #include <thread>
 
+#include "common/auth.h"
+
 namespace rrs {
 namespace {
 
@@ -23,8 +25,9 @@ void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOC
 
 }  // namespace
 
-VerbsTableReader::VerbsTableReader(Endpoint server, std::chrono::milliseconds io_timeout)
-    : server_(std::move(server)), io_timeout_(io_timeout) {}
+VerbsTableReader::VerbsTableReader(Endpoint server, std::chrono::milliseconds io_timeout,
+                                   std::optional<std::string> secret)
+    : server_(std::move(server)), io_timeout_(io_timeout), secret_(std::move(secret)) {}
 
 VerbsTableReader::~VerbsTableReader() { close(); }
 
@@ -76,7 +79,7 @@ Result<verbs::CmEvent> VerbsTableReader::wait_cm_event(rdma_cm_event_type want,
         retryable = err->code == control::ErrorCode::kNotReady;
         return Status::error("rdma-server rejected us",
                              std::string(control::error_code_name(err->code)) + ": " + err->text)
-            .as(retryable ? ErrorKind::kUnavailable : ErrorKind::kBadData);
+            .as(control::error_kind(err->code));
       }
       retryable = true;  // no listener on that port (yet)
       why += ": nothing is listening for RDMA connections on that port";
@@ -156,10 +159,12 @@ Status VerbsTableReader::attempt(Clock::time_point deadline, bool& retryable) {
   if (ibv_query_port(id->verbs, id->port_num, &port_attr) != 0)
     return Status::from_errno("ibv_query_port");
 
-  std::string hello = control::encode_connect(control::Hello{});
+  control::Hello hello;
+  hello.client_nonce = auth::random_nonce();
+  std::string connect_data = control::encode_connect(hello);
   rdma_conn_param cp{};
-  cp.private_data = hello.data();
-  cp.private_data_len = static_cast<uint8_t>(hello.size());
+  cp.private_data = connect_data.data();
+  cp.private_data_len = static_cast<uint8_t>(connect_data.size());
   // We issue READs: ask for as many outstanding as the device allows.
   cp.initiator_depth =
       static_cast<uint8_t>(std::min<int>(dev.max_qp_init_rd_atom, kInitiatorDepthCap));
@@ -171,17 +176,114 @@ Status VerbsTableReader::attempt(Clock::time_point deadline, bool& retryable) {
   if (!ev.ok()) return ev.status();
   auto accept = control::decode_accept(private_data(**ev));
   if (!accept.ok()) return accept.status().as(ErrorKind::kBadData);
-  accept_ = *accept;
-  if (accept_.descriptor.transport != control::TransportKind::kVerbs || accept_.descriptor.rkey == 0)
+  hello_ = accept->hello;
+  auto proof = auth::answer_challenge(secret_, hello_, hello.client_nonce);
+  if (!proof.ok()) return proof.status();
+  if (*proof) {
+    RRS_RETURN_IF_ERROR(authenticate(**proof, hello.client_nonce,
+                                     Clock::now() + std::max(left(), io_timeout_)));
+  } else {
+    descriptor_ = *accept->descriptor;
+  }
+  if (descriptor_.transport != control::TransportKind::kVerbs || descriptor_.rkey == 0)
     return Status::error("read descriptor", "server did not publish an RDMA region")
         .as(ErrorKind::kBadData);
-  max_in_flight_ = std::min(accept_.hello.max_in_flight, kMaxSendWr);
-  max_read_len_ = std::min<uint32_t>(accept_.hello.max_read_len, port_attr.max_msg_sz);
-  keepalive_interval_ = std::chrono::milliseconds(accept_.hello.keepalive_interval_ms);
+  max_in_flight_ = std::min(hello_.max_in_flight, kMaxSendWr);
+  max_read_len_ = std::min<uint32_t>(hello_.max_read_len, port_attr.max_msg_sz);
+  keepalive_interval_ = std::chrono::milliseconds(hello_.keepalive_interval_ms);
   keepalive_seq_ = keepalive_acked_ = 0;
   heard_at_ = Clock::now();
   broken_ = false;
   return {};
+}
+
+Status VerbsTableReader::authenticate(const control::Proof& proof,
+                                      const control::Nonce& client_nonce,
+                                      Clock::time_point deadline) {
+  std::string msg;
+  control::append_auth(msg, 0, control::MsgType::kAuth, proof);
+  std::byte* buf = msgs_.data() + kRecvSlots * kMsgSlot;
+  std::memcpy(buf, msg.data(), msg.size());
+  ibv_sge sge{reinterpret_cast<uint64_t>(buf), static_cast<uint32_t>(msg.size()), msgs_mr_->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = kAuthWrId;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* bad = nullptr;
+  if (int rc = ibv_post_send(qp_.get(), &wr, &bad); rc != 0)
+    return Status::from_errno("send AUTH", rc).as(ErrorKind::kUnavailable);
+
+  auto answer = receive_auth_answer(deadline);
+  if (!answer.ok()) return answer.status().wrap("authenticate to rdma-server");
+  const auto bytes = std::as_bytes(std::span(*answer));
+  auto type = control::message_type(bytes);
+  if (!type.ok()) return type.status().as(ErrorKind::kBadData);
+  if (*type == control::MsgType::kError) {
+    auto err = control::decode_reject(bytes);
+    if (!err.ok()) return err.status().as(ErrorKind::kBadData);
+    return Status::error("rdma-server refused us",
+                         std::string(control::error_code_name(err->code)) + ": " + err->text)
+        .as(control::error_kind(err->code));
+  }
+  auto granted = control::decode_auth_granted(bytes);
+  if (!granted.ok()) return granted.status().as(ErrorKind::kBadData);
+  RRS_RETURN_IF_ERROR(auth::check_server(*secret_, client_nonce, hello_, granted->server_proof));
+  descriptor_ = granted->descriptor;
+  return {};
+}
+
+// Both completions are taken: the message's RECV and our AUTH SEND's (which
+// may come after it), so no stray send completion is left for reap(), which
+// would take it for the end of a chain of READs.
+Result<std::string> VerbsTableReader::receive_auth_answer(Clock::time_point deadline) {
+  bool armed = false;
+  bool sent = false;
+  std::optional<std::string> msg;
+  Status gone;  // a disconnect seen: report it once the CQ holds nothing more
+  for (;;) {
+    if (msg && sent) return *msg;
+    ibv_wc wc{};
+    int n = ibv_poll_cq(cq_.get(), 1, &wc);
+    if (n == 0 && !gone.ok()) return msg ? Result<std::string>(*msg) : gone;
+    if (n < 0) return Status::error("ibv_poll_cq", "failed").as(ErrorKind::kUnavailable);
+    if (n == 1) {
+      if (wc.status != IBV_WC_SUCCESS)
+        return !gone.ok() ? gone
+                          : Status::error("receive from rdma-server", ibv_wc_status_str(wc.status))
+                                .as(ErrorKind::kUnavailable);
+      if (!(wc.wr_id & kRecvWrBit)) {
+        sent = true;  // our AUTH went out
+        continue;
+      }
+      auto slot = static_cast<uint32_t>(wc.wr_id & ~kRecvWrBit);
+      msg.emplace(reinterpret_cast<const char*>(msgs_.data() + slot * kMsgSlot),
+                  std::min<size_t>(wc.byte_len, kMsgSlot));
+      if (!post_recv(slot)) return Status::from_errno("post a receive");
+      continue;
+    }
+    if (!armed) {
+      if (ibv_req_notify_cq(cq_.get(), 0) != 0) return Status::from_errno("ibv_req_notify_cq");
+      armed = true;
+      continue;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0)
+      return Status::error("receive from rdma-server", "no answer in time", ETIMEDOUT)
+          .as(ErrorKind::kUnavailable);
+    pollfd fds[2] = {{comp_channel_->fd, POLLIN, 0}, {channel_->fd, POLLIN, 0}};
+    int r = ::poll(fds, 2, static_cast<int>(left.count()));
+    if (r < 0 && errno != EINTR) return Status::from_errno("poll");
+    // The server disconnects right after an ERROR: the ERROR is in the CQ first.
+    if (fds[1].revents & POLLIN) gone = check_cm_channel();
+    if (fds[0].revents & POLLIN) {
+      ibv_cq* ev_cq = nullptr;
+      void* ctx = nullptr;
+      while (ibv_get_cq_event(comp_channel_.get(), &ev_cq, &ctx) == 0) cq_.event_taken();
+      armed = false;
+    }
+  }
 }
 
 bool VerbsTableReader::post_recv(uint32_t slot) {
@@ -231,7 +333,7 @@ Status VerbsTableReader::post_reads(std::span<const TableRead> batch) {
   std::vector<ibv_sge> sges(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
     const TableRead& r = batch[i];
-    const control::Descriptor& d = accept_.descriptor;
+    const control::Descriptor& d = descriptor_;
     const bool log = r.region == control::Region::kChangeLog;
     const uint64_t length = log ? d.log_length : d.table_length;
     if (r.dst.empty() || r.dst.size() > max_read_len_ || r.offset > length ||

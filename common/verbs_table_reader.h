@@ -1,5 +1,6 @@
-// TableReader over RDMA: rdmacm connects (HELLO in the private data, the
-// descriptor in the accept's), then every read is a one-sided RDMA READ from
+// TableReader over RDMA: rdmacm connects (HELLO in the private data; the
+// accept's carries HELLO_OK, and the descriptor unless the server wants AUTH,
+// which is then one SEND each way on the new connection), then every read is a one-sided RDMA READ from
 // the server's registered table into a locally registered buffer. Reads are
 // posted as chains with selective signaling: only every kSignalEvery-th WR
 // and the last of each batch ask for a completion, and since an RC QP
@@ -17,6 +18,8 @@
 
 #include <array>
 #include <deque>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "common/endpoint.h"
@@ -31,11 +34,13 @@ class VerbsTableReader final : public TableReader {
   static constexpr uint32_t kMaxSendWr = 64;
   static_assert(kMaxSendWr >= 2 * kSignalEvery);
 
-  VerbsTableReader(Endpoint server, std::chrono::milliseconds io_timeout);
+  // With a `secret`, the server must ask for it and prove it holds it too.
+  VerbsTableReader(Endpoint server, std::chrono::milliseconds io_timeout,
+                   std::optional<std::string> secret = std::nullopt);
   ~VerbsTableReader() override;
 
   Status connect(Clock::time_point deadline) override;
-  const control::Descriptor& descriptor() const override { return accept_.descriptor; }
+  const control::Descriptor& descriptor() const override { return descriptor_; }
   uint32_t max_read_length() const override { return max_read_len_; }
   uint32_t max_in_flight() const override { return max_in_flight_; }
   Status register_buffer(std::span<std::byte> memory) override;
@@ -44,13 +49,21 @@ class VerbsTableReader final : public TableReader {
   Status poll(std::vector<uint64_t>& done, std::chrono::milliseconds timeout) override;
   Status keepalive() override;
 
+  // Tests only: read under other rkeys than the server gave us (to show that
+  // another client's window does not work from this QP).
+  void use_rkeys_for_test(uint32_t rkey, uint32_t log_rkey) {
+    descriptor_.rkey = rkey;
+    descriptor_.log_rkey = log_rkey;
+  }
+
  private:
   // Work requests on the send queue, oldest first: READs and keepalive SENDs.
   static constexpr uint64_t kKeepaliveWrId = (uint64_t{1} << 63) - 1;
+  static constexpr uint64_t kAuthWrId = (uint64_t{1} << 63) - 2;
   // Receive WRs are told apart from sends by this bit in wr_id (READ ids are small).
   static constexpr uint64_t kRecvWrBit = uint64_t{1} << 63;
   static constexpr uint32_t kRecvSlots = 2;
-  static constexpr size_t kMsgSlot = 64;
+  static constexpr size_t kMsgSlot = control::kMaxVerbsMessage;
   struct Outstanding {
     uint64_t id;
     bool signaled;
@@ -63,6 +76,11 @@ class VerbsTableReader final : public TableReader {
   Status tick();
   bool post_recv(uint32_t slot);
   Status attempt(Clock::time_point deadline, bool& retryable);
+  // AUTH as one SEND, then the server's one answer: AUTH_OK + DESCRIPTOR, or an ERROR.
+  Status authenticate(const control::Proof& proof, const control::Nonce& client_nonce,
+                      Clock::time_point deadline);
+  // The server's one answer to our AUTH SEND (before any READ is posted).
+  Result<std::string> receive_auth_answer(Clock::time_point deadline);
   Result<verbs::CmEvent> wait_cm_event(rdma_cm_event_type want, std::chrono::milliseconds timeout,
                                        bool& retryable);
   Status check_cm_channel();
@@ -74,7 +92,9 @@ class VerbsTableReader final : public TableReader {
 
   Endpoint server_;
   std::chrono::milliseconds io_timeout_;
-  control::Accept accept_;
+  std::optional<std::string> secret_;
+  control::HelloOk hello_;
+  control::Descriptor descriptor_;
   uint32_t max_read_len_ = 0;
   uint32_t max_in_flight_ = 0;
   uint32_t posted_since_signal_ = 0;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <optional>
 
+#include "common/auth.h"
 #include "common/log.h"
 #include "common/rdma_device.h"
 
@@ -68,6 +69,7 @@ Result<std::unique_ptr<VerbsTableServer>> VerbsTableServer::listen(event_base* b
   s->retire_timer_.reset(evtimer_new(base, on_retire_timer, s.get()));
   s->keepalive_timer_.reset(
       event_new(base, -1, EV_PERSIST, on_keepalive_timer, s.get()));
+  s->handshake_timer_.reset(evtimer_new(base, on_handshake_timer, s.get()));
   auto ms = limits.keepalive_interval.count();
   timeval every{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>(ms % 1000 * 1000)};
   event_add(s->keepalive_timer_.get(), &every);
@@ -79,6 +81,7 @@ VerbsTableServer::~VerbsTableServer() {
   cm_event_.reset();
   retire_timer_.reset();
   keepalive_timer_.reset();
+  handshake_timer_.reset();
   connections_.clear();
   registrations_.clear();
 }
@@ -156,10 +159,6 @@ void VerbsTableServer::handle(rdma_cm_event& ev) {
   }
 }
 
-bool VerbsTableServer::admit(const rdma_cm_id*, const control::Hello&, std::string&) {
-  return true;
-}
-
 void VerbsTableServer::reject(rdma_cm_id* id, ErrorCode code, const std::string& why) {
   log::warn("verbs client " + peer_of(id) + ": " + control::error_code_name(code) + ": " + why +
             "; rejecting it");
@@ -173,7 +172,10 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
   if (!hello.ok()) return reject(id, ErrorCode::kBadMessage, hello.status().reason());
   auto version = control::negotiate_version(*hello);
   if (!version.ok()) return reject(id, ErrorCode::kUnsupportedVersion, version.status().reason());
-  if (std::string why; !admit(id, *hello, why)) return reject(id, ErrorCode::kBadMessage, why);
+  if (connections_.size() >= limits_.access.max_clients)
+    return reject(id, ErrorCode::kServerFull,
+                  "already serving " + std::to_string(limits_.access.max_clients) +
+                      " clients (--max-clients); try again later");
   if (!current_) return reject(id, ErrorCode::kNotReady, "no table published yet");
   auto reg = registration_for(id->verbs);
   if (!reg.ok()) return reject(id, ErrorCode::kInternal, reg.status().message());
@@ -185,7 +187,10 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
   c->id.reset(id);
   c->peer = peer_of(id);
   c->epoch = current_->epoch();
-  c->last_heard = Clock::now();
+  c->last_heard = c->connected_at = Clock::now();
+  c->client_nonce = hello->client_nonce;
+  c->server_nonce = auth::random_nonce();
+  c->authenticated = !limits_.access.secret;
   if (!prepare(*c, *pd)) return drop_new(std::move(c), "set up its queue pair");
 
   ibv_device_attr dev{};
@@ -194,16 +199,10 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
   accept.hello.max_read_len = control::kMaxReadLength;
   accept.hello.max_in_flight = limits_.max_in_flight;
   accept.hello.keepalive_interval_ms = static_cast<uint32_t>(limits_.keepalive_interval.count());
-  control::Descriptor& d = accept.descriptor;
-  d = {current_->epoch(), current_->header.total_size,
-       reinterpret_cast<uint64_t>(current_->bytes.data()), (*reg)->mr->rkey,
-       current_->header.layout_version, control::TransportKind::kVerbs};
-  if (const ChangeLogPtr& log = current_->log) {
-    d.log_id = log->id();
-    d.log_length = log->memory().size();
-    d.log_addr = reinterpret_cast<uint64_t>(log->memory().data());
-    d.log_rkey = (*reg)->log_mr->rkey;
-  }
+  accept.hello.auth_required = !c->authenticated;
+  accept.hello.server_nonce = c->server_nonce;
+  // With a secret, the rkey goes out only after AUTH (answer_auth).
+  if (c->authenticated) accept.descriptor = descriptor_for(**reg);
   std::string data = control::encode_accept(accept);
   rdma_conn_param cp{};
   cp.private_data = data.data();
@@ -215,6 +214,20 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
   cp.initiator_depth = 0;
   if (rdma_accept(id, &cp) != 0) return drop_new(std::move(c), "rdma_accept");
   connections_.emplace(id, std::move(c));
+  arm_handshake_timer();
+}
+
+control::Descriptor VerbsTableServer::descriptor_for(const Registration& r) const {
+  control::Descriptor d{r.table->epoch(), r.table->header.total_size,
+                        reinterpret_cast<uint64_t>(r.table->bytes.data()), r.mr->rkey,
+                        r.table->header.layout_version, control::TransportKind::kVerbs};
+  if (const ChangeLogPtr& log = r.table->log) {
+    d.log_id = log->id();
+    d.log_length = log->memory().size();
+    d.log_addr = reinterpret_cast<uint64_t>(log->memory().data());
+    d.log_rkey = r.log_mr->rkey;
+  }
+  return d;
 }
 
 // The server posts only keepalive answers: a small CQ with no completion
@@ -257,7 +270,13 @@ std::string VerbsTableServer::take_completions(Connection& c) {
       if (wc[i].status != IBV_WC_SUCCESS)
         return std::string("completion error: ") + ibv_wc_status_str(wc[i].status);
       if (wc[i].wr_id < kRecvSlots) {
-        std::string why = answer_keepalive(c, static_cast<uint32_t>(wc[i].wr_id), wc[i].byte_len);
+        const auto slot = static_cast<uint32_t>(wc[i].wr_id);
+        auto type = control::message_type(std::span<const std::byte>(
+            c.msgs.data() + slot * kMsgSlot, std::min<size_t>(wc[i].byte_len, kMsgSlot)));
+        if (!type.ok()) return "sent a bad message: " + type.status().reason();
+        std::string why = *type == control::MsgType::kAuth
+                              ? answer_auth(c, slot, wc[i].byte_len)
+                              : answer_keepalive(c, slot, wc[i].byte_len);
         if (!why.empty()) return why;
       } else {
         --c.sends_in_flight;
@@ -268,6 +287,7 @@ std::string VerbsTableServer::take_completions(Connection& c) {
 }
 
 std::string VerbsTableServer::answer_keepalive(Connection& c, uint32_t slot, uint32_t length) {
+  if (!c.authenticated) return "sent a keepalive before AUTH";
   auto seq = control::decode_keepalive(
       std::span<const std::byte>(c.msgs.data() + slot * kMsgSlot, std::min<size_t>(length, kMsgSlot)),
       control::MsgType::kKeepalive);
@@ -276,11 +296,104 @@ std::string VerbsTableServer::answer_keepalive(Connection& c, uint32_t slot, uin
   if (!post_recv(c, slot)) return "could not post a receive";
   // A client keeps one keepalive outstanding; one that floods us just misses answers.
   if (c.sends_in_flight == kSendSlots) return "";
-  std::string ack = control::encode_keepalive(control::MsgType::kKeepaliveAck, *seq);
+  if (!send_message(c, control::encode_keepalive(control::MsgType::kKeepaliveAck, *seq)))
+    return "could not post a send";
+  return "";
+}
+
+// The client's proof of the shared secret, against this connection's
+// nonces. Right: AUTH_OK with our own proof and the descriptor (the rkey's
+// first trip). Wrong: logged with the peer, told, and disconnected.
+std::string VerbsTableServer::answer_auth(Connection& c, uint32_t slot, uint32_t length) {
+  if (c.authenticated || c.closing_since) return "sent AUTH when not asked for";
+  auto proof = control::decode_auth_message(
+      std::span<const std::byte>(c.msgs.data() + slot * kMsgSlot, std::min<size_t>(length, kMsgSlot)));
+  if (!proof.ok()) return "sent a bad message: " + proof.status().reason();
+  if (!post_recv(c, slot)) return "could not post a receive";
+  const std::string& secret = *limits_.access.secret;
+  if (!auth::proofs_equal(*proof, auth::client_proof(secret, c.client_nonce, c.server_nonce))) {
+    close_with(c, ErrorCode::kAuthFailed,
+               "wrong shared secret (compare the client's and the server's --auth-file)");
+    return "";
+  }
+  if (!current_) {
+    close_with(c, ErrorCode::kNotReady, "no table published yet");
+    return "";
+  }
+  auto reg = registration_for(c.id->verbs);
+  if (!reg.ok()) {
+    close_with(c, ErrorCode::kInternal, reg.status().message());
+    return "";
+  }
+  c.authenticated = true;
+  c.epoch = current_->epoch();  // a newer epoch may have been published meanwhile
+  c.last_heard = Clock::now();
+  control::Descriptor d = descriptor_for(**reg);
+  if ((*reg)->windows) {
+    if (Status bound = bind_windows(c, **reg, d); !bound.ok()) {
+      close_with(c, ErrorCode::kInternal, bound.message());
+      return "";
+    }
+  }
+  if (!send_message(c, control::encode_auth_granted(
+                           {auth::server_proof(secret, c.client_nonce, c.server_nonce), d})))
+    return "could not post a send";
+  log::info("verbs client " + c.peer + " authenticated (epoch " + std::to_string(c.epoch) + ")");
+  return "";
+}
+
+Status VerbsTableServer::bind_windows(Connection& c, const Registration& r,
+                                      control::Descriptor& d) {
+  struct Bind {
+    verbs::MemoryWindow& window;
+    ibv_mr* mr;
+    uint32_t& rkey;
+  };
+  std::vector<Bind> binds{{c.table_window, r.mr.get(), d.rkey}};
+  if (r.log_mr) binds.push_back({c.log_window, r.log_mr.get(), d.log_rkey});
+  for (Bind& b : binds) {
+    b.window.reset(ibv_alloc_mw(c.qp.get()->pd, IBV_MW_TYPE_2));
+    if (!b.window) return Status::from_errno("allocate a memory window");
+    ibv_send_wr wr{};
+    wr.wr_id = kRecvSlots;  // a send, for the completion count
+    wr.opcode = IBV_WR_BIND_MW;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.bind_mw.mw = b.window.get();
+    wr.bind_mw.rkey = ibv_inc_rkey(b.window->rkey);
+    wr.bind_mw.bind_info.mr = b.mr;
+    wr.bind_mw.bind_info.addr = reinterpret_cast<uint64_t>(b.mr->addr);
+    wr.bind_mw.bind_info.length = b.mr->length;
+    wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+    ibv_send_wr* bad = nullptr;
+    if (int rc = ibv_post_send(c.qp.get(), &wr, &bad); rc != 0)
+      return Status::from_errno("bind a memory window", rc);
+    ++c.sends_in_flight;
+    b.rkey = wr.bind_mw.rkey;
+  }
+  return {};
+}
+
+bool VerbsTableServer::supports_windows(ibv_context* device) {
+  auto [it, fresh] = window_support_.try_emplace(device, false);
+  if (fresh) {
+    ibv_device_attr attr{};
+    it->second = ibv_query_device(device, &attr) == 0 &&
+                 (attr.device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+                                           IBV_DEVICE_MEM_WINDOW_TYPE_2B)) != 0;
+    if (limits_.access.secret && !it->second)
+      log::warn(std::string("RDMA device ") + ibv_get_device_name(device->device) +
+                " has no type-2 memory windows: every client of an epoch reads under the "
+                "epoch's own rkey, which dies only when the epoch retires");
+  }
+  return it->second;
+}
+
+bool VerbsTableServer::send_message(Connection& c, const std::string& msg) {
+  if (c.sends_in_flight == kSendSlots || msg.size() > kMsgSlot) return false;
   std::byte* buf = c.msgs.data() + (kRecvSlots + c.next_send_slot) * kMsgSlot;
   c.next_send_slot = (c.next_send_slot + 1) % kSendSlots;
-  std::memcpy(buf, ack.data(), ack.size());
-  ibv_sge sge{reinterpret_cast<uint64_t>(buf), static_cast<uint32_t>(ack.size()), c.msgs_mr->lkey};
+  std::memcpy(buf, msg.data(), msg.size());
+  ibv_sge sge{reinterpret_cast<uint64_t>(buf), static_cast<uint32_t>(msg.size()), c.msgs_mr->lkey};
   ibv_send_wr wr{};
   wr.wr_id = kRecvSlots;  // any id >= kRecvSlots is a send
   wr.sg_list = &sge;
@@ -288,9 +401,54 @@ std::string VerbsTableServer::answer_keepalive(Connection& c, uint32_t slot, uin
   wr.opcode = IBV_WR_SEND;
   wr.send_flags = IBV_SEND_SIGNALED;
   ibv_send_wr* bad = nullptr;
-  if (ibv_post_send(c.qp.get(), &wr, &bad) != 0) return "could not post a send";
+  if (ibv_post_send(c.qp.get(), &wr, &bad) != 0) return false;
   ++c.sends_in_flight;
-  return "";
+  return true;
+}
+
+void VerbsTableServer::close_with(Connection& c, ErrorCode code, const std::string& why) {
+  log::warn("verbs client " + c.peer + ": " + control::error_code_name(code) + ": " + why +
+            "; disconnecting it");
+  send_message(c, control::encode_error_message({code, why}));
+  c.closing_since = Clock::now();
+  arm_handshake_timer();
+}
+
+void VerbsTableServer::on_handshake_timer(evutil_socket_t, short, void* arg) {
+  static_cast<VerbsTableServer*>(arg)->sweep_handshakes();
+}
+
+void VerbsTableServer::arm_handshake_timer() {
+  for (const auto& [id, c] : connections_)
+    if (!c->authenticated || c->closing_since) {
+      timeval tv{0, 5000};
+      evtimer_add(handshake_timer_.get(), &tv);
+      return;
+    }
+}
+
+void VerbsTableServer::sweep_handshakes() {
+  const auto now = Clock::now();
+  std::vector<std::pair<rdma_cm_id*, std::string>> gone;
+  for (auto& [id, c] : connections_) {
+    if (c->authenticated && !c->closing_since) continue;
+    std::string why = take_completions(*c);
+    if (!why.empty()) {
+      gone.emplace_back(id, why + "; dropping it");
+    } else if (c->closing_since) {
+      if (c->sends_in_flight == 0 || now - *c->closing_since > std::chrono::seconds(1))
+        gone.emplace_back(id, "disconnected");
+    } else if (!c->authenticated && now - c->connected_at > limits_.access.handshake_timeout) {
+      close_with(*c, ErrorCode::kIdle,
+                 "no AUTH within " + std::to_string(limits_.access.handshake_timeout.count()) +
+                     " ms");
+    }
+  }
+  for (const auto& [id, why] : gone) {
+    rdma_disconnect(id);
+    drop(id, why.c_str());
+  }
+  arm_handshake_timer();
 }
 
 void VerbsTableServer::on_keepalive_timer(evutil_socket_t, short, void* arg) {
@@ -305,6 +463,7 @@ void VerbsTableServer::sweep() {
   const auto now = Clock::now();
   std::vector<std::pair<rdma_cm_id*, std::string>> gone;
   for (auto& [id, c] : connections_) {
+    if (!c->authenticated || c->closing_since) continue;  // sweep_handshakes() has them
     std::string why = take_completions(*c);
     if (why.empty() && now - c->last_heard > limit)
       why = "sent no keepalive for " +
@@ -353,9 +512,13 @@ Result<const VerbsTableServer::Registration*> VerbsTableServer::registration_for
     if (r.table == current_ && r.device == device) return &r;
   auto pd = pd_for(device);
   if (!pd.ok()) return pd.status();
-  // Remote read only: no peer can ever write the table.
+  // Remote read only: no peer can ever write the table. With a secret and
+  // type-2 windows, not even that: only the windows bound for each
+  // authenticated client's QP grant it.
+  const bool windows = limits_.access.secret && supports_windows(device);
+  const int access = windows ? IBV_ACCESS_MW_BIND : IBV_ACCESS_REMOTE_READ;
   ibv_mr* mr = ibv_reg_mr(*pd, const_cast<std::byte*>(current_->bytes.data()),
-                          current_->bytes.size(), IBV_ACCESS_REMOTE_READ);
+                          current_->bytes.size(), access);
   if (!mr)
     return Status::from_errno("register the " + std::to_string(current_->bytes.size() >> 20) +
                               " MiB table with " + ibv_get_device_name(device->device));
@@ -364,13 +527,14 @@ Result<const VerbsTableServer::Registration*> VerbsTableServer::registration_for
   if (const ChangeLogPtr& log = current_->log) {
     // The sidecar writes the log with the CPU; peers may only read it.
     ibv_mr* lmr = ibv_reg_mr(*pd, const_cast<std::byte*>(log->memory().data()),
-                             log->memory().size(), IBV_ACCESS_REMOTE_READ);
+                             log->memory().size(), access);
     if (!lmr)
       return Status::from_errno("register the " + std::to_string(log->memory().size() >> 20) +
                                 " MiB change log with " + ibv_get_device_name(device->device));
     log_mr = verbs::MemoryRegion(lmr);
   }
-  registrations_.push_back({current_, device, std::move(table_mr), std::move(log_mr), {}});
+  registrations_.push_back(
+      {current_, device, std::move(table_mr), std::move(log_mr), {}, windows});
   return &registrations_.back();
 }
 
@@ -389,7 +553,14 @@ void VerbsTableServer::prune_retired() {
     if (r.retired_at == Clock::time_point{}) return false;
     bool in_use = false;
     for (const auto& [id, c] : connections_) in_use |= c->epoch == r.table->epoch();
-    return !in_use || now - r.retired_at >= limits_.retire_grace;
+    if (in_use && now - r.retired_at < limits_.retire_grace) return false;
+    // Windows go before the MR they are bound to; their clients' READs fail.
+    for (auto& [id, c] : connections_)
+      if (c->epoch == r.table->epoch() && c->id->verbs == r.device) {
+        c->table_window.reset();
+        c->log_window.reset();
+      }
+    return true;
   });
   std::optional<Clock::time_point> next;
   for (const Registration& r : registrations_)

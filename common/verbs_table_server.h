@@ -1,7 +1,9 @@
 // TableServer over RDMA (rdmacm + one-sided READ). The table of each epoch is
 // registered once per device with IBV_ACCESS_REMOTE_READ only, shared by every
 // client; a client's CONNECT_REQUEST carries HELLO in its private data and the
-// accept answers with HELLO_OK + DESCRIPTOR (address, rkey, length, epoch).
+// accept answers with HELLO_OK, then DESCRIPTOR (address, rkey, length,
+// epoch): in the accept itself without a shared secret, or with one, as a
+// SEND once the client's AUTH (a SEND on the new connection) has been checked.
 // After that the server's CPU does nothing per byte: clients READ directly.
 // The only messages are keepalives (RDMA has no transport keepalive): each
 // client SENDs one per interval, and the server drops a client it has not
@@ -20,6 +22,7 @@
 #include <array>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <memory>
 #include <vector>
 
@@ -35,6 +38,7 @@ struct VerbsServerLimits {
   std::chrono::seconds retire_grace{60};
   // How often clients must send a keepalive (announced in HELLO_OK).
   std::chrono::milliseconds keepalive_interval{2000};
+  AccessPolicy access;
 };
 
 class VerbsTableServer final : public TableServer {
@@ -62,9 +66,13 @@ class VerbsTableServer final : public TableServer {
     // reconnects to find the same log under the new one.
     verbs::MemoryRegion log_mr;
     Clock::time_point retired_at{};  // zero while current
+    // Registered for type-2 memory windows only (no remote access of its
+    // own): each authenticated client reads through windows bound to its QP.
+    bool windows = false;
   };
-  // Keepalive buffers: receive slots, then send slots, one MR (local access only).
-  static constexpr size_t kMsgSlot = 64;
+  // Message buffers (AUTH, keepalives and their answers): receive slots, then
+  // send slots, one MR (local access only).
+  static constexpr size_t kMsgSlot = control::kMaxVerbsMessage;
   static constexpr uint32_t kRecvSlots = 4, kSendSlots = 4;
   static_assert(control::kKeepaliveMessageSize <= kMsgSlot);
   struct Connection {
@@ -75,17 +83,27 @@ class VerbsTableServer final : public TableServer {
     std::array<std::byte, (kRecvSlots + kSendSlots) * kMsgSlot> msgs{};
     verbs::MemoryRegion msgs_mr;
     verbs::QueuePair qp;
+    // Type-2 windows onto the epoch's table and log, bound to this QP only:
+    // their rkeys are useless from any other QP, and die with this client.
+    verbs::MemoryWindow table_window, log_window;
     uint64_t epoch = 0;
     std::string peer;
     Clock::time_point last_heard;
     uint32_t sends_in_flight = 0;
     uint32_t next_send_slot = 0;
+    // The handshake: until authenticated, the client knows no rkey.
+    bool authenticated = false;
+    control::Nonce client_nonce{}, server_nonce{};
+    Clock::time_point connected_at;
+    // Told why it must go (an ERROR SEND); disconnected once that is out.
+    std::optional<Clock::time_point> closing_since;
   };
 
   VerbsTableServer(event_base* base, VerbsServerLimits limits) : base_(base), limits_(limits) {}
   static void on_cm_readable(evutil_socket_t, short, void* arg);
   static void on_retire_timer(evutil_socket_t, short, void* arg);
   static void on_keepalive_timer(evutil_socket_t, short, void* arg);
+  static void on_handshake_timer(evutil_socket_t, short, void* arg);
   // Sets up the connection's CQ, QP and keepalive buffers; false after logging.
   bool prepare(Connection& c, ibv_pd* pd);
   bool post_recv(Connection& c, uint32_t slot);
@@ -93,13 +111,24 @@ class VerbsTableServer final : public TableServer {
   // connection must go, or "" if it may stay.
   std::string take_completions(Connection& c);
   std::string answer_keepalive(Connection& c, uint32_t slot, uint32_t length);
+  std::string answer_auth(Connection& c, uint32_t slot, uint32_t length);
+  // Posts one message from a send slot; false when none is free or the post fails.
+  bool send_message(Connection& c, const std::string& msg);
+  // Sends an ERROR, then disconnects once it is out (or after a second).
+  void close_with(Connection& c, control::ErrorCode code, const std::string& why);
+  control::Descriptor descriptor_for(const Registration& r) const;
+  // Binds the connection's windows onto `r` (two BIND_MW work requests
+  // ahead of the SEND that reveals their rkeys); fills in those rkeys.
+  Status bind_windows(Connection& c, const Registration& r, control::Descriptor& d);
+  // Whether `device` can bind type-2 memory windows (asked once).
+  bool supports_windows(ibv_context* device);
   void sweep();
+  // Polls the connections still in their handshake (or closing) every few ms,
+  // so AUTH is answered at once, not at the next keepalive sweep.
+  void sweep_handshakes();
+  void arm_handshake_timer();
   void handle(rdma_cm_event& ev);
   void on_connect_request(rdma_cm_id* id, const rdma_conn_param& param);
-  // Authentication hook: decides, before the rkey is revealed, whether this
-  // peer may read the table. Today it admits every peer that speaks our
-  // protocol; the shared-secret challenge (a later stage) plugs in here.
-  bool admit(const rdma_cm_id* peer, const control::Hello& hello, std::string& why_not);
   void reject(rdma_cm_id* id, control::ErrorCode code, const std::string& why);
   void drop(rdma_cm_id* id, const char* reason);
   // Gives up on a connection that failed while being set up.
@@ -117,11 +146,13 @@ class VerbsTableServer final : public TableServer {
   verbs::EventChannel channel_;
   verbs::CmId listen_id_;
   std::map<ibv_context*, verbs::ProtectionDomain> pds_;
+  std::map<ibv_context*, bool> window_support_;
   std::vector<Registration> registrations_;
   std::map<rdma_cm_id*, std::unique_ptr<Connection>> connections_;
   std::unique_ptr<event, void (*)(event*)> cm_event_{nullptr, event_free};
   std::unique_ptr<event, void (*)(event*)> retire_timer_{nullptr, event_free};
   std::unique_ptr<event, void (*)(event*)> keepalive_timer_{nullptr, event_free};
+  std::unique_ptr<event, void (*)(event*)> handshake_timer_{nullptr, event_free};
 };
 
 }  // namespace rrs

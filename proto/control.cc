@@ -56,14 +56,29 @@ const char* error_code_name(ErrorCode c) {
     case ErrorCode::kTooLarge: return "too large";
     case ErrorCode::kTooManyInFlight: return "too many reads in flight";
     case ErrorCode::kInternal: return "internal error";
+    case ErrorCode::kAuthFailed: return "authentication failed";
+    case ErrorCode::kServerFull: return "server full";
+    case ErrorCode::kIdle: return "idle too long";
   }
   return "unknown error";
+}
+
+ErrorKind error_kind(ErrorCode c) {
+  switch (c) {
+    case ErrorCode::kNotReady:
+    case ErrorCode::kEpochGone:
+    case ErrorCode::kServerFull:
+    case ErrorCode::kIdle: return ErrorKind::kUnavailable;
+    case ErrorCode::kAuthFailed: return ErrorKind::kDenied;
+    default: return ErrorKind::kBadData;
+  }
 }
 
 void append_hello(std::string& out, uint32_t request_id, const Hello& m) {
   std::byte b[kHelloSize] = {};
   wire::store_u16(b + 0, m.min_version);
   wire::store_u16(b + 2, m.max_version);
+  std::memcpy(b + 8, m.client_nonce.data(), kNonceSize);
   append_frame_header(out, MsgType::kHello, kHelloSize, request_id);
   append_body(out, b);
 }
@@ -71,11 +86,18 @@ void append_hello(std::string& out, uint32_t request_id, const Hello& m) {
 void append_hello_ok(std::string& out, uint32_t request_id, const HelloOk& m) {
   std::byte b[kHelloOkSize] = {};
   wire::store_u16(b + 0, m.version);
+  wire::store_u16(b + 2, m.auth_required ? kHelloOkAuthRequired : 0);
   wire::store_u32(b + 4, m.max_read_len);
   wire::store_u32(b + 8, m.max_in_flight);
   wire::store_u32(b + 12, m.keepalive_interval_ms);
+  std::memcpy(b + 16, m.server_nonce.data(), kNonceSize);
   append_frame_header(out, MsgType::kHelloOk, kHelloOkSize, request_id);
   append_body(out, b);
+}
+
+void append_auth(std::string& out, uint32_t request_id, MsgType type, const Proof& proof) {
+  append_frame_header(out, type, kAuthSize, request_id);
+  out.append(reinterpret_cast<const char*>(proof.data()), proof.size());
 }
 
 void append_get_descriptor(std::string& out, uint32_t request_id) {
@@ -128,7 +150,7 @@ Result<FrameHeader> decode_frame_header(std::span<const std::byte> bytes, uint32
     return bad("frame header", "bad magic (not an rdma-server/rdma-client peer?)");
   uint16_t type = load_u16(&bytes[4]);
   if (type < static_cast<uint16_t>(MsgType::kHello) ||
-      type > static_cast<uint16_t>(MsgType::kKeepaliveAck))
+      type > static_cast<uint16_t>(MsgType::kAuthOk))
     return bad("frame header", "unknown message type " + std::to_string(type));
   if (load_u16(&bytes[6]) != 0) return bad("frame header", "reserved flags are set");
   FrameHeader h;
@@ -142,25 +164,48 @@ Result<FrameHeader> decode_frame_header(std::span<const std::byte> bytes, uint32
 }
 
 Result<Hello> decode_hello(std::span<const std::byte> body) {
+  // The versions come first in every HELLO ever sent, so an older or newer
+  // client hears "unsupported version", not "bad message".
+  if (body.size() >= 4 && body.size() != kHelloSize) {
+    Hello other{load_u16(&body[0]), load_u16(&body[2]), {}};
+    if (!negotiate_version(other).ok())
+      return negotiate_version(other).status();
+  }
   RRS_RETURN_IF_ERROR(check_size("HELLO", body, kHelloSize));
-  if (!all_zero(body.subspan(4))) return bad("HELLO", "reserved bytes are set");
+  if (!all_zero(body.subspan(4, 4))) return bad("HELLO", "reserved flags are set");
   Hello m;
   m.min_version = load_u16(&body[0]);
   m.max_version = load_u16(&body[2]);
+  std::memcpy(m.client_nonce.data(), &body[8], kNonceSize);
   if (m.min_version > m.max_version) return bad("HELLO", "min_version > max_version");
   return m;
 }
 
 Result<HelloOk> decode_hello_ok(std::span<const std::byte> body) {
+  if (body.size() >= 2 && load_u16(&body[0]) != kProtocolVersion)
+    return bad("HELLO_OK", "rdma-server speaks protocol version " +
+                               std::to_string(load_u16(&body[0])) + ", this client " +
+                               std::to_string(kProtocolVersion) + ": upgrade them together");
   RRS_RETURN_IF_ERROR(check_size("HELLO_OK", body, kHelloOkSize));
   HelloOk m;
   m.version = load_u16(&body[0]);
+  const uint16_t flags = load_u16(&body[2]);
+  if (flags & ~kHelloOkAuthRequired) return bad("HELLO_OK", "unknown flags are set");
+  m.auth_required = flags & kHelloOkAuthRequired;
+  std::memcpy(m.server_nonce.data(), &body[16], kNonceSize);
   m.max_read_len = load_u32(&body[4]);
   m.max_in_flight = load_u32(&body[8]);
   m.keepalive_interval_ms = load_u32(&body[12]);
   if (m.max_read_len == 0 || m.max_in_flight == 0)
     return bad("HELLO_OK", "server allows no reads (max_read_len or max_in_flight is 0)");
   return m;
+}
+
+Result<Proof> decode_auth(std::span<const std::byte> body) {
+  RRS_RETURN_IF_ERROR(check_size("AUTH", body, kAuthSize));
+  Proof p;
+  std::memcpy(p.data(), body.data(), p.size());
+  return p;
 }
 
 Result<Descriptor> decode_descriptor(std::span<const std::byte> body) {
@@ -269,7 +314,7 @@ std::string encode_connect(const Hello& m) {
 std::string encode_accept(const Accept& m) {
   std::string out;
   append_hello_ok(out, 0, m.hello);
-  append_descriptor(out, 0, m.descriptor);
+  if (m.descriptor) append_descriptor(out, 0, *m.descriptor);
   return out;
 }
 
@@ -291,10 +336,11 @@ Result<Hello> decode_connect(std::span<const std::byte> private_data) {
 Result<Accept> decode_accept(std::span<const std::byte> private_data) {
   auto hello = take_frame(private_data, MsgType::kHelloOk, kHelloOkSize, "accept private data");
   if (!hello.ok()) return hello.status();
-  auto desc = take_frame(private_data, MsgType::kDescriptor, kDescriptorSize, "accept private data");
-  if (!desc.ok()) return desc.status();
   auto h = decode_hello_ok(*hello);
   if (!h.ok()) return h.status();
+  if (h->auth_required) return Accept{*h, std::nullopt};  // the descriptor comes after AUTH
+  auto desc = take_frame(private_data, MsgType::kDescriptor, kDescriptorSize, "accept private data");
+  if (!desc.ok()) return desc.status();
   auto d = decode_descriptor(*desc);
   if (!d.ok()) return d.status();
   return Accept{*h, *d};
@@ -305,6 +351,49 @@ Result<ErrorMsg> decode_reject(std::span<const std::byte> private_data) {
                          "reject private data");
   if (!body.ok()) return body.status();
   return decode_error(*body);
+}
+
+std::string encode_auth_granted(const AuthGranted& m) {
+  std::string out;
+  append_auth(out, 0, MsgType::kAuthOk, m.server_proof);
+  append_descriptor(out, 0, m.descriptor);
+  return out;
+}
+
+std::string encode_error_message(const ErrorMsg& m) {
+  ErrorMsg cut = m;
+  cut.text.resize(std::min(cut.text.size(), kMaxVerbsMessage - kFrameHeaderSize - kErrorFixedSize));
+  std::string out;
+  append_error(out, 0, cut);
+  return out;
+}
+
+Result<MsgType> message_type(std::span<const std::byte> message) {
+  if (message.size() < kFrameHeaderSize) return bad("message", "shorter than a frame header");
+  auto h = decode_frame_header(message.first(kFrameHeaderSize),
+                               static_cast<uint32_t>(kMaxVerbsMessage));
+  if (!h.ok()) return h.status();
+  return h->type;
+}
+
+Result<Proof> decode_auth_message(std::span<const std::byte> message) {
+  auto body = take_frame(message, MsgType::kAuth, kAuthSize, "AUTH message");
+  if (!body.ok()) return body.status();
+  if (!message.empty()) return bad("AUTH message", "bytes after the frame");
+  return decode_auth(*body);
+}
+
+Result<AuthGranted> decode_auth_granted(std::span<const std::byte> message) {
+  auto proof = take_frame(message, MsgType::kAuthOk, kAuthSize, "AUTH_OK message");
+  if (!proof.ok()) return proof.status();
+  auto desc = take_frame(message, MsgType::kDescriptor, kDescriptorSize, "AUTH_OK message");
+  if (!desc.ok()) return desc.status();
+  if (!message.empty()) return bad("AUTH_OK message", "bytes after the frames");
+  auto p = decode_auth(*proof);
+  if (!p.ok()) return p.status();
+  auto d = decode_descriptor(*desc);
+  if (!d.ok()) return d.status();
+  return AuthGranted{*p, *d};
 }
 
 }  // namespace rrs::control

@@ -1,6 +1,6 @@
 // The control protocol between rdma-client and rdma-server: version
-// negotiation, the table descriptor, and (over TCP) reads of table ranges.
-// Every message is a 16-byte frame header followed by its body.
+// negotiation, authentication, the table descriptor, and (over TCP) reads of
+// table ranges. Every message is a 16-byte frame header followed by its body.
 //
 // Frame header (little-endian):
 //    0 4 magic 'R','S','C','1'
@@ -10,9 +10,14 @@
 //   12 4 request_id (chosen by the client; echoed in the answer)
 //
 // Bodies:
-//   HELLO        c->s 16 B: min_version u16, max_version u16, flags u32 (0), reserved u64
-//   HELLO_OK     s->c 16 B: version u16, reserved u16, max_read_len u32,
-//                           max_in_flight u32, keepalive_interval_ms u32 (0: none)
+//   HELLO        c->s 24 B: min_version u16, max_version u16, flags u32 (0),
+//                           client_nonce [16]
+//   HELLO_OK     s->c 32 B: version u16, flags u16 (bit 0: AUTH required),
+//                           max_read_len u32, max_in_flight u32,
+//                           keepalive_interval_ms u32 (0: none), server_nonce [16]
+//   AUTH         c->s 32 B: HMAC-SHA256 proof of the shared secret (common/auth.h)
+//   AUTH_OK      s->c 32 B: the server's own proof, so the client knows it
+//                           talks to a sidecar that holds the secret too
 //   GET_DESCRIPTOR c->s 0 B
 //   DESCRIPTOR   s->c 64 B: epoch u64, table_length u64, remote_addr u64 (verbs;
 //                           0 over TCP), rkey u32 (verbs; 0 over TCP),
@@ -34,7 +39,9 @@
 #pragma once
 
 #include <cstddef>
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -43,10 +50,16 @@
 namespace rrs::control {
 
 inline constexpr uint8_t kMagic[4] = {'R', 'S', 'C', '1'};
-inline constexpr uint16_t kProtocolVersion = 2;  // 2: the change log
+// 2: the change log; 3: nonces in HELLO/HELLO_OK, AUTH and AUTH_OK.
+inline constexpr uint16_t kProtocolVersion = 3;
 inline constexpr size_t kFrameHeaderSize = 16;
-inline constexpr size_t kHelloSize = 16, kHelloOkSize = 16, kDescriptorSize = 64,
-                        kReadSize = 24, kErrorFixedSize = 8, kKeepaliveSize = 8;
+inline constexpr size_t kNonceSize = 16, kProofSize = 32;
+inline constexpr size_t kHelloSize = 24, kHelloOkSize = 32, kAuthSize = kProofSize,
+                        kDescriptorSize = 64, kReadSize = 24, kErrorFixedSize = 8,
+                        kKeepaliveSize = 8;
+using Nonce = std::array<std::byte, kNonceSize>;
+using Proof = std::array<std::byte, kProofSize>;
+inline constexpr uint16_t kHelloOkAuthRequired = 1;
 // A keepalive travels as one whole frame in one SEND.
 inline constexpr size_t kKeepaliveMessageSize = kFrameHeaderSize + kKeepaliveSize;
 inline constexpr uint32_t kMaxErrorText = 1024;
@@ -54,7 +67,8 @@ inline constexpr uint32_t kMaxErrorText = 1024;
 inline constexpr uint32_t kMaxRequestBody = 64;
 // Largest single READ: bounds the memory a request can pin on either side.
 inline constexpr uint32_t kMaxReadLength = 16u << 20;
-static_assert(kHelloSize <= kMaxRequestBody && kReadSize <= kMaxRequestBody);
+static_assert(kHelloSize <= kMaxRequestBody && kReadSize <= kMaxRequestBody &&
+              kAuthSize <= kMaxRequestBody);
 
 enum class MsgType : uint16_t {
   kHello = 1,
@@ -66,6 +80,8 @@ enum class MsgType : uint16_t {
   kError = 7,
   kKeepalive = 8,
   kKeepaliveAck = 9,
+  kAuth = 10,
+  kAuthOk = 11,
 };
 
 enum class ErrorCode : uint32_t {
@@ -77,8 +93,15 @@ enum class ErrorCode : uint32_t {
   kTooLarge = 6,            // length above max_read_len
   kTooManyInFlight = 7,     // more reads outstanding than max_in_flight
   kInternal = 8,
+  kAuthFailed = 9,   // no AUTH, or a wrong proof: the secrets differ
+  kServerFull = 10,  // --max-clients reached; try again later
+  kIdle = 11,        // no request for --idle-timeout, or no AUTH in time
 };
 const char* error_code_name(ErrorCode c);
+// How a client should take an ERROR: kUnavailable when trying again later
+// may work (not ready, epoch gone, server full, idle), kDenied for a failed
+// authentication, kBadData for the rest.
+ErrorKind error_kind(ErrorCode c);
 
 enum class TransportKind : uint16_t { kTcp = 1, kVerbs = 2 };
 
@@ -91,10 +114,14 @@ struct FrameHeader {
 struct Hello {
   uint16_t min_version = kProtocolVersion;
   uint16_t max_version = kProtocolVersion;
+  Nonce client_nonce{};
 };
 
 struct HelloOk {
   uint16_t version = kProtocolVersion;
+  // The client must AUTH before it gets the descriptor.
+  bool auth_required = false;
+  Nonce server_nonce{};
   uint32_t max_read_len = kMaxReadLength;
   uint32_t max_in_flight = 0;
   // How often the client must send KEEPALIVE (verbs); the server drops a
@@ -136,6 +163,7 @@ struct ErrorMsg {
 // Encoders append a whole frame (header + body) to `out`.
 void append_hello(std::string& out, uint32_t request_id, const Hello& m);
 void append_hello_ok(std::string& out, uint32_t request_id, const HelloOk& m);
+void append_auth(std::string& out, uint32_t request_id, MsgType type, const Proof& proof);
 void append_get_descriptor(std::string& out, uint32_t request_id);
 void append_descriptor(std::string& out, uint32_t request_id, const Descriptor& m);
 void append_read(std::string& out, uint32_t request_id, const ReadRequest& m);
@@ -148,6 +176,7 @@ void append_error(std::string& out, uint32_t request_id, const ErrorMsg& m);
 Result<FrameHeader> decode_frame_header(std::span<const std::byte> bytes, uint32_t max_body);
 Result<Hello> decode_hello(std::span<const std::byte> body);
 Result<HelloOk> decode_hello_ok(std::span<const std::byte> body);
+Result<Proof> decode_auth(std::span<const std::byte> body);  // AUTH or AUTH_OK
 Result<Descriptor> decode_descriptor(std::span<const std::byte> body);
 Result<ReadRequest> decode_read(std::span<const std::byte> body);
 Result<ErrorMsg> decode_error(std::span<const std::byte> body);
@@ -160,25 +189,46 @@ Result<uint64_t> decode_keepalive(std::span<const std::byte> message, MsgType wa
 // Picks the protocol version both sides speak.
 Result<uint16_t> negotiate_version(const Hello& m);
 
-// --- The same frames as rdmacm private data (verbs transport) --------------
-// CONNECT_REQUEST carries a HELLO frame; the accept carries HELLO_OK then
-// DESCRIPTOR; a reject carries an ERROR frame. rdma_cm may pad private data
-// with zeros, so decoders ignore bytes after the frames they expect.
+// --- The same frames over verbs: rdmacm private data, then SEND/RECV ---------
+// CONNECT_REQUEST carries a HELLO frame; the accept carries HELLO_OK, then
+// DESCRIPTOR unless the server requires AUTH; a reject carries an ERROR
+// frame. With AUTH, the client SENDs an AUTH frame on the new connection and
+// the server SENDs back AUTH_OK + DESCRIPTOR, or an ERROR and disconnects:
+// the rkey never travels before the proof is checked. rdma_cm may pad
+// private data with zeros, so decoders ignore bytes after the frames they
+// expect.
 inline constexpr size_t kConnectPrivateDataMax = 56;   // IB CM REQ, less rdma_cm's header
 inline constexpr size_t kAcceptPrivateDataMax = 196;   // IB CM REP
 inline constexpr size_t kRejectPrivateDataMax = 148;   // IB CM REJ
+// Largest verbs SEND either side makes, and the size of every receive buffer.
+inline constexpr size_t kMaxVerbsMessage = 256;
 static_assert(kFrameHeaderSize + kHelloSize <= kConnectPrivateDataMax);
 static_assert(2 * kFrameHeaderSize + kHelloOkSize + kDescriptorSize <= kAcceptPrivateDataMax);
+static_assert(2 * kFrameHeaderSize + kAuthSize + kDescriptorSize <= kMaxVerbsMessage);
 
 struct Accept {
   HelloOk hello;
-  Descriptor descriptor;
+  std::optional<Descriptor> descriptor;  // none when AUTH is required
 };
 std::string encode_connect(const Hello& m);
 std::string encode_accept(const Accept& m);
 std::string encode_reject(const ErrorMsg& m);  // text cut to fit
 Result<Hello> decode_connect(std::span<const std::byte> private_data);
 Result<Accept> decode_accept(std::span<const std::byte> private_data);
+// An ERROR frame at the start of `bytes` (reject private data, or a message).
 Result<ErrorMsg> decode_reject(std::span<const std::byte> private_data);
+
+// Verbs messages after the accept. The server's answer to AUTH:
+struct AuthGranted {
+  Proof server_proof;
+  Descriptor descriptor;
+};
+std::string encode_auth_granted(const AuthGranted& m);
+std::string encode_error_message(const ErrorMsg& m);  // text cut to kMaxVerbsMessage
+// The type of the one frame a message starts with (checked header), so the
+// receiver can pick the decoder.
+Result<MsgType> message_type(std::span<const std::byte> message);
+Result<Proof> decode_auth_message(std::span<const std::byte> message);
+Result<AuthGranted> decode_auth_granted(std::span<const std::byte> message);
 
 }  // namespace rrs::control

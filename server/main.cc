@@ -7,6 +7,7 @@
 #include <memory>
 #include <thread>
 
+#include "common/auth.h"
 #include "common/clock.h"
 #include "common/exit_codes.h"
 #include "common/log.h"
@@ -36,11 +37,14 @@ using Servers = std::vector<std::pair<std::string, std::unique_ptr<TableServer>>
 // TCP always serves unless --transport verbs; verbs serves when asked, or in
 // auto mode when an RDMA device is up (same port number: rdmacm has its own
 // port space).
-Result<Servers> start_servers(event_base* base, const ServerConfig& config) {
+Result<Servers> start_servers(event_base* base, const ServerConfig& config,
+                              const AccessPolicy& access) {
   Servers servers;
   Endpoint at{config.listen_host, config.port};
   if (config.transport != TransportChoice::kVerbs) {
-    auto tcp = TcpTableServer::listen(base, at);
+    TcpServerLimits tcp_limits;
+    tcp_limits.access = access;
+    auto tcp = TcpTableServer::listen(base, at, tcp_limits);
     if (!tcp.ok()) return tcp.status();
     at.port = (*tcp)->port();  // --port 0: verbs takes the port TCP was given
     servers.emplace_back("tcp", std::move(*tcp));
@@ -50,6 +54,7 @@ Result<Servers> start_servers(event_base* base, const ServerConfig& config) {
       (config.transport == TransportChoice::kAuto && rdma_device_active(why))) {
     VerbsServerLimits limits;
     limits.retire_grace = config.retire_grace;
+    limits.access = access;
     auto verbs = VerbsTableServer::listen(base, at, limits);
     if (verbs.ok()) {
       servers.emplace_back("verbs", std::move(*verbs));
@@ -115,13 +120,32 @@ int main(int argc, char** argv) {
 
   auto creds = load_credentials(config->redis_auth_file, kServerAuthEnv);
   if (!creds.ok()) return fail(creds.status());
+  AccessPolicy access;
+  auto secret = auth::load_secret(config->auth_file);
+  if (!secret.ok()) {
+    log::error(secret.status().message());
+    return exit_code::kUsage;
+  }
+  access.secret = *secret;
+  access.max_clients = config->max_clients;
+  access.idle_timeout = config->idle_timeout;
+  if (!access.secret && !is_loopback_host(config->listen_host)) {
+    log::error("--listen " + config->listen_host +
+               ": without a shared secret rdma-server serves loopback only, because whoever "
+               "reads the table reads every key; give --auth-file FILE (or set " +
+               auth::kSecretEnv + ") here and to rdma-client, or --listen 127.0.0.1");
+    return exit_code::kUsage;
+  }
+  log::info(access.secret ? "clients must prove the shared secret (HMAC-SHA256) before they "
+                            "learn any rkey"
+                          : "no shared secret: serving loopback only");
 
   // Listen first, so a taken port or a missing RDMA device is reported before
   // a long snapshot. The loop does not run until the table is published:
   // clients that connect early simply wait in the backlog (within their
   // --connect-timeout), and never see a half-built table.
   std::unique_ptr<event_base, void (*)(event_base*)> base(event_base_new(), event_base_free);
-  auto servers = start_servers(base.get(), *config);
+  auto servers = start_servers(base.get(), *config, access);
   if (!servers.ok()) return fail(servers.status());
 
   auto t0 = Clock::now();
@@ -160,9 +184,6 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>((*table)->log ? (*table)->log->capacity() : 0),
               servers->front().second->address().c_str(), names.c_str());
   std::fflush(stdout);
-  if (config->listen_host == "0.0.0.0" || config->listen_host == "::")
-    log::warn("serving on all interfaces without authentication: anyone who can connect can "
-              "read every key");
 
   // PSYNC: keep the replication link on its own thread, appending the stream
   // to the change log. A full resync there builds the next epoch with a new

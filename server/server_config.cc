@@ -24,10 +24,20 @@ Options:
   --redis HOST:PORT       master to snapshot (default 127.0.0.1:6379)
   --redis-auth-file FILE  master's credentials: "password" or "user password"
                           on the first line (else $RDMA_SERVER_REDIS_AUTH)
-  --listen ADDR           address to serve on (default 127.0.0.1; use 0.0.0.0
-                          for remote replicas: anyone who can connect can read
-                          every key, there is no authentication yet)
+  --listen ADDR           address to serve on (default 127.0.0.1). Any other
+                          address (0.0.0.0, a fabric address) needs a shared
+                          secret: whoever reads the table reads every key
+  --auth-file FILE        the shared secret (at least 16 bytes; first line
+                          of FILE, else $RDMA_SIDECAR_SECRET): a client must
+                          prove it holds it (HMAC-SHA256 challenge-response)
+                          before it learns anything about the table; give
+                          rdma-client the same. `openssl rand -hex 32` makes one
   --port PORT             port to serve on (default 12345)
+  --max-clients N         clients served at once, per transport; more are
+                          refused with "server full" (default 64)
+  --idle-timeout SECS     drop a TCP client that sends no request for this
+                          long (default 300; 0: never). Verbs READs bypass
+                          the server's CPU: there the keepalive decides
   --source psync|scan     how to snapshot the master:
                             psync (default): as a replica does (PSYNC), the
                             master forks and streams its RDB, which is parsed
@@ -68,7 +78,8 @@ doubling to 30 s); after the first table, a lost link reconnects and asks to
 continue, and a full resync builds the next table while the current one is
 still served.
 
-Exit codes: 0 stopped by signal, 2 bad usage, 3 master unreachable, auth or
+Exit codes: 0 stopped by signal, 2 bad usage (including a non-loopback
+--listen without a shared secret), 3 master unreachable, auth or
 PSYNC refused, or no RDMA device for --transport verbs, 4 an RDB this build
 cannot parse, 1 anything else (a port in use, a locked-memory limit too low,
 ...; the message names it).
@@ -86,10 +97,14 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
     } else if (args.endpoint("--redis", c.redis) || args.port("--port", c.port) ||
                args.option("--redis-auth-file", c.redis_auth_file) ||
                args.option("--listen", c.listen_host) ||
+               args.option("--auth-file", c.auth_file) ||
+               args.number("--max-clients", 1, 100000, c.max_clients) ||
                args.number("--scan-count", 1, 1000000, c.scan_count) ||
                args.size("--log-size", 0, uint64_t{1} << 40, c.log_size)) {
     } else if (uint64_t every = 0; args.size("--snapshot-every", 0, uint64_t{1} << 40, every)) {
       snapshot_every = every;
+    } else if (uint64_t idle = 0; args.number("--idle-timeout", 0, 86400 * 7, idle)) {
+      c.idle_timeout = std::chrono::seconds(idle);
     } else if (uint64_t grace = 0; args.number("--retire-grace", 0, 86400, grace)) {
       c.retire_grace = std::chrono::seconds(grace);
     } else if (args.option("--source", v)) {

@@ -18,8 +18,15 @@ struct ServerConfig {
   // --redis-auth-file, else $RDMA_SERVER_REDIS_AUTH: "password" or "user password".
   std::string redis_auth_file;
   // --listen: loopback by default, like Redis's own `bind`, because the table
-  // is the whole keyspace and there is no authentication yet.
+  // is the whole keyspace. Anything else needs a shared secret.
   std::string listen_host = "127.0.0.1";
+  // --auth-file, else $RDMA_SIDECAR_SECRET: the shared secret clients must
+  // prove they hold (HMAC-SHA256 challenge) before they learn any rkey.
+  std::string auth_file;
+  // --max-clients: more are refused with "server full" (per transport).
+  uint32_t max_clients = 64;
+  // --idle-timeout: a TCP client with no request for this long is dropped.
+  std::chrono::seconds idle_timeout{300};
   // --port: 12345, the seed prototype's port.
   uint16_t port = 12345;
   // --source: "psync" (a replica's full sync) or "scan" (SCAN + DUMP).

@@ -3,7 +3,8 @@
 //   - a byte stream (TCP): frame headers, each followed by its body, decoded
 //     by type, as either side of the connection would;
 //   - one blob (rdmacm private data, a verbs SEND): decode_connect,
-//     decode_accept, decode_reject and decode_keepalive over the whole input.
+//     decode_accept, decode_reject, decode_keepalive, and the verbs AUTH
+//     messages (decode_auth_message, decode_auth_granted) over the whole input.
 // Whatever decodes must survive a round trip through its encoder: encoding
 // the decoded message and decoding that again gives the same message, and
 // for bodies without free bytes (HELLO, DESCRIPTOR, READ) the same bytes.
@@ -28,10 +29,12 @@ Bytes body_of(const std::string& frame) { return as_bytes(frame).subspan(kFrameH
 bool same(Bytes a, Bytes b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); }
 
 bool operator==(const Hello& a, const Hello& b) {
-  return a.min_version == b.min_version && a.max_version == b.max_version;
+  return a.min_version == b.min_version && a.max_version == b.max_version &&
+         a.client_nonce == b.client_nonce;
 }
 bool operator==(const HelloOk& a, const HelloOk& b) {
-  return a.version == b.version && a.max_read_len == b.max_read_len &&
+  return a.version == b.version && a.auth_required == b.auth_required &&
+         a.server_nonce == b.server_nonce && a.max_read_len == b.max_read_len &&
          a.max_in_flight == b.max_in_flight && a.keepalive_interval_ms == b.keepalive_interval_ms;
 }
 bool operator==(const Descriptor& a, const Descriptor& b) {
@@ -77,6 +80,14 @@ void check_read(Bytes body) {
   FUZZ_CHECK(same(body_of(again), body), "READ does not re-encode to the same bytes");
 }
 
+void check_auth(Bytes body) {
+  auto m = decode_auth(body);
+  if (!m.ok()) return;
+  std::string again;
+  append_auth(again, 0, MsgType::kAuth, *m);
+  FUZZ_CHECK(same(body_of(again), body), "AUTH does not re-encode to the same bytes");
+}
+
 void check_error(Bytes body) {
   auto m = decode_error(body);
   if (!m.ok()) return;
@@ -106,6 +117,8 @@ void stream(Bytes in) {
       case MsgType::kDescriptor: check_descriptor(body); break;
       case MsgType::kRead: check_read(body); break;
       case MsgType::kError: check_error(body); break;
+      case MsgType::kAuth:
+      case MsgType::kAuthOk: check_auth(body); break;
       case MsgType::kGetDescriptor:
       case MsgType::kReadData:
       case MsgType::kKeepalive:
@@ -124,8 +137,25 @@ void blob(Bytes in) {
     std::string again = encode_accept(*m);
     FUZZ_CHECK(again.size() <= kAcceptPrivateDataMax, "accept data too big");
     auto m2 = decode_accept(as_bytes(again));
-    FUZZ_CHECK(m2.ok() && m2->hello == m->hello && m2->descriptor == m->descriptor,
+    FUZZ_CHECK(m2.ok() && m2->hello == m->hello &&
+                   m2->descriptor.has_value() == m->descriptor.has_value() &&
+                   (!m->descriptor || *m2->descriptor == *m->descriptor),
                "accept data does not survive a round trip");
+  }
+  (void)message_type(in);
+  if (auto m = decode_auth_message(in); m.ok()) {
+    std::string again;
+    append_auth(again, 0, MsgType::kAuth, *m);
+    // The request id is the sender's to choose; the body must match.
+    FUZZ_CHECK(same(body_of(again), in.subspan(kFrameHeaderSize)),
+               "AUTH message does not re-encode to the same body");
+  }
+  if (auto m = decode_auth_granted(in); m.ok()) {
+    std::string again = encode_auth_granted(*m);
+    FUZZ_CHECK(again.size() <= kMaxVerbsMessage, "AUTH_OK message too big");
+    auto m2 = decode_auth_granted(as_bytes(again));
+    FUZZ_CHECK(m2.ok() && m2->server_proof == m->server_proof && m2->descriptor == m->descriptor,
+               "AUTH_OK message does not survive a round trip");
   }
   if (auto m = decode_reject(in); m.ok()) {
     std::string again = encode_reject(*m);

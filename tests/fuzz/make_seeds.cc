@@ -48,28 +48,42 @@ void control_seeds(const fs::path& dir) {
   write(dir, "connect", encode_connect(Hello{}));
   write(dir, "connect-range", encode_connect(Hello{.min_version = 1, .max_version = 4}));
   Accept a;
-  a.hello = HelloOk{.version = 1, .max_read_len = kMaxReadLength, .max_in_flight = 16,
-                    .keepalive_interval_ms = 1000};
+  a.hello = HelloOk{.version = kProtocolVersion, .max_read_len = kMaxReadLength,
+                    .max_in_flight = 16, .keepalive_interval_ms = 1000};
   a.descriptor = Descriptor{.epoch = 7, .table_length = 1 << 20, .remote_addr = 0x7f0012340000,
                             .rkey = 0x1234, .layout_version = 2,
                             .transport = TransportKind::kVerbs};
   std::string accept = encode_accept(a);
   accept.resize(kAcceptPrivateDataMax, '\0');  // rdma_cm pads private data with zeros
   write(dir, "accept", accept);
+  Accept gated = a;
+  gated.hello.auth_required = true;
+  gated.hello.server_nonce.fill(std::byte{0x5a});
+  gated.descriptor.reset();
+  write(dir, "accept-auth", encode_accept(gated));
+  Proof proof;
+  proof.fill(std::byte{0xa5});
+  std::string auth;
+  append_auth(auth, 0, MsgType::kAuth, proof);
+  write(dir, "auth", auth);
+  write(dir, "auth-granted", encode_auth_granted({proof, *a.descriptor}));
+  write(dir, "auth-failed", encode_error_message({ErrorCode::kAuthFailed, "wrong shared secret"}));
   write(dir, "reject", encode_reject({ErrorCode::kUnsupportedVersion, "no common version"}));
   write(dir, "keepalive", encode_keepalive(MsgType::kKeepalive, 12345));
   write(dir, "keepalive-ack", encode_keepalive(MsgType::kKeepaliveAck, 12345));
 
   std::string client;  // what a client sends over TCP
   append_hello(client, 1, Hello{});
+  append_auth(client, 1, MsgType::kAuth, proof);
   append_get_descriptor(client, 2);
   append_read(client, 3, ReadRequest{.epoch = 7, .offset = 0, .length = 4096});
   append_read(client, 4, ReadRequest{.epoch = 7, .offset = 4096, .length = 1 << 20});
   write(dir, "client-stream", client);
 
   std::string server;  // and what the server answers
-  append_hello_ok(server, 1, a.hello);
-  Descriptor tcp = a.descriptor;
+  append_hello_ok(server, 1, gated.hello);
+  append_auth(server, 1, MsgType::kAuthOk, proof);
+  Descriptor tcp = *a.descriptor;
   tcp.transport = TransportKind::kTcp, tcp.remote_addr = 0, tcp.rkey = 0;
   append_descriptor(server, 2, tcp);
   append_read_data_header(server, 3, 32);

@@ -1,5 +1,8 @@
 // Passwords: taken from the environment or a file (never argv), and a
-// refused AUTH is "unavailable" (exit 3) with a message that says so.
+// refused AUTH is "unavailable" (exit 3) with a message that says so. The
+// sidecar's shared secret: both sides from a file or the environment, a
+// wrong or missing one refused (and logged by the server with the peer), no
+// secret only on loopback.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -95,6 +98,91 @@ TEST_F(AuthTest, WrongTargetPasswordExitsUnavailable) {
   EXPECT_EQ(run.exit_code, exit_code::kUnavailable) << run.describe();
   EXPECT_TRUE(mentions_auth(run.err)) << run.describe();
   EXPECT_EQ(replica_.keyspace(), Keyspace{});
+}
+
+// --- The sidecar's shared secret --------------------------------------------
+
+class SidecarSecretTest : public SidecarTest {
+ protected:
+  void SetUp() override {
+    SidecarTest::SetUp();
+    if (IsSkipped()) return;
+    ASSERT_TRUE(master_.started()) << master_.start_error();
+    ASSERT_TRUE(replica_.started()) << replica_.start_error();
+    fill_strings(master_, 0, "k:", 200);
+    secret_file_ = dir_.write_file("secret", "7b6f0c1e9d2a4b5c8e3f1a2b3c4d5e6f\n");
+  }
+  // No secret from the suite's environment: only what the test gives.
+  static inline const Process::Env kNoEnvSecret = {{kSidecarSecretEnv, ""}};
+
+  RedisProcess master_;
+  RedisProcess replica_;
+  TempDir dir_{"sidecar-secret"};
+  std::string secret_file_;
+};
+
+TEST_F(SidecarSecretTest, SecretFromFilesOnBothSides) {
+  SidecarServer server(master_.address(), {"--auth-file", secret_file_}, kNoEnvSecret);
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  ClientRun run = sync_to(server.port(), replica_, {"--auth-file", secret_file_}, kNoEnvSecret);
+  EXPECT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_EQ(replica_.digest(), master_.digest());
+  EXPECT_NE(server.process().stderr_text().find("authenticated"), std::string::npos)
+      << server.describe();
+  for (const std::string& out : {server.process().stdout_text(), server.process().stderr_text(),
+                                 run.out, run.err})
+    EXPECT_EQ(out.find("7b6f0c1e9d2a"), std::string::npos) << "the secret must not be echoed\n" << out;
+}
+
+TEST_F(SidecarSecretTest, WrongSecretIsRefusedAndTheServerLogsThePeer) {
+  SidecarServer server(master_.address(), {"--auth-file", secret_file_}, kNoEnvSecret);
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  ClientRun run = sync_to(server.port(), replica_, {},
+                          {{kSidecarSecretEnv, "a-different-secret-of-some-length"}}, kFailFast);
+  EXPECT_EQ(run.exit_code, exit_code::kUnavailable) << run.describe();
+  EXPECT_NE(run.err.find("wrong shared secret"), std::string::npos) << run.describe();
+  EXPECT_EQ(replica_.keyspace(), Keyspace{});
+  const std::string log = server.process().stderr_text();
+  EXPECT_NE(log.find("authentication failed"), std::string::npos) << server.describe();
+  EXPECT_NE(log.find(sidecar_host()), std::string::npos) << "the peer is named\n" << log;
+}
+
+TEST_F(SidecarSecretTest, ClientWithoutTheSecretIsToldHowToGiveIt) {
+  SidecarServer server(master_.address(), {"--auth-file", secret_file_}, kNoEnvSecret);
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  ClientRun run = sync_to(server.port(), replica_, {}, kNoEnvSecret, kFailFast);
+  EXPECT_EQ(run.exit_code, exit_code::kUnavailable) << run.describe();
+  EXPECT_NE(run.err.find("--auth-file"), std::string::npos) << run.describe();
+  EXPECT_NE(run.err.find("RDMA_SIDECAR_SECRET"), std::string::npos) << run.describe();
+  EXPECT_EQ(replica_.keyspace(), Keyspace{});
+}
+
+TEST_F(SidecarSecretTest, WithoutASecretTheServerServesLoopbackOnly) {
+  SidecarServer open(master_.address(), {"--listen", "0.0.0.0"}, kNoEnvSecret);
+  EXPECT_EQ(open.process().wait(kFailFast), exit_code::kUsage) << open.describe();
+  EXPECT_NE(open.process().stderr_text().find("loopback only"), std::string::npos)
+      << open.describe();
+
+  std::string short_file = dir_.write_file("short", "tooshort\n");
+  SidecarServer weak(master_.address(), {"--auth-file", short_file}, kNoEnvSecret);
+  EXPECT_EQ(weak.process().wait(kFailFast), exit_code::kUsage) << weak.describe();
+  EXPECT_NE(weak.process().stderr_text().find("at least 16"), std::string::npos)
+      << weak.describe();
+
+  if (test_transport() != "tcp") return;  // verbs has no loopback device
+  SidecarServer local(master_.address(), {}, kNoEnvSecret);
+  ASSERT_TRUE(local.wait_ready()) << local.describe();
+  EXPECT_NE(local.process().stderr_text().find("serving loopback only"), std::string::npos)
+      << local.describe();
+  ClientRun run = sync_to(local.port(), replica_, {}, kNoEnvSecret);
+  EXPECT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_EQ(replica_.digest(), master_.digest());
+  // A client that holds a secret does not load from a sidecar that asks for none.
+  ClientRun doubtful = sync_to(local.port(), replica_, {"--flush", "--auth-file", secret_file_},
+                               kNoEnvSecret, kFailFast);
+  EXPECT_EQ(doubtful.exit_code, exit_code::kUnavailable) << doubtful.describe();
+  EXPECT_NE(doubtful.err.find("does not ask for the shared secret"), std::string::npos)
+      << doubtful.describe();
 }
 
 }  // namespace

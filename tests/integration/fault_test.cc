@@ -40,7 +40,7 @@ TEST_F(FaultTest, FourClientsSyncAtOnce) {
   for (auto& t : threads) t.join();
   const std::string want = master_.digest();
   for (size_t i = 0; i < replicas.size(); ++i) {
-    EXPECT_EQ(runs[i].exit_code, 0) << runs[i].describe();
+    EXPECT_EQ(runs[i].exit_code, 0) << runs[i].describe() << server.describe();
     EXPECT_EQ(replicas[i]->digest(), want) << "replica " << i;
   }
 }

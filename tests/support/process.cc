@@ -12,6 +12,7 @@
 
 #include <array>
 #include <condition_variable>
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -21,7 +22,8 @@ extern char** environ;
 namespace rrs::test {
 namespace {
 
-constexpr const char* kScrubbedEnv[] = {"RDMA_SERVER_REDIS_AUTH", "RDMA_CLIENT_REDIS_AUTH"};
+constexpr const char* kScrubbedEnv[] = {"RDMA_SERVER_REDIS_AUTH", "RDMA_CLIENT_REDIS_AUTH",
+                                        "RDMA_SIDECAR_SECRET"};
 constexpr size_t kTailBytes = 4096;
 
 int exit_code_of(int status) {
@@ -55,7 +57,14 @@ std::vector<std::string> build_env(const Process::Env& extra) {
     std::string name(kv.substr(0, kv.find('=')));
     if (!drop.contains(name)) env.emplace_back(kv);
   }
-  for (const auto& [name, value] : extra) env.push_back(name + "=" + value);
+  // Every sidecar and client of the suite shares one secret unless a test
+  // says otherwise, so authentication runs in every test, on both transports.
+  const bool secret_named = std::any_of(extra.begin(), extra.end(), [](const auto& kv) {
+    return kv.first == kSidecarSecretEnv;
+  });
+  if (!secret_named) env.push_back(std::string(kSidecarSecretEnv) + "=" + kTestSidecarSecret);
+  for (const auto& [name, value] : extra)
+    if (!value.empty()) env.push_back(name + "=" + value);
   return env;
 }
 

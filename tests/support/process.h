@@ -21,11 +21,16 @@ namespace rrs::test {
 
 using namespace std::chrono_literals;
 
+inline constexpr const char* kSidecarSecretEnv = "RDMA_SIDECAR_SECRET";
+inline constexpr const char* kTestSidecarSecret = "rrs-test-suite-shared-secret-4f1c";
+
 class Process {
  public:
-  // Variables set on top of the inherited environment. The inherited
-  // RDMA_SERVER_REDIS_AUTH / RDMA_CLIENT_REDIS_AUTH are always dropped, so a
-  // password exported in the developer's shell never leaks into a test.
+  // Variables set on top of the inherited environment; an empty value unsets
+  // one. The inherited RDMA_SERVER_REDIS_AUTH / RDMA_CLIENT_REDIS_AUTH /
+  // RDMA_SIDECAR_SECRET are always dropped, so a password exported in the
+  // developer's shell never leaks into a test; RDMA_SIDECAR_SECRET is then
+  // set to kTestSidecarSecret unless `env` names it.
   using Env = std::vector<std::pair<std::string, std::string>>;
 
   // wait() result when the child had to be killed; exit codes are 0..255 and

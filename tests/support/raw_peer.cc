@@ -9,6 +9,9 @@
 #include <cerrno>
 #include <span>
 
+#include "common/auth.h"
+#include "tests/support/process.h"
+
 namespace rrs::test {
 namespace {
 
@@ -138,12 +141,22 @@ Result<control::Descriptor> RawPeer::handshake(std::chrono::milliseconds timeout
                            "got message type " + std::to_string(static_cast<int>(f.header.type)));
     return f.body;
   };
+  control::Hello hello_msg;
+  hello_msg.client_nonce = auth::random_nonce();
   std::string hello, get;
-  control::append_hello(hello, 1, control::Hello{});
+  control::append_hello(hello, 1, hello_msg);
   control::append_get_descriptor(get, 2);
   auto ok = exchange(hello, control::MsgType::kHelloOk, "HELLO_OK");
   if (!ok.ok()) return ok.status();
-  if (auto h = control::decode_hello_ok(as_bytes(*ok)); !h.ok()) return h.status();
+  auto h = control::decode_hello_ok(as_bytes(*ok));
+  if (!h.ok()) return h.status();
+  if (h->auth_required) {  // the suite's shared secret (process.h)
+    std::string auth;
+    control::append_auth(auth, 3, control::MsgType::kAuth,
+                         auth::client_proof(kTestSidecarSecret, hello_msg.client_nonce,
+                                            h->server_nonce));
+    if (auto a = exchange(auth, control::MsgType::kAuthOk, "AUTH_OK"); !a.ok()) return a.status();
+  }
   auto d = exchange(get, control::MsgType::kDescriptor, "DESCRIPTOR");
   if (!d.ok()) return d.status();
   return control::decode_descriptor(as_bytes(*d));

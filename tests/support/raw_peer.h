@@ -44,7 +44,8 @@ class RawPeer {
   // Bytes read on the way are appended to `received`.
   bool wait_closed(std::chrono::milliseconds timeout, std::string* received = nullptr);
 
-  // HELLO then GET_DESCRIPTOR, as rdma-client starts.
+  // HELLO, AUTH with the suite's secret if asked, then GET_DESCRIPTOR, as
+  // rdma-client starts.
   Result<control::Descriptor> handshake(std::chrono::milliseconds timeout);
 
  private:

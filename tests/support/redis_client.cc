@@ -96,6 +96,10 @@ Result<RedisClient> RedisClient::connect(uint16_t port, const std::string& passw
   return client;
 }
 
+bool RedisClient::set_timeout(std::chrono::milliseconds timeout) {
+  return redisSetTimeout(ctx_.get(), to_timeval(timeout)) == REDIS_OK;
+}
+
 Reply RedisClient::command(const std::vector<std::string>& argv) {
   std::vector<const char*> ptrs;
   std::vector<size_t> lens;

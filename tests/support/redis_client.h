@@ -71,6 +71,10 @@ class RedisClient {
   // Redis lists them in hash order) and code; empty before Redis 7.0.
   std::map<std::string, std::string> functions();
 
+  // Bounds every later command (DEBUG DIGEST of a big dataset on a loaded
+  // machine can take seconds).
+  bool set_timeout(std::chrono::milliseconds timeout);
+
   std::string last_error() const { return last_error_; }
 
  private:

@@ -67,6 +67,8 @@ bool RedisProcess::try_start(std::string& error) {
     if (c.ok()) {
       Reply pong = c->command({"PING"});
       if (pong && pong->type == REDIS_REPLY_STATUS) {
+        // 2 s was for start-up polling; DEBUG DIGEST of a big dataset needs more.
+        c->set_timeout(std::chrono::seconds(60));
         admin_.emplace(std::move(c.value()));
         return true;
       }

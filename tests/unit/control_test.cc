@@ -20,7 +20,7 @@ FrameHeader header_of(const std::string& frame, uint32_t max_body = kMaxReadLeng
 
 TEST(Control, MessagesRoundTrip) {
   std::string f;
-  append_hello(f, 7, {1, 3});
+  append_hello(f, 7, {1, 3, {}});
   FrameHeader h = header_of(f);
   EXPECT_EQ(h.type, MsgType::kHello);
   EXPECT_EQ(h.request_id, 7u);
@@ -123,17 +123,114 @@ TEST(Control, KeepaliveIsOneWholeMessage) {
   EXPECT_FALSE(decode_keepalive(bytes(other, 0, kKeepaliveMessageSize), MsgType::kKeepalive).ok());
 
   std::string f;
-  append_hello_ok(f, 0, {kProtocolVersion, 1u << 20, 8, 2000});
+  append_hello_ok(f, 0, {.max_read_len = 1u << 20, .max_in_flight = 8, .keepalive_interval_ms = 2000});
   auto h = decode_hello_ok(bytes(f, kFrameHeaderSize));
   ASSERT_TRUE(h.ok());
   EXPECT_EQ(h->keepalive_interval_ms, 2000u);
+}
+
+Nonce nonce(uint8_t first) {
+  Nonce n{};
+  for (size_t i = 0; i < n.size(); ++i) n[i] = std::byte(first + i);
+  return n;
+}
+
+TEST(Control, HandshakeCarriesNoncesAndTheAuthFlag) {
+  std::string f;
+  append_hello(f, 1, {.client_nonce = nonce(10)});
+  auto hello = decode_hello(bytes(f, kFrameHeaderSize));
+  ASSERT_TRUE(hello.ok()) << hello.status().message();
+  EXPECT_EQ(hello->client_nonce, nonce(10));
+  EXPECT_EQ(hello->max_version, kProtocolVersion);
+
+  f.clear();
+  append_hello_ok(f, 1, {.auth_required = true, .server_nonce = nonce(50), .max_in_flight = 4});
+  auto ok = decode_hello_ok(bytes(f, kFrameHeaderSize));
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_TRUE(ok->auth_required);
+  EXPECT_EQ(ok->server_nonce, nonce(50));
+  std::string bad = f;
+  bad[kFrameHeaderSize + 2] = 2;  // an unknown flag
+  EXPECT_FALSE(decode_hello_ok(bytes(bad, kFrameHeaderSize)).ok());
+
+  Proof p{};
+  p[0] = std::byte{0xab};
+  p[31] = std::byte{0xcd};
+  f.clear();
+  append_auth(f, 9, MsgType::kAuth, p);
+  EXPECT_EQ(header_of(f).type, MsgType::kAuth);
+  auto got = decode_auth(bytes(f, kFrameHeaderSize));
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(*got, p);
+  EXPECT_FALSE(decode_auth(bytes(f, kFrameHeaderSize, kAuthSize - 1)).ok());
+}
+
+// A client of protocol 2 sent a 16-byte HELLO: it hears which versions we
+// speak, not "bad message"; a protocol-2 server's 16-byte HELLO_OK says so too.
+TEST(Control, OlderPeersHearTheVersion) {
+  std::string old(16, '\0');
+  old[0] = 2, old[2] = 2;
+  auto hello = decode_hello(bytes(old));
+  ASSERT_FALSE(hello.ok());
+  EXPECT_NE(hello.status().reason().find("speaks versions 2..2"), std::string::npos)
+      << hello.status().message();
+  auto ok = decode_hello_ok(bytes(old));
+  ASSERT_FALSE(ok.ok());
+  EXPECT_NE(ok.status().reason().find("protocol version 2"), std::string::npos)
+      << ok.status().message();
+}
+
+TEST(Control, VerbsAuthMessages) {
+  // Without AUTH the accept carries the descriptor; with it, only HELLO_OK.
+  Accept open{{.max_in_flight = 16}, Descriptor{.epoch = 5, .rkey = 7, .transport = TransportKind::kVerbs}};
+  auto a = decode_accept(bytes(encode_accept(open)));
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_TRUE(a->descriptor.has_value());
+  EXPECT_EQ(a->descriptor->rkey, 7u);
+  Accept gated{{.auth_required = true, .server_nonce = nonce(1), .max_in_flight = 16}, std::nullopt};
+  std::string data = encode_accept(gated);
+  EXPECT_EQ(data.size(), kFrameHeaderSize + kHelloOkSize);  // no rkey in sight
+  a = decode_accept(bytes(data));
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_FALSE(a->descriptor.has_value());
+  EXPECT_EQ(a->hello.server_nonce, nonce(1));
+  // A server that says "no AUTH" must send the descriptor.
+  EXPECT_FALSE(decode_accept(bytes(encode_accept({{.max_in_flight = 16}, std::nullopt}))).ok());
+
+  Proof p{};
+  p[3] = std::byte{3};
+  std::string m;
+  append_auth(m, 0, MsgType::kAuth, p);
+  EXPECT_EQ(*message_type(bytes(m)), MsgType::kAuth);
+  auto got = decode_auth_message(bytes(m));
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(*got, p);
+  EXPECT_FALSE(decode_auth_message(bytes(m + '\0')).ok());  // one frame, nothing after
+
+  std::string granted = encode_auth_granted({p, Descriptor{.epoch = 9, .rkey = 11, .transport = TransportKind::kVerbs}});
+  EXPECT_LE(granted.size(), kMaxVerbsMessage);
+  auto g = decode_auth_granted(bytes(granted));
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->server_proof, p);
+  EXPECT_EQ(g->descriptor.rkey, 11u);
+  EXPECT_FALSE(decode_auth_granted(bytes(granted, 0, granted.size() - 1)).ok());
+  EXPECT_FALSE(decode_auth_granted(bytes(m)).ok());
+
+  std::string err = encode_error_message({ErrorCode::kAuthFailed, std::string(2000, 'x')});
+  EXPECT_LE(err.size(), kMaxVerbsMessage);
+  EXPECT_EQ(*message_type(bytes(err)), MsgType::kError);
+  auto e = decode_reject(bytes(err));
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->code, ErrorCode::kAuthFailed);
+  EXPECT_EQ(error_kind(e->code), ErrorKind::kDenied);
+  EXPECT_EQ(error_kind(ErrorCode::kServerFull), ErrorKind::kUnavailable);
 }
 
 // Random bytes into every decoder: never crash, never accept a wrong size.
 TEST(Control, SurvivesRandomInput) {
   std::mt19937_64 rng(1);
   for (int i = 0; i < 20000; ++i) {
-    std::string s(rng() % 80, '\0');
+    std::string s(rng() % 160, '\0');
     for (char& c : s) c = static_cast<char>(rng());
     if (s.size() >= 4 && (i & 1)) s.replace(0, 4, "RSC1");
     auto b = bytes(s);
@@ -143,6 +240,11 @@ TEST(Control, SurvivesRandomInput) {
     EXPECT_EQ(decode_descriptor(b).ok() && b.size() != kDescriptorSize, false);
     EXPECT_EQ(decode_read(b).ok() && b.size() != kReadSize, false);
     (void)decode_error(b);
+    (void)decode_accept(b);
+    (void)message_type(b);
+    EXPECT_EQ(decode_auth(b).ok() && b.size() != kAuthSize, false);
+    (void)decode_auth_message(b);
+    (void)decode_auth_granted(b);
     EXPECT_EQ(decode_keepalive(b, MsgType::kKeepalive).ok() && b.size() != kKeepaliveMessageSize,
               false);
   }

@@ -16,6 +16,7 @@
 #include "client/table_fetcher.h"
 #include "common/tcp_table_reader.h"
 #include "common/rdma_device.h"
+#include "common/socket.h"
 #include "common/tcp_table_server.h"
 #include "common/verbs_table_reader.h"
 #include "common/verbs_table_server.h"
@@ -64,18 +65,25 @@ class ServerHarness {
     event_base_free(base_);
   }
   Status start(const std::string& transport, std::chrono::seconds retire_grace,
-               std::chrono::milliseconds keepalive = std::chrono::milliseconds(2000)) {
+               std::chrono::milliseconds keepalive = std::chrono::milliseconds(2000),
+               AccessPolicy access = {}) {
     evthread_use_pthreads();
     base_ = event_base_new();
     if (transport == "tcp") {
       host_ = "127.0.0.1";
-      auto s = TcpTableServer::listen(base_, {host_, 0});
+      TcpServerLimits limits;
+      limits.access = access;
+      auto s = TcpTableServer::listen(base_, {host_, 0}, limits);
       if (!s.ok()) return s.status();
       port_ = (*s)->port();
       server_ = std::move(*s);
     } else {
       host_ = verbs_address();
-      auto s = VerbsTableServer::listen(base_, {host_, 0}, {16, retire_grace, keepalive});
+      VerbsServerLimits limits;
+      limits.retire_grace = retire_grace;
+      limits.keepalive_interval = keepalive;
+      limits.access = access;
+      auto s = VerbsTableServer::listen(base_, {host_, 0}, limits);
       if (!s.ok()) return s.status();
       port_ = static_cast<uint16_t>(std::stoi(
           (*s)->address().substr((*s)->address().rfind(':') + 1)));
@@ -127,12 +135,14 @@ class ServerHarness {
       return 0;
     });
   }
-  std::unique_ptr<TableReader> make_reader(uint16_t port = 0) {
+  std::unique_ptr<TableReader> make_reader(uint16_t port = 0,
+                                           std::optional<std::string> secret = std::nullopt) {
     Endpoint at{host_, port ? port : port_};
     auto io = std::chrono::milliseconds(5000);
-    if (transport_ == "tcp") return std::make_unique<TcpTableReader>(at, io);
-    return std::make_unique<VerbsTableReader>(at, io);
+    if (transport_ == "tcp") return std::make_unique<TcpTableReader>(at, io, std::move(secret));
+    return std::make_unique<VerbsTableReader>(at, io, std::move(secret));
   }
+  uint16_t port() const { return port_; }
 
  private:
   std::string transport_, host_;
@@ -207,10 +217,11 @@ class TransportConformance : public ::testing::TestWithParam<std::string> {
     }
     harness_ = std::make_unique<ServerHarness>();
     // Grace 0: a replaced epoch is unregistered at once, even while read.
-    Status s = harness_->start(GetParam(), std::chrono::seconds(0), keepalive_interval_);
+    Status s = harness_->start(GetParam(), std::chrono::seconds(0), keepalive_interval_, access_);
     ASSERT_TRUE(s.ok()) << s.message();
   }
   std::chrono::milliseconds keepalive_interval_{2000};
+  AccessPolicy access_;
   std::unique_ptr<ServerHarness> harness_;
 };
 
@@ -490,8 +501,9 @@ TEST_P(KeepaliveConformance, ReaderThatKeepsAliveStaysConnectedWhileIdle) {
 
 TEST_P(KeepaliveConformance, SilentReaderIsDropped) {
   if (GetParam() == "tcp")
-    GTEST_SKIP() << "tcp: a live but silent TCP client is not dropped; the kernel's keepalive "
-                    "notices a dead host (limits on idle clients are a later stage)";
+    GTEST_SKIP() << "tcp: a live but silent TCP client is dropped by the idle timeout "
+                    "(AccessConformance.IdleClientIsDropped); the kernel's keepalive notices a "
+                    "dead host";
   auto reader = harness_->make_reader();
   ASSERT_TRUE(reader->connect(Clock::now() + std::chrono::seconds(5)).ok());
   EXPECT_EQ(harness_->client_count(), 1u);
@@ -516,6 +528,142 @@ TEST_P(KeepaliveConformance, ServerThatStopsAnsweringIsDeclaredGone) {
   EXPECT_EQ(s.kind(), ErrorKind::kUnavailable);
   EXPECT_NE(s.message().find("answered no keepalive"), std::string::npos) << s.message();
 }
+
+// The shared secret, the client limit and the idle limits.
+class AccessConformance : public TransportConformance {
+ protected:
+  static constexpr const char* kSecret = "conformance-secret-0123456789";
+  void SetUp() override {
+    access_.secret = kSecret;
+    access_.max_clients = 2;
+    access_.idle_timeout = std::chrono::seconds(1);
+    access_.handshake_timeout = std::chrono::milliseconds(500);
+    TransportConformance::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    harness_->publish(sample_table(70, 50));
+  }
+  Status connect(TableReader& r) { return r.connect(Clock::now() + std::chrono::seconds(5)); }
+  // Waits up to 5 s for the server to count `n` clients.
+  bool clients_become(size_t n) {
+    for (auto until = Clock::now() + std::chrono::seconds(5); Clock::now() < until;) {
+      if (harness_->client_count() == n) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+};
+
+TEST_P(AccessConformance, RightSecretReadsTheTable) {
+  auto reader = harness_->make_reader(0, kSecret);
+  Fetched f = fetch(*reader);
+  ASSERT_TRUE(f.open.ok()) << f.open.message();
+  ASSERT_TRUE(f.run.ok()) << f.run.message();
+  EXPECT_EQ(f.records.size(), 51u);
+}
+
+TEST_P(AccessConformance, WrongOrMissingSecretIsDeniedAndGetsNoDescriptor) {
+  auto wrong = harness_->make_reader(0, std::string("not-the-secret-at-all-0000"));
+  Status s = connect(*wrong);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.kind(), ErrorKind::kDenied) << s.message();
+  EXPECT_NE(s.message().find("wrong shared secret"), std::string::npos) << s.message();
+  EXPECT_EQ(wrong->descriptor().rkey, 0u);
+  EXPECT_EQ(wrong->descriptor().table_length, 0u);
+
+  auto none = harness_->make_reader();
+  s = connect(*none);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.kind(), ErrorKind::kDenied) << s.message();
+  EXPECT_NE(s.message().find("--auth-file"), std::string::npos) << s.message();
+  EXPECT_EQ(none->descriptor().table_length, 0u);
+  EXPECT_TRUE(clients_become(0));
+}
+
+TEST_P(AccessConformance, OneClientTooManyIsRefusedOthersCarryOn) {
+  auto a = harness_->make_reader(0, kSecret), b = harness_->make_reader(0, kSecret);
+  ASSERT_TRUE(connect(*a).ok());
+  ASSERT_TRUE(connect(*b).ok());
+  auto c = harness_->make_reader(0, kSecret);
+  Status s = connect(*c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.kind(), ErrorKind::kUnavailable) << s.message();
+  EXPECT_NE(s.message().find("--max-clients"), std::string::npos) << s.message();
+  std::vector<std::byte> buf(256);
+  for (TableReader* r : {a.get(), b.get()}) {
+    Status read = read_once(*r, 0, buf);
+    EXPECT_TRUE(read.ok()) << read.message();
+  }
+}
+
+TEST_P(AccessConformance, IdleClientIsDropped) {
+  if (GetParam() == "verbs")
+    GTEST_SKIP() << "verbs: one-sided READs are invisible to the server, so idleness cannot be "
+                    "seen; the keepalive drops a silent client (KeepaliveConformance)";
+  auto reader = harness_->make_reader(0, kSecret);
+  ASSERT_TRUE(connect(*reader).ok());
+  EXPECT_EQ(harness_->client_count(), 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_TRUE(clients_become(0));
+  std::vector<std::byte> buf(256);
+  EXPECT_FALSE(read_once(*reader, 0, buf).ok());
+}
+
+TEST_P(AccessConformance, PeerThatNeverSaysHelloIsDropped) {
+  if (GetParam() == "verbs")
+    GTEST_SKIP() << "verbs: a peer is only counted once its CONNECT_REQUEST carried a HELLO; "
+                    "one that then never sends AUTH is dropped by the same handshake timer";
+  auto fd = tcp_connect({"127.0.0.1", harness_->port()}, std::chrono::milliseconds(2000));
+  ASSERT_TRUE(fd.ok()) << fd.status().message();
+  EXPECT_TRUE(clients_become(1));
+  EXPECT_TRUE(clients_become(0));  // after the 500 ms handshake timeout
+}
+
+// Over verbs each authenticated client reads through type-2 memory windows
+// bound to its own QP: its rkeys are its own, useless from another client's
+// QP, and dead once it disconnects.
+TEST_P(AccessConformance, EachVerbsClientGetsItsOwnWindow) {
+  if (GetParam() == "tcp") GTEST_SKIP() << "tcp: no rkeys";
+  auto a = harness_->make_reader(0, kSecret), b = harness_->make_reader(0, kSecret);
+  ASSERT_TRUE(connect(*a).ok());
+  ASSERT_TRUE(connect(*b).ok());
+  const uint32_t a_rkey = a->descriptor().rkey;
+  if (a_rkey == b->descriptor().rkey) {
+    if (std::getenv("RRS_REQUIRE_VERBS")) FAIL() << "clients share rkey " << a_rkey;
+    GTEST_SKIP() << "this RDMA device has no type-2 memory windows";
+  }
+  std::vector<std::byte> buf(256);
+  ASSERT_TRUE(read_once(*b, 0, buf).ok());
+  // A's rkey from B's QP: refused by B's own connection.
+  auto* b_verbs = static_cast<VerbsTableReader*>(b.get());
+  b_verbs->use_rkeys_for_test(a_rkey, a->descriptor().log_rkey);
+  Status s = read_once(*b, 0, buf);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("remote access"), std::string::npos) << s.message();
+  // A still reads with it.
+  ASSERT_TRUE(read_once(*a, 0, buf).ok());
+  // Once A is gone, a newcomer cannot use A's rkey either.
+  a.reset();
+  b.reset();
+  ASSERT_TRUE(clients_become(0));
+  auto c = harness_->make_reader(0, kSecret);
+  ASSERT_TRUE(connect(*c).ok());
+  EXPECT_NE(c->descriptor().rkey, a_rkey);
+  static_cast<VerbsTableReader*>(c.get())->use_rkeys_for_test(a_rkey, 0);
+  EXPECT_FALSE(read_once(*c, 0, buf).ok());
+}
+
+TEST_P(TransportConformance, ClientWithASecretRefusesAServerWithout) {
+  harness_->publish(sample_table(71, 5));
+  auto reader = harness_->make_reader(0, std::string("a-secret-the-server-lacks"));
+  Status s = reader->connect(Clock::now() + std::chrono::seconds(5));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.kind(), ErrorKind::kDenied) << s.message();
+  EXPECT_NE(s.message().find("does not ask for the shared secret"), std::string::npos)
+      << s.message();
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, AccessConformance, ::testing::Values("tcp", "verbs"),
+                         [](const auto& p) { return p.param; });
 
 INSTANTIATE_TEST_SUITE_P(Transports, KeepaliveConformance, ::testing::Values("tcp", "verbs"),
                          [](const auto& p) { return p.param; });
