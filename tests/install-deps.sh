@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libhiredis-dev libevent-dev libibverbs-dev librdmacm-dev libgtest-dev libssl-dev
-  redis-server redis-tools python3
+  redis-server redis-tools python3 iproute2
   "$@"
 )
 
