@@ -202,17 +202,7 @@ Status VerbsTableReader::authenticate(const control::Proof& proof,
                                       Clock::time_point deadline) {
   std::string msg;
   control::append_auth(msg, 0, control::MsgType::kAuth, proof);
-  std::byte* buf = msgs_.data() + kRecvSlots * kMsgSlot;
-  std::memcpy(buf, msg.data(), msg.size());
-  ibv_sge sge{reinterpret_cast<uint64_t>(buf), static_cast<uint32_t>(msg.size()), msgs_mr_->lkey};
-  ibv_send_wr wr{};
-  wr.wr_id = kAuthWrId;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  ibv_send_wr* bad = nullptr;
-  if (int rc = ibv_post_send(qp_.get(), &wr, &bad); rc != 0)
+  if (int rc = post_message(msg, kAuthWrId); rc != 0)
     return Status::from_errno("send AUTH", rc).as(ErrorKind::kUnavailable);
 
   auto answer = receive_auth_answer(deadline);
@@ -284,6 +274,20 @@ Result<std::string> VerbsTableReader::receive_auth_answer(Clock::time_point dead
       armed = false;
     }
   }
+}
+
+int VerbsTableReader::post_message(const std::string& msg, uint64_t wr_id) {
+  std::byte* buf = msgs_.data() + kRecvSlots * kMsgSlot;
+  std::memcpy(buf, msg.data(), msg.size());
+  ibv_sge sge{reinterpret_cast<uint64_t>(buf), static_cast<uint32_t>(msg.size()), msgs_mr_->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = wr_id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* bad = nullptr;
+  return ibv_post_send(qp_.get(), &wr, &bad);
 }
 
 bool VerbsTableReader::post_recv(uint32_t slot) {
@@ -439,18 +443,10 @@ Status VerbsTableReader::tick() {
   // One outstanding at a time; the next is due an interval after the last.
   if (keepalive_acked_ != keepalive_seq_ || now - keepalive_sent_at_ < keepalive_interval_)
     return {};
-  std::string msg = control::encode_keepalive(control::MsgType::kKeepalive, keepalive_seq_ + 1);
-  std::byte* buf = msgs_.data() + kRecvSlots * kMsgSlot;
-  std::memcpy(buf, msg.data(), msg.size());
-  ibv_sge sge{reinterpret_cast<uint64_t>(buf), static_cast<uint32_t>(msg.size()), msgs_mr_->lkey};
-  ibv_send_wr wr{};
-  wr.wr_id = kKeepaliveWrId;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  ibv_send_wr* bad = nullptr;
-  if (int rc = ibv_post_send(qp_.get(), &wr, &bad); rc != 0)
+  if (int rc = post_message(
+          control::encode_keepalive(control::MsgType::kKeepalive, keepalive_seq_ + 1),
+          kKeepaliveWrId);
+      rc != 0)
     return fail(std::string("could not send a keepalive: ") + std::strerror(rc));
   outstanding_.push_back({kKeepaliveWrId, true});
   posted_since_signal_ = 0;

@@ -75,6 +75,9 @@ class VerbsTableReader final : public TableReader {
   // Sends a keepalive if one is due; fails if the last one went unanswered too long.
   Status tick();
   bool post_recv(uint32_t slot);
+  // SENDs one message (from the one send slot: a keepalive or AUTH, never
+  // both at once); ibv_post_send's result.
+  int post_message(const std::string& msg, uint64_t wr_id);
   Status attempt(Clock::time_point deadline, bool& retryable);
   // AUTH as one SEND, then the server's one answer: AUTH_OK + DESCRIPTOR, or an ERROR.
   Status authenticate(const control::Proof& proof, const control::Nonce& client_nonce,
