@@ -74,8 +74,11 @@ Result<RedisClient> RedisClient::connect(const Endpoint& at, const RedisCredenti
 }
 
 Status RedisClient::io_error(const std::string& step) const {
+  // A Redis that went away is "unavailable" (exit 3), like an unreachable one.
   return Status::error(step + " on Redis at " + at_.to_string(),
-                       ctx_->errstr[0] ? ctx_->errstr : "connection lost", ctx_->err == REDIS_ERR_IO ? errno : 0);
+                       ctx_->errstr[0] ? ctx_->errstr : "connection lost",
+                       ctx_->err == REDIS_ERR_IO ? errno : 0)
+      .as(ErrorKind::kUnavailable);
 }
 
 void RedisClient::append(std::span<const std::string_view> argv) {

@@ -26,7 +26,14 @@ Result<SnapshotStats> PsyncSource::snapshot(TableBuilder& into) {
   for (int attempt = 1;; ++attempt) {
     link_.reset();
     auto link = MasterLink::connect(master_, creds_, opts_.link);
-    if (!link.ok()) return link.status().wrap("connect to master for PSYNC");
+    if (!link.ok()) {
+      // Unreachable at start: say so now. Gone mid-RDB: it may be restarting.
+      if (attempt == 1 || link.status().kind() != ErrorKind::kUnavailable)
+        return link.status().wrap("connect to master for PSYNC");
+      back_off("snapshot attempt " + std::to_string(attempt) + ": " + link.status().message(),
+               never);
+      continue;
+    }
     auto reply = link->psync("?", -1);
     if (!reply.ok()) return reply.status();
     if (reply->kind != PsyncReply::kFull) {
