@@ -281,6 +281,9 @@ bool wait_for_new_table(const ClientConfig& config, SyncedTable& synced) {
 
 // One round's full sync, in the configured mode, and the sink its stream
 // goes to: the target's command connection (restore) or its replica link.
+// Syncs in a row that may fail (unavailable) before --follow gives up.
+constexpr int kMaxFailedRounds = 3;
+
 struct Round {
   ReplicaSynced synced;
   std::unique_ptr<StreamSink> sink;
@@ -315,11 +318,23 @@ int run_follow(const ClientConfig& config) {
     return exit_code::for_status(creds.status());
   }
   ClientConfig sync_config = config;
+  int failed_rounds = 0;
   for (uint64_t resyncs = 0;; ++resyncs) {
     catch_stop_signals(false);
     Round round;
     int rc = sync_round(sync_config, *creds, round);
+    // A round that replaces the target's data anyway (a resync, or --flush)
+    // may simply start over when it was cut short: e.g. the sidecar published
+    // a newer table mid-transfer.
+    if (rc == exit_code::kUnavailable && sync_config.policy == TargetPolicy::kFlush &&
+        ++failed_rounds < kMaxFailedRounds && !g_stop.load()) {
+      log::warn("the sync did not finish; starting it over from the newest table (attempt " +
+                std::to_string(failed_rounds + 1) + " of " + std::to_string(kMaxFailedRounds) +
+                ")");
+      continue;
+    }
     if (rc != exit_code::kOk) return rc;
+    failed_rounds = 0;
     // A resync replaces what an earlier round loaded.
     sync_config.policy = TargetPolicy::kFlush;
     catch_stop_signals(true);
