@@ -48,7 +48,11 @@ class ReplicaTarget {
   Status replicate_from(const Endpoint& link) {
     return redis_.command({"REPLICAOF", link.host, std::to_string(link.port)}).status();
   }
-  void detach() { (void)redis_.command({"REPLICAOF", "NO", "ONE"}); }
+  // REPLICAOF NO ONE; false when the target did not take it (e.g. it is gone).
+  bool detach() {
+    auto r = redis_.command({"REPLICAOF", "NO", "ONE"});
+    return r.ok();
+  }
   // Waits for the target to acknowledge `offset` on the link, for as long as
   // it keeps loading (a target that loads from disk first takes a while).
   Status wait_loaded(ReplicaLink& link, uint64_t offset, std::chrono::milliseconds io_timeout);
@@ -257,11 +261,16 @@ int run_replica_sync(const ClientConfig& config, ReplicaSynced* synced) {
     if (fetch_thread.joinable()) fetch_thread.join();
     link->close();
     if (attached) {
-      target.detach();
+      const bool detached = target.detach();
       log::error(s.message());
-      log::error("the target did not get the whole data set; it was detached (REPLICAOF NO "
-                 "ONE). A replica drops an incomplete transfer and keeps what it held before; "
-                 "its log and INFO keyspace say what it holds now");
+      log::error(std::string("the target ") + config.redis.to_string() +
+                 " did not get the whole data set; " +
+                 (detached ? "it was detached (REPLICAOF NO ONE)"
+                           : "it could not be detached (REPLICAOF NO ONE failed: is it down?); "
+                             "if it comes back it retries a link that is gone, so run "
+                             "REPLICAOF NO ONE on it") +
+                 ". A replica drops an incomplete transfer and keeps what it held before; its "
+                 "log and INFO keyspace say what it holds now");
       return exit_code::for_status(s);
     }
     return fail(s);
@@ -321,7 +330,7 @@ int run_replica_sync(const ClientConfig& config, ReplicaSynced* synced) {
   }
   link->close();
   if (!has_history) {
-    target.detach();
+    (void)target.detach();
     log::info("the table came from --source scan, which has no replication history to "
               "continue: the target was detached (REPLICAOF NO ONE) and is a standalone copy");
   } else {
