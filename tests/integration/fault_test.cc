@@ -48,7 +48,8 @@ TEST_F(FaultTest, FourClientsSyncAtOnce) {
 // The client must report a dead sidecar, within its timeouts, never hang.
 // CLIENT PAUSE WRITE on the target holds the loader, so the fetcher stops
 // reading with most of the table still unread when the sidecar is killed
-// (the table is larger than the loader's 8 MiB output buffer plus read-ahead).
+// (the table is larger than what the loader sends before it waits for replies:
+// 16384 unanswered RESTOREs; Redis still reads a paused client's input).
 TEST_F(FaultTest, ServerKilledMidTransferIsReportedNotHung) {
   fill_strings(master_, 0, "k:", 25000, 1000);
   RedisProcess replica;

@@ -6,8 +6,8 @@
 #
 # The verbs half of the transport conformance suite, then the end-to-end tests
 # of the shipped binaries over verbs (RRS_TEST_TRANSPORT=verbs): every type,
-# TTLs, DBs, big values, digests equal; targets; auth; four clients at once; a
-# sidecar killed mid-transfer; psync tables; follow mode; replica mode and
+# TTLs, DBs, big values, digests equal; targets; auth and the shared secret;
+# four clients at once; a sidecar killed mid-transfer (and --atomic); psync tables; follow mode; replica mode and
 # handoff. RRS_REQUIRE_VERBS=1 turns "no RDMA device" skips into failures: here
 # a skip would hide a broken setup.
 set -uo pipefail
@@ -25,7 +25,7 @@ run() {
 }
 
 run "$build/tests/unit/transport_conformance_test" --gtest_filter='*/verbs'
-for t in sync_test target_policy_test auth_test fault_test; do
+for t in sync_test target_policy_test auth_test fault_test atomic_test; do
   run "$build/tests/integration/$t"
 done
 # A psync table over verbs, and a later epoch published after a full resync.
