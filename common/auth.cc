@@ -8,7 +8,6 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 
 #include "common/log.h"
 
@@ -39,10 +38,8 @@ Result<std::optional<std::string>> load_secret(const std::string& file) {
   if (!file.empty()) {
     std::ifstream in(file, std::ios::binary);
     if (!in) return Status::from_errno("read the shared secret from " + file);
-    std::ostringstream all;
-    all << in.rdbuf();
-    secret = all.str();
-    while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+    std::getline(in, secret);  // the first line
+    if (!secret.empty() && secret.back() == '\r') secret.pop_back();
     from = file;
     struct stat st{};
     if (stat(file.c_str(), &st) == 0 && (st.st_mode & 077))

@@ -21,7 +21,7 @@ inline constexpr const char* kSecretEnv = "RDMA_SIDECAR_SECRET";
 // Shorter secrets are refused: they could be guessed from one recorded exchange.
 inline constexpr size_t kMinSecretLength = 16;
 
-// The secret from `file` (trailing newlines dropped), or if `file` is empty
+// The secret from `file` (its first line), or if `file` is empty
 // from $RDMA_SIDECAR_SECRET; nullopt when neither is given. Warns when the
 // file is readable by group or others.
 Result<std::optional<std::string>> load_secret(const std::string& file);
