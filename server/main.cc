@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <memory>
 #include <thread>
@@ -67,6 +68,19 @@ Result<Servers> start_servers(event_base* base, const ServerConfig& config,
     log::info("verbs: " + why + "; serving over TCP only");
   }
   return servers;
+}
+
+// Tests only: $RRS_TEST_CORRUPT_SLOT=N flips one payload byte of slot N
+// after its CRC was taken, as a bad DIMM or a stray DMA would, so tests can
+// show the client catches it end to end. Loud, and never set in production.
+void corrupt_for_test(Table& t) {
+  const char* v = std::getenv("RRS_TEST_CORRUPT_SLOT");
+  if (v == nullptr) return;
+  const uint64_t slot = std::strtoull(v, nullptr, 10);
+  if (slot >= t.header.slot_count) return;
+  t.bytes.data()[t.header.slot_offset(slot) + table::kSlotHeaderSize] ^= std::byte{0x40};
+  log::warn("RRS_TEST_CORRUPT_SLOT: flipped a byte of slot " + std::to_string(slot) +
+            " (a test hook; unset it)");
 }
 
 void on_snapshot_signal(evutil_socket_t, short, void* psync) {
@@ -168,6 +182,7 @@ int main(int argc, char** argv) {
   if (!stats.ok()) return fail(stats.status());
   auto table = builder.build(next_epoch());
   if (!table.ok()) return fail(table.status());
+  corrupt_for_test(**table);
   if (psync) (*table)->log = psync->log();
   double build_s = seconds_since(t0);
   if (Status s = publish_everywhere(*servers, *table); !s.ok()) return fail(s);
@@ -203,6 +218,7 @@ int main(int argc, char** argv) {
         auto t1 = Clock::now();
         auto built = next.build(next_epoch());
         if (!built.ok()) return log::error("build the new table: " + built.status().message());
+        corrupt_for_test(**built);
         (*built)->log = log;
         double next_build_s = seconds_since(t1);
         mailbox->post([&servers, &current, table = TablePtr(*built), next_stats, next_build_s] {

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <thread>
 
+#include "common/exit_codes.h"
 #include "tests/support/dataset.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/sidecar.h"
@@ -77,6 +78,39 @@ TEST_F(FaultTest, ServerKilledMidTransferIsReportedNotHung) {
   EXPECT_EQ(code, 3) << client.describe();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30)) << client.describe();
   EXPECT_NE(client.stderr_text().find("reconnect"), std::string::npos) << client.describe();
+}
+
+// A byte of the table flipped after its CRC was taken (the sidecar's test
+// hook, RRS_TEST_CORRUPT_SLOT): the client re-reads the record, finds it bad
+// again, reports it and loads everything else; nothing corrupt reaches
+// RESTORE, and --atomic then swaps nothing in.
+TEST_F(FaultTest, CorruptRecordIsReportedNeverLoaded) {
+  fill_strings(master_, 0, "k:", 100, 200);
+  SidecarServer server(master_.address(), {"--source", "scan"}, {{"RRS_TEST_CORRUPT_SLOT", "5"}});
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  RedisProcess replica;
+  ASSERT_TRUE(replica.started()) << replica.start_error();
+  ClientRun run = sync_to(server.port(), replica);
+  EXPECT_EQ(run.exit_code, exit_code::kPartial) << run.describe();
+  EXPECT_NE(run.err.find("record 5 not loaded"), std::string::npos) << run.describe();
+  EXPECT_EQ(run.count("failed"), 1u) << run.describe();
+  EXPECT_EQ(total_keys(replica.keyspace()), 99u);
+  // Every key that did arrive is the master's, byte for byte.
+  for (int i = 0; i < 100; ++i) {
+    const std::string key = "k:" + std::to_string(i);
+    Reply got = replica.command({"GET", key});
+    if (got && got->type == REDIS_REPLY_NIL) continue;
+    Reply want = master_.command({"GET", key});
+    ASSERT_TRUE(got && want && got->type == REDIS_REPLY_STRING) << key;
+    EXPECT_EQ(std::string(got->str, got->len), std::string(want->str, want->len)) << key;
+  }
+
+  RedisProcess atomic;
+  ASSERT_TRUE(atomic.started()) << atomic.start_error();
+  atomic.run({"SET", "old", "data"});
+  ClientRun swap = sync_to(server.port(), atomic, {"--atomic", "--flush"});
+  EXPECT_NE(swap.exit_code, 0) << swap.describe();
+  EXPECT_EQ(total_keys(atomic.keyspace()), 1u) << swap.describe();  // only the old data
 }
 
 // Over verbs the sidecar hears nothing of one-sided READs and drops a client
