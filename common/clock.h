@@ -1,6 +1,8 @@
 // Wall time for everything we report: CLOCK_MONOTONIC, never CPU time.
 #pragma once
 
+#include <sys/time.h>
+
 #include <chrono>
 #include <cstdint>
 
@@ -17,6 +19,12 @@ inline int64_t unix_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// For libevent and hiredis, which take their timeouts as a timeval.
+inline timeval to_timeval(std::chrono::microseconds d) {
+  return timeval{static_cast<time_t>(d.count() / 1000000),
+                 static_cast<suseconds_t>(d.count() % 1000000)};
 }
 
 inline int64_t unix_us() {

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "common/clock.h"
+
 namespace rrs {
 namespace {
 
@@ -43,8 +45,7 @@ Result<RedisCredentials> load_credentials(const std::string& file, const char* e
 
 Result<RedisClient> RedisClient::connect(const Endpoint& at, const RedisCredentials& creds,
                                          std::chrono::milliseconds timeout) {
-  timeval tv{static_cast<time_t>(timeout.count() / 1000),
-             static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
+  const timeval tv = to_timeval(timeout);
   redisContext* c = redisConnectWithTimeout(at.host.c_str(), at.port, tv);
   if (c == nullptr) return Status::error("connect to Redis at " + at.to_string(), "out of memory");
   RedisClient client(at, c);

@@ -86,7 +86,7 @@ class TcpTableServer::Client {
       bufferevent_set_timeouts(bev_, nullptr, nullptr);
       return;
     }
-    timeval tv{static_cast<time_t>(t.count() / 1000), static_cast<suseconds_t>(t.count() % 1000 * 1000)};
+    const timeval tv = to_timeval(t);
     bufferevent_set_timeouts(bev_, &tv, nullptr);
   }
 
@@ -253,8 +253,7 @@ class TcpTableServer::Client {
     bufferevent_disable(bev_, EV_READ);
     bufferevent_setwatermark(bev_, EV_WRITE, 0, 0);
     // A peer that never reads the ERROR does not keep its slot either.
-    const auto t = server_.limits_.access.handshake_timeout.count();
-    timeval tv{static_cast<time_t>(t / 1000), static_cast<suseconds_t>(t % 1000 * 1000)};
+    const timeval tv = to_timeval(server_.limits_.access.handshake_timeout);
     bufferevent_set_timeouts(bev_, nullptr, &tv);
   }
 

@@ -70,8 +70,7 @@ Result<std::unique_ptr<VerbsTableServer>> VerbsTableServer::listen(event_base* b
   s->keepalive_timer_.reset(
       event_new(base, -1, EV_PERSIST, on_keepalive_timer, s.get()));
   s->handshake_timer_.reset(evtimer_new(base, on_handshake_timer, s.get()));
-  auto ms = limits.keepalive_interval.count();
-  timeval every{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>(ms % 1000 * 1000)};
+  const timeval every = to_timeval(limits.keepalive_interval);
   event_add(s->keepalive_timer_.get(), &every);
   return s;
 }
@@ -421,7 +420,7 @@ void VerbsTableServer::on_handshake_timer(evutil_socket_t, short, void* arg) {
 void VerbsTableServer::arm_handshake_timer() {
   for (const auto& [id, c] : connections_)
     if (!c->authenticated || c->closing_since) {
-      timeval tv{0, 5000};
+      const timeval tv = to_timeval(std::chrono::milliseconds(5));
       evtimer_add(handshake_timer_.get(), &tv);
       return;
     }
@@ -567,10 +566,8 @@ void VerbsTableServer::prune_retired() {
     if (r.retired_at != Clock::time_point{})
       next = std::min(next.value_or(Clock::time_point::max()), r.retired_at + limits_.retire_grace);
   if (!next) return;
-  const auto wait = std::chrono::duration_cast<std::chrono::microseconds>(*next - now) +
-                    std::chrono::milliseconds(10);
-  timeval tv{static_cast<time_t>(wait.count() / 1000000),
-             static_cast<suseconds_t>(wait.count() % 1000000)};
+  const timeval tv = to_timeval(std::chrono::duration_cast<std::chrono::microseconds>(*next - now) +
+                                 std::chrono::milliseconds(10));
   evtimer_add(retire_timer_.get(), &tv);
 }
 

@@ -17,11 +17,13 @@
 #include <utility>
 #include <vector>
 
+#include "common/auth.h"
+
 namespace rrs::test {
 
 using namespace std::chrono_literals;
 
-inline constexpr const char* kSidecarSecretEnv = "RDMA_SIDECAR_SECRET";
+inline constexpr const char* kSidecarSecretEnv = auth::kSecretEnv;
 inline constexpr const char* kTestSidecarSecret = "rrs-test-suite-shared-secret-4f1c";
 
 class Process {

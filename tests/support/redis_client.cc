@@ -6,15 +6,10 @@
 #include <cstdio>
 #include <sstream>
 
+#include "common/clock.h"
+
 namespace rrs::test {
 namespace {
-
-timeval to_timeval(std::chrono::milliseconds d) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(d.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((d.count() % 1000) * 1000);
-  return tv;
-}
 
 std::string printable(const char* p, size_t n) {
   constexpr size_t kMax = 200;
