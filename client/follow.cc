@@ -167,10 +167,10 @@ Result<FollowEnd> Follower::step(bool& idle) {
   if (header_.superseded())
     return FollowEnd{false, "the sidecar began a new replication history (the master answered "
                             "its reconnect with a full resync) and published a new table"};
-  if (header_.start > read_pos_)
+  if (!change_log::holds(header_, read_pos_))
     return FollowEnd{false, "fell behind the change log: it now starts at offset " +
-                                std::to_string(header_.start) + ", this replica needs " +
-                                std::to_string(read_pos_) +
+                                std::to_string(header_.start) + ", this replica needs it from " +
+                                std::to_string(change_log::block_begin(header_, read_pos_)) +
                                 " (a larger rdma-server --log-size gives followers more slack)"};
   if (header_.end < read_pos_)
     return Status::error("follow the change log",
@@ -188,6 +188,11 @@ Result<FollowEnd> Follower::step(bool& idle) {
   const uint64_t to = std::min<uint64_t>(header_.end, read_pos_ + tail_.max_chunk());
   auto copy = tail_.read(header_, read_pos_, to);
   if (!copy.ok()) {
+    if (copy.status().kind() == ErrorKind::kBadData)
+      return Status::error("follow the change log",
+                           copy.status().message() + "; nothing from offset " +
+                               std::to_string(read_pos_) + " on was applied")
+          .as(ErrorKind::kBadData);
     if (copy.status().kind() != ErrorKind::kUnavailable) return copy.status();
     // The sidecar went away mid-read: the header read reconnects.
     auto again = refresh_header();
@@ -203,10 +208,11 @@ Result<FollowEnd> Follower::step(bool& idle) {
   // apply it), then this batch, sent without waiting for its replies.
   RRS_RETURN_IF_ERROR(sink_.collect());
   forget_applied();
-  RRS_RETURN_IF_ERROR(sink_.write(copy->bytes));
-  read_pos_ = to;
-  RRS_RETURN_IF_ERROR(sink_.send());
   header_ = copy->after;
+  if (copy->bytes.empty()) return FollowEnd{};  // its block grew meanwhile: next round
+  RRS_RETURN_IF_ERROR(sink_.write(copy->bytes));
+  read_pos_ += copy->bytes.size();
+  RRS_RETURN_IF_ERROR(sink_.send());
   return FollowEnd{};
 }
 
@@ -225,7 +231,7 @@ Result<FollowEnd> Follower::run() {
   if (header_.replid != table.source_replid)
     return FollowEnd{false, "the change log follows replid " + header_.replid +
                                 ", the table was taken from " + table.source_replid};
-  if (header_.start > read_pos_)
+  if (!change_log::holds(header_, read_pos_))
     return FollowEnd{false,
                      "the change log no longer reaches back to this table's offset " +
                          std::to_string(read_pos_) + " (it starts at " +

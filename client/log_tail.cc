@@ -13,6 +13,7 @@ LogTail::~LogTail() {
   if (header_buf_.empty()) return;
   reader_.unregister_buffer(header_buf_);
   reader_.unregister_buffer(data_buf_);
+  reader_.unregister_buffer(seal_buf_);
 }
 
 Status LogTail::attach() {
@@ -25,13 +26,22 @@ Status LogTail::attach() {
   if (d.log_length <= change_log::kHeaderSize)
     return Status::error("follow the change log", "the descriptor's log length is too small")
         .as(ErrorKind::kBadData);
-  max_chunk_ = static_cast<uint32_t>(std::min<uint64_t>(
-      {max_chunk_, reader_.max_read_length(), d.log_length - change_log::kHeaderSize}));
+  // A copy starts at its first byte's block, so it may be a block longer.
+  if (reader_.max_read_length() <= 2 * change_log::kBlockSize)
+    return Status::error("follow the change log",
+                         "rdma-server allows reads of only " +
+                             std::to_string(reader_.max_read_length()) + " bytes")
+        .as(ErrorKind::kBadData);
   if (!header_buf_.empty()) return {};  // registered before; the reader re-registers
+  max_chunk_ = static_cast<uint32_t>(std::min<uint64_t>(
+      max_chunk_, reader_.max_read_length() - change_log::kBlockSize));
+  max_chunk_ = std::max<uint32_t>(max_chunk_, change_log::kBlockSize);
   header_buf_.resize(change_log::kHeaderSize);
-  data_buf_.resize(max_chunk_);
+  data_buf_.resize(max_chunk_ + change_log::kBlockSize);
+  seal_buf_.resize((max_chunk_ / change_log::kBlockSize + 2) * change_log::kSealSize);
   RRS_RETURN_IF_ERROR(reader_.register_buffer(header_buf_));
-  return reader_.register_buffer(data_buf_);
+  RRS_RETURN_IF_ERROR(reader_.register_buffer(data_buf_));
+  return reader_.register_buffer(seal_buf_);
 }
 
 Status LogTail::read_ranges(std::span<const TableRead> reads) {
@@ -67,28 +77,49 @@ Result<change_log::Header> LogTail::decode_checked(std::span<const std::byte> by
 }
 
 Result<LogTail::Copy> LogTail::read(const change_log::Header& before, uint64_t from, uint64_t to) {
-  if (to < from || to > before.end || to - from > max_chunk_)
+  if (!change_log::holds(before, from) || to < from || to > before.end ||
+      to - from > max_chunk_)
     return Status::error("read the change log", "bad range " + std::to_string(from) + ".." +
                                                     std::to_string(to));
-  // The bytes (one READ, two when they wrap), then the header, fenced so it
-  // is read only once the bytes are: the seqlock check, in one round trip.
-  auto parts = change_log::segments(before.capacity, from, to);
-  TableRead reads[3];
-  size_t filled = 0;
-  for (size_t i = 0; i < parts.count; ++i) {
-    reads[i] = {i + 1, parts.parts[i].offset,
-                std::span(data_buf_).subspan(filled, parts.parts[i].length), Region::kChangeLog};
-    filled += parts.parts[i].length;
+  // Whole blocks (one READ, two when they wrap), their seals (the same), then
+  // the header, fenced so it is read only once the rest is: the seqlock
+  // check, in one round trip.
+  const uint64_t begin = change_log::block_begin(before, from);
+  TableRead reads[5];
+  size_t count = 0;
+  auto add = [&](const change_log::Segments& parts, std::span<std::byte> buf) {
+    size_t filled = 0;
+    for (size_t i = 0; i < parts.count; ++i) {
+      reads[count] = {count + 1, parts.parts[i].offset,
+                      buf.subspan(filled, parts.parts[i].length), Region::kChangeLog};
+      filled += parts.parts[i].length;
+      ++count;
+    }
+    return buf.first(filled);
+  };
+  auto blocks = add(change_log::segments(before, begin, to), data_buf_);
+  auto seals = add(change_log::seal_segments(before, begin, to), seal_buf_);
+  reads[count] = {count + 1, 0, header_buf_, Region::kChangeLog, true};
+  ++count;
+  for (int attempt = 1;; ++attempt) {
+    RRS_RETURN_IF_ERROR(read_ranges({reads, count}));
+    auto after = decode_checked(header_buf_);
+    if (!after.ok()) return after.status();
+    Copy c;
+    c.after = *after;
+    c.intact = change_log::copy_intact(before, c.after, from);
+    if (!c.intact) return c;
+    auto verified = change_log::verify(c.after, from, to, blocks, seals);
+    if (verified.ok()) {
+      const uint64_t verified_bytes = *verified > from ? *verified - from : 0;
+      c.bytes = std::span<const std::byte>(blocks).subspan(from - begin, verified_bytes);
+      return c;
+    }
+    if (verified.status().kind() != ErrorKind::kBadData || attempt == kCorruptReads)
+      return verified.status().wrap(attempt == 1 ? "read the change log"
+                                                 : "read the change log " +
+                                                       std::to_string(attempt) + " times");
   }
-  reads[parts.count] = {3, 0, header_buf_, Region::kChangeLog, true};
-  RRS_RETURN_IF_ERROR(read_ranges({reads, parts.count + 1}));
-  auto after = decode_checked(header_buf_);
-  if (!after.ok()) return after.status();
-  Copy c;
-  c.bytes = std::span(data_buf_).first(filled);
-  c.after = *after;
-  c.intact = change_log::copy_intact(before, c.after, from);
-  return c;
 }
 
 }  // namespace rrs

@@ -1,8 +1,11 @@
 // Reads the sidecar's change log (proto/change_log_layout.h) through a
 // TableReader, the way follow mode tails it: the header with one small READ,
-// then, in one round trip, the new bytes at computed offsets (one READ, two
-// when they wrap) and the header again behind a fence, which both checks the
-// copy by the seqlock rule and says what came in meanwhile. One thread; it owns the reader while it runs.
+// then, in one round trip, the new bytes' whole blocks and their seals at
+// computed offsets (one READ each, two when they wrap) and the header again
+// behind a fence, which checks the copy by the seqlock rule and says what came
+// in meanwhile. The blocks are then checked against their seals; a mismatch is
+// read again, and reported if it persists. One thread; it owns the reader
+// while it runs.
 #pragma once
 
 #include <chrono>
@@ -31,13 +34,19 @@ class LogTail {
   Result<change_log::Header> read_header();
 
   struct Copy {
-    std::span<const std::byte> bytes;  // valid until the next read()
-    change_log::Header after;          // the header read after the copy
-    bool intact = false;               // false: the writer overwrote part of it
+    // Verified stream bytes from `from` on: all of [from, to), or fewer when
+    // the last block grew while it was read (read it again next round).
+    // Valid until the next read().
+    std::span<const std::byte> bytes;
+    change_log::Header after;  // the header read after the copy
+    bool intact = false;       // false: the writer overwrote part of it
   };
-  // Copies stream positions [from, to): to <= before.end, to - from <=
-  // max_chunk(). `before` is the header the range was chosen from.
+  // Copies stream positions [from, to): change_log::holds(before, from),
+  // to <= before.end, to - from <= max_chunk(). `before` is the header the
+  // range was chosen from. Bytes that still fail their seal after
+  // kCorruptReads reads are kBadData, naming their offsets.
   Result<Copy> read(const change_log::Header& before, uint64_t from, uint64_t to);
+  static constexpr int kCorruptReads = 3;
 
   uint32_t max_chunk() const { return max_chunk_; }
   uint64_t bytes_read() const { return bytes_read_; }
@@ -51,7 +60,8 @@ class LogTail {
   std::chrono::milliseconds io_timeout_;
   uint32_t max_chunk_;
   std::vector<std::byte> header_buf_;
-  std::vector<std::byte> data_buf_;
+  std::vector<std::byte> data_buf_;  // whole blocks: max_chunk + one block
+  std::vector<std::byte> seal_buf_;
   uint64_t bytes_read_ = 0;
 };
 

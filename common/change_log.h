@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -18,21 +19,27 @@ namespace rrs {
 
 class ChangeLog {
  public:
-  // An empty log of `capacity` data bytes whose first byte will be the
-  // stream's byte at position `start` (the offset of the table it continues).
+  // An empty log of `capacity` data bytes (rounded up to whole blocks) whose
+  // first byte will be the stream's byte at position `start` (the offset of
+  // the table it continues).
   static Result<std::shared_ptr<ChangeLog>> create(uint64_t capacity, uint64_t log_id,
                                                    std::string_view replid, uint64_t start);
 
-  // What the transports register and serve: header and ring.
+  // What the transports register and serve: header, ring and seals.
   std::span<const std::byte> memory() const { return memory_.span(); }
   uint64_t id() const { return id_; }
   // The master's replication ID whose stream this is.
   const std::string& replid() const { return replid_; }
   uint64_t capacity() const { return capacity_; }
 
-  // Writer thread only. Appends the stream bytes at positions [end, end+n);
-  // the oldest bytes are overwritten once the ring is full.
+  // Writer thread only. Appends the stream bytes at positions [end, end+n)
+  // and seals their blocks; the oldest bytes are overwritten once the ring is
+  // full.
   void append(std::span<const std::byte> bytes);
+  // Test hook (rdma-server's RRS_TEST_CORRUPT_LOG): flip the byte at stream
+  // position `position` right after its block is sealed, as a bad DIMM or a
+  // stray write would, so readers' checks can be tested end to end.
+  void corrupt_after_sealing_for_test(uint64_t position) { corrupt_at_ = position; }
   // No more bytes will come: readers resync from a newer table.
   void mark_superseded();
 
@@ -41,8 +48,15 @@ class ChangeLog {
   uint64_t end() const { return word(change_log::kEndAt).load(std::memory_order_acquire); }
 
  private:
-  ChangeLog(PageBuffer memory, uint64_t capacity, uint64_t id, std::string replid)
-      : memory_(std::move(memory)), capacity_(capacity), id_(id), replid_(std::move(replid)) {}
+  ChangeLog(PageBuffer memory, uint64_t capacity, uint64_t id, std::string replid,
+            uint64_t first)
+      : memory_(std::move(memory)),
+        capacity_(capacity),
+        id_(id),
+        replid_(std::move(replid)),
+        first_(first) {}
+  // Writes positions [at, at+n) of one block and updates its seal.
+  void write_in_block(uint64_t at, const std::byte* bytes, uint64_t n);
   // The header's running fields are aligned 64-bit words, updated in place;
   // stored natively, which is the layout's little-endian on every host this
   // builds for (static_assert in the .cc).
@@ -55,6 +69,9 @@ class ChangeLog {
   uint64_t capacity_;
   uint64_t id_;
   std::string replid_;
+  uint64_t first_;
+  uint32_t open_block_crc_ = 0;  // CRC-32C of the newest block's bytes so far
+  std::optional<uint64_t> corrupt_at_;
 };
 
 using ChangeLogPtr = std::shared_ptr<ChangeLog>;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "proto/byte_order.h"
+#include "proto/crc32c.h"
 
 namespace rrs::change_log {
 namespace {
@@ -27,6 +28,7 @@ std::array<std::byte, kHeaderSize> encode_header(const Header& h) {
   wire::store_u64(p + kFlagsAt, h.flags);
   wire::store_u64(p + kEndTimeAt, h.end_unix_us);
   wire::store_text(p + kReplidAt, kReplidSize, h.replid.data(), h.replid.size());
+  wire::store_u64(p + kFirstAt, h.first);
   return out;
 }
 
@@ -49,25 +51,78 @@ Result<Header> decode_header(std::span<const std::byte> bytes) {
   h.flags = wire::load_u64(p + kFlagsAt);
   h.end_unix_us = wire::load_u64(p + kEndTimeAt);
   h.replid = wire::load_text(p + kReplidAt, kReplidSize);
-  if (h.capacity == 0 || h.capacity > kMaxCapacity)
-    return bad_header("capacity " + std::to_string(h.capacity) + " outside 1.." +
-                      std::to_string(kMaxCapacity));
-  if (h.start > h.end || h.end - h.start > h.capacity)
+  h.first = wire::load_u64(p + kFirstAt);
+  if (h.capacity == 0 || h.capacity > kMaxCapacity || h.capacity % kBlockSize != 0)
+    return bad_header("capacity " + std::to_string(h.capacity) + " is not a multiple of " +
+                      std::to_string(kBlockSize) + " in 1.." + std::to_string(kMaxCapacity));
+  if (h.end >= kMaxPosition)
+    return bad_header("end " + std::to_string(h.end) + " is beyond any replication offset");
+  if (h.first > h.start || h.start > h.end || h.end - h.start > h.capacity)
     return bad_header("held range " + std::to_string(h.start) + ".." + std::to_string(h.end) +
-                      " is not within a ring of " + std::to_string(h.capacity) + " bytes");
+                      " is not within a ring of " + std::to_string(h.capacity) +
+                      " bytes from position " + std::to_string(h.first));
   if (!wire::is_printable(h.replid)) return bad_header("replid is not printable ASCII");
   return h;
 }
 
-Segments segments(uint64_t capacity, uint64_t from, uint64_t to) {
+namespace {
+
+// Where units [from, to) of a ring of `size` units, `unit` bytes each,
+// starting at `base` in memory, sit (unit i lives in slot i % size).
+Segments ring_parts(uint64_t base, uint64_t size, uint64_t unit, uint64_t from, uint64_t to) {
   Segments out;
   if (to <= from) return out;
-  uint64_t at = from % capacity;
+  uint64_t at = from % size;
   uint64_t length = to - from;
-  uint64_t first = std::min(length, capacity - at);
-  out.parts[out.count++] = {kHeaderSize + at, first};
-  if (first < length) out.parts[out.count++] = {kHeaderSize, length - first};
+  uint64_t first = std::min(length, size - at);
+  out.parts[out.count++] = {base + at * unit, first * unit};
+  if (first < length) out.parts[out.count++] = {base, (length - first) * unit};
   return out;
+}
+
+}  // namespace
+
+Segments segments(const Header& h, uint64_t from, uint64_t to) {
+  return ring_parts(kHeaderSize, h.capacity, 1, from - h.first, to - h.first);
+}
+
+Segments seal_segments(const Header& h, uint64_t from, uint64_t to) {
+  if (to <= from) return {};
+  const uint64_t first_block = (from - h.first) / kBlockSize;
+  const uint64_t end_block = (to - h.first + kBlockSize - 1) / kBlockSize;
+  return ring_parts(seals_offset(h.capacity), block_count(h.capacity), kSealSize, first_block,
+                    end_block);
+}
+
+Result<uint64_t> verify(const Header& after, uint64_t from, uint64_t to,
+                        std::span<const std::byte> blocks, std::span<const std::byte> seals) {
+  if (from < after.first || to < from || to >= kMaxPosition)
+    return Status::error("check the change log", "bad range " + std::to_string(from) + ".." +
+                                                     std::to_string(to));
+  const uint64_t begin = block_begin(after, from);
+  const uint64_t block_total = (to - begin + kBlockSize - 1) / kBlockSize;
+  if (blocks.size() != to - begin || seals.size() != block_total * kSealSize)
+    return Status::error("check the change log", "the copy does not match its range");
+  for (uint64_t i = 0; i < block_total; ++i) {
+    const uint64_t block_at = begin + i * kBlockSize;
+    const uint64_t have = std::min(to, block_at + kBlockSize) - block_at;
+    const uint64_t seal = wire::load_u64(seals.data() + i * kSealSize);
+    const uint64_t fill = seal & 0xffffffffu;
+    const uint32_t crc = static_cast<uint32_t>(seal >> 32);
+    if (fill == have && crc32c(0, blocks.data() + i * kBlockSize, have) == crc) continue;
+    // The last block may have grown since `to` was chosen: check it next round.
+    if (fill != have && i + 1 == block_total && fill > have && fill <= kBlockSize &&
+        after.end >= block_at + fill)
+      return block_at;
+    const std::string where = "the stream bytes at offsets " + std::to_string(block_at) + ".." +
+                              std::to_string(block_at + have);
+    return Status::error("check the change log",
+                         fill == have ? where + " do not match their checksum"
+                                      : where + ": their checksum covers " +
+                                            std::to_string(fill) + " bytes")
+        .as(ErrorKind::kBadData);
+  }
+  return to;
 }
 
 }  // namespace rrs::change_log

@@ -1,5 +1,6 @@
 #include "server/psync_source.h"
 
+#include <cstdlib>
 #include <thread>
 
 #include "common/clock.h"
@@ -208,8 +209,17 @@ bool PsyncSource::take_fresh_snapshot(const ChangeLogPtr& current_log, const std
 Result<ChangeLogPtr> PsyncSource::new_log(const PsyncReply& reply) {
   if (opts_.log_capacity == 0) return ChangeLogPtr();
   // The id only has to differ from every earlier log's, across restarts too.
-  return ChangeLog::create(opts_.log_capacity, static_cast<uint64_t>(unix_us()), reply.replid,
-                           reply.offset);
+  auto log = ChangeLog::create(opts_.log_capacity, static_cast<uint64_t>(unix_us()),
+                               reply.replid, reply.offset);
+  // Tests only: $RRS_TEST_CORRUPT_LOG=N flips the stream byte N bytes into
+  // every new log once it is sealed, so tests can show followers catch it.
+  if (const char* v = std::getenv("RRS_TEST_CORRUPT_LOG"); v != nullptr && log.ok()) {
+    const uint64_t at = reply.offset + std::strtoull(v, nullptr, 10);
+    (*log)->corrupt_after_sealing_for_test(at);
+    log::warn("RRS_TEST_CORRUPT_LOG: the change log's byte at offset " + std::to_string(at) +
+              " will be flipped after it is sealed (a test hook; unset it)");
+  }
+  return log;
 }
 
 void PsyncSource::follow(const std::atomic<bool>& stop, const OnSnapshot& on_snapshot) {

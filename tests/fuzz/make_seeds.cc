@@ -7,6 +7,7 @@
 //
 // writes into corpus/control, corpus/table_layout and corpus/rdb. Each table
 // is checked with the decoders before it is written.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "proto/byte_order.h"
 #include "proto/control.h"
 #include "proto/crc32c.h"
 #include "proto/crc64.h"
@@ -331,17 +333,30 @@ void rdb_seeds(const fs::path& dir) {
 // --- change log header (fed to table_layout_fuzz) ----------------------------
 
 void change_log_seeds(const fs::path& dir) {
-  rrs::change_log::Header h;
-  h.capacity = 256;
+  namespace cl = rrs::change_log;
+  // A log of 2 blocks holding one whole block of stream and 500 bytes of the
+  // next, laid out as check_change_log reads it: header, blocks, seals.
+  cl::Header h;
+  h.capacity = 2 * cl::kBlockSize;
   h.log_id = 1795323455714574;
-  h.start = 1000;
-  h.end = 1200;  // wraps: 1000 % 256 = 232
+  h.first = h.start = 1000;
+  h.end = 1000 + cl::kBlockSize + 500;
   h.replid = "8de1cbd5ac4a2a3e4da3c8d6fc9a3b2e9ac16f43";
-  auto header = rrs::change_log::encode_header(h);
+  std::string stream;
+  while (stream.size() < h.end - h.start) stream += "*1\r\n$4\r\nPING\r\n";
+  stream.resize(h.end - h.start);
+  auto header = cl::encode_header(h);
   std::string seed(1, '\0');  // table_layout_fuzz's flag byte
   seed.append(reinterpret_cast<const char*>(header.data()), header.size());
-  seed.append(256, '*');
-  write(dir, "change-log-wrapped", seed);
+  seed += stream;
+  for (size_t at = 0; at < stream.size(); at += cl::kBlockSize) {
+    const size_t fill = std::min<size_t>(cl::kBlockSize, stream.size() - at);
+    std::byte seal[cl::kSealSize];
+    rrs::wire::store_u64(seal, cl::seal_word(static_cast<uint32_t>(fill),
+                                              rrs::crc32c(0, stream.data() + at, fill)));
+    seed.append(reinterpret_cast<const char*>(seal), sizeof seal);
+  }
+  write(dir, "change-log", seed);
 }
 
 }  // namespace

@@ -138,25 +138,52 @@ void check_scripts(Bytes b, Header h, uint8_t flags) {
 }  // namespace
 
 // The change log's header, which a follower reads from the same sidecar:
-// what decodes describes a ring it can address, and survives re-encoding.
-void check_change_log_header(Bytes bytes) {
+// what decodes describes a ring it can address, and survives re-encoding;
+// the bytes after it, taken as the blocks and seals of what it holds, are
+// either refused or verified up to a block boundary or the end, never past.
+void check_change_log(Bytes bytes) {
   namespace cl = rrs::change_log;
   auto h = cl::decode_header(bytes);
   if (!h.ok()) return;
-  FUZZ_CHECK(h->capacity > 0 && h->capacity <= cl::kMaxCapacity, "change log capacity");
-  FUZZ_CHECK(h->start <= h->end && h->end - h->start <= h->capacity, "change log range");
+  FUZZ_CHECK(h->capacity > 0 && h->capacity <= cl::kMaxCapacity &&
+                 h->capacity % cl::kBlockSize == 0,
+             "change log capacity");
+  FUZZ_CHECK(h->first <= h->start && h->start <= h->end && h->end - h->start <= h->capacity,
+             "change log range");
   auto again = cl::decode_header(cl::encode_header(*h));
   FUZZ_CHECK(again.ok() && again->start == h->start && again->end == h->end &&
-             again->replid == h->replid && again->flags == h->flags,
+                 again->first == h->first && again->replid == h->replid &&
+                 again->flags == h->flags,
              "change log header round trip");
-  auto parts = cl::segments(h->capacity, h->start, h->end);
+  auto parts = cl::segments(*h, h->start, h->end);
   uint64_t total = 0;
   for (size_t i = 0; i < parts.count; ++i) {
-    FUZZ_CHECK(parts.parts[i].offset + parts.parts[i].length <= cl::memory_size(h->capacity),
+    FUZZ_CHECK(parts.parts[i].offset + parts.parts[i].length <= cl::seals_offset(h->capacity),
                "change log segment outside the ring");
     total += parts.parts[i].length;
   }
   FUZZ_CHECK(total == h->end - h->start, "change log segments miss bytes");
+
+  // The whole blocks from the one holding start, if the input has them.
+  const uint64_t begin = cl::block_begin(*h, h->start);
+  auto seal_parts = cl::seal_segments(*h, begin, h->end);
+  uint64_t seal_bytes = 0;
+  for (size_t i = 0; i < seal_parts.count; ++i) {
+    FUZZ_CHECK(seal_parts.parts[i].offset + seal_parts.parts[i].length <=
+                   cl::memory_size(h->capacity),
+               "change log seals outside the log");
+    seal_bytes += seal_parts.parts[i].length;
+  }
+  Bytes rest = bytes.subspan(cl::kHeaderSize);
+  const uint64_t block_bytes = h->end - begin;
+  if (block_bytes + seal_bytes > rest.size()) return;
+  auto verified = cl::verify(*h, h->start, h->end, rest.first(block_bytes),
+                             rest.subspan(block_bytes, seal_bytes));
+  if (!verified.ok()) return;
+  FUZZ_CHECK(*verified == h->end ||
+                 (*verified >= begin && *verified < h->end &&
+                  (*verified - h->first) % cl::kBlockSize == 0),
+             "change log verified past its copy, or off a block boundary");
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -169,7 +196,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     rrs::wire::store_u32(region.data() + hdr::kHeaderCrc,
                          rrs::crc32c(0, region.data(), hdr::kHeaderCrc));
   Bytes all(region);
-  check_change_log_header(all);
+  check_change_log(all);
   auto h = decode_header(all.first(std::min(all.size(), kHeaderSize)), region.size());
   if (!h.ok()) return 0;
   check_header_round_trip(*h, region.size());

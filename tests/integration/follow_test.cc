@@ -281,5 +281,38 @@ TEST_F(FollowTest, ScanSourceHasNoLogToFollow) {
       << follower.describe();
 }
 
+// A stream byte flipped in the change log after its block was sealed (the
+// sidecar's test hook, RRS_TEST_CORRUPT_LOG): the follower reads the block
+// again, finds it bad each time, and exits 4 naming its offsets. Nothing of
+// that block reaches the replica: every key it holds is the master's.
+TEST_F(FollowTest, CorruptLogIsReportedNeverApplied) {
+  master_->run({"SET", "before", "the snapshot"});
+  SidecarServer server(master_->address(), {"--source", "psync"},
+                       {{"RRS_TEST_CORRUPT_LOG", "3000"}});
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  Process follower = start_follower(server.port());
+  ASSERT_TRUE(follower.wait_for_line("following", 60s)) << follower.describe();
+  const std::string value(90, 'v');
+  for (int i = 0; i < 200; ++i) master_->run({"SET", "c:" + std::to_string(i), value});
+
+  EXPECT_EQ(follower.wait(60s), exit_code::kBadData) << follower.describe();
+  const std::string err = follower.stderr_text();
+  EXPECT_NE(err.find("do not match their checksum"), std::string::npos) << follower.describe();
+  EXPECT_NE(err.find("3 times"), std::string::npos) << follower.describe();
+  EXPECT_NE(err.find("offsets "), std::string::npos) << follower.describe();
+  int held = 0;
+  for (int i = 0; i < 200; ++i) {
+    Reply got = replica_.command({"GET", "c:" + std::to_string(i)});
+    ASSERT_TRUE(got);
+    if (got->type == REDIS_REPLY_NIL) continue;
+    ++held;
+    ASSERT_EQ(got->type, REDIS_REPLY_STRING);
+    EXPECT_EQ(std::string(got->str, got->len), value) << "c:" << i;
+  }
+  // Offset 3000 lies within the first ~25 writes of ~120 bytes each.
+  EXPECT_LT(held, 30);
+  EXPECT_EQ(total_keys(replica_.keyspace()), static_cast<uint64_t>(held) + 1);
+}
+
 }  // namespace
 }  // namespace rrs::test

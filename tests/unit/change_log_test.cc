@@ -1,11 +1,13 @@
 // The change log: its header (proto/change_log_layout.h) as a reader checks
-// it, where positions sit in the ring, and the writer (common/change_log.h)
-// keeping the seqlock rule as it wraps.
+// it, where positions and seals sit in the ring, the writer
+// (common/change_log.h) keeping the seqlock rule and sealing blocks as it
+// wraps, and verify() catching a flipped byte.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "common/change_log.h"
 #include "proto/byte_order.h"
@@ -17,11 +19,13 @@ namespace {
 using namespace change_log;
 
 const std::string kReplid = "8de1cbd5ac4a2a3e4da3c8d6fc9a3b2e9ac16f43";
+constexpr uint64_t B = kBlockSize;
 
 Header sample_header() {
   Header h;
-  h.capacity = 1000;
+  h.capacity = 4 * B;
   h.log_id = 42;
+  h.first = 4900;
   h.start = h.end = 5000;
   h.replid = kReplid;
   return h;
@@ -31,13 +35,15 @@ TEST(ChangeLogLayout, HeaderRoundTrips) {
   auto bytes = encode_header(sample_header());
   auto h = decode_header(bytes);
   ASSERT_TRUE(h.ok()) << h.status().message();
-  EXPECT_EQ(h->capacity, 1000u);
+  EXPECT_EQ(h->capacity, 4 * B);
   EXPECT_EQ(h->log_id, 42u);
+  EXPECT_EQ(h->first, 4900u);
   EXPECT_EQ(h->start, 5000u);
   EXPECT_EQ(h->end, 5000u);
   EXPECT_EQ(h->replid, kReplid);
   EXPECT_FALSE(h->superseded());
-  EXPECT_EQ(static_cast<uint8_t>(bytes[kCapacityAt]), 1000 & 0xff);  // little-endian
+  EXPECT_EQ(static_cast<uint8_t>(bytes[kFirstAt]), 4900 & 0xff);  // little-endian
+  EXPECT_EQ(memory_size(4 * B), kHeaderSize + 4 * B + 4 * kSealSize);
 }
 
 TEST(ChangeLogLayout, RejectsWhatNoWriterProduces) {
@@ -52,85 +58,180 @@ TEST(ChangeLogLayout, RejectsWhatNoWriterProduces) {
   b[0] = std::byte{'X'};
   EXPECT_FALSE(decode_header(b).ok());
   b = good;
-  wire::store_u16(b.data() + kVersionAt, 2);
+  wire::store_u16(b.data() + kVersionAt, 1);  // a log without seals
   EXPECT_NE(decode_header(b).status().message().find("upgrade"), std::string::npos);
   EXPECT_FALSE(broken(kCapacityAt, 0).ok());
-  EXPECT_FALSE(broken(kCapacityAt, kMaxCapacity + 1).ok());
+  EXPECT_FALSE(broken(kCapacityAt, kMaxCapacity + B).ok());
+  EXPECT_FALSE(broken(kCapacityAt, 4 * B + 1).ok());      // not whole blocks
   EXPECT_FALSE(broken(kStartAt, 5001).ok());               // start after end
-  EXPECT_FALSE(broken(kEndAt, 5000 + 1001).ok());          // holds more than the ring
-  EXPECT_TRUE(broken(kEndAt, 5000 + 1000).ok());           // exactly full
+  EXPECT_FALSE(broken(kFirstAt, 5001).ok());               // first after start
+  EXPECT_FALSE(broken(kEndAt, 5000 + 4 * B + 1).ok());     // holds more than the ring
+  EXPECT_TRUE(broken(kEndAt, 5000 + 4 * B).ok());          // exactly full
+  EXPECT_FALSE(broken(kEndAt, kMaxPosition).ok());         // no replication offset
   b = good;
   b[kReplidAt] = std::byte{0x07};
   EXPECT_FALSE(decode_header(b).ok());
 }
 
-TEST(ChangeLogLayout, SegmentsWrapAtTheRingsEnd) {
-  auto s = segments(1000, 2500, 2700);  // 500..700
+TEST(ChangeLogLayout, SegmentsCountFromTheFirstByteAndWrap) {
+  Header h = sample_header();  // first 4900, a ring of 4 blocks
+  auto s = segments(h, 4900 + 500, 4900 + 700);
   ASSERT_EQ(s.count, 1u);
   EXPECT_EQ(s.parts[0].offset, kHeaderSize + 500);
   EXPECT_EQ(s.parts[0].length, 200u);
-  s = segments(1000, 2900, 3150);  // 900..1000, then 0..150
+  s = segments(h, 4900 + 4 * B - 100, 4900 + 4 * B + 150);  // the ring's last 100, then 150
   ASSERT_EQ(s.count, 2u);
-  EXPECT_EQ(s.parts[0].offset, kHeaderSize + 900);
+  EXPECT_EQ(s.parts[0].offset, kHeaderSize + 4 * B - 100);
   EXPECT_EQ(s.parts[0].length, 100u);
   EXPECT_EQ(s.parts[1].offset, kHeaderSize);
   EXPECT_EQ(s.parts[1].length, 150u);
-  s = segments(1000, 3000, 4000);  // exactly one whole ring
+  s = segments(h, 4900 + 4 * B, 4900 + 8 * B);  // exactly one whole ring
   ASSERT_EQ(s.count, 1u);
-  EXPECT_EQ(s.parts[0].length, 1000u);
-  EXPECT_EQ(segments(1000, 7, 7).count, 0u);
+  EXPECT_EQ(s.parts[0].length, 4 * B);
+  EXPECT_EQ(segments(h, 7000, 7000).count, 0u);
 }
 
-TEST(ChangeLogLayout, SeqlockRule) {
+TEST(ChangeLogLayout, SealsOfTheBlocksARangeTouchesWrapToo) {
+  Header h = sample_header();
+  // Blocks 1..2 (a range from inside block 1 to inside block 2).
+  auto s = seal_segments(h, 4900 + B + 10, 4900 + 2 * B + 1);
+  ASSERT_EQ(s.count, 1u);
+  EXPECT_EQ(s.parts[0].offset, seals_offset(h.capacity) + kSealSize);
+  EXPECT_EQ(s.parts[0].length, 2 * kSealSize);
+  // Blocks 3..4: slot 3, then slot 0.
+  s = seal_segments(h, 4900 + 3 * B, 4900 + 4 * B + 1);
+  ASSERT_EQ(s.count, 2u);
+  EXPECT_EQ(s.parts[0].offset, seals_offset(h.capacity) + 3 * kSealSize);
+  EXPECT_EQ(s.parts[1].offset, seals_offset(h.capacity));
+  EXPECT_EQ(s.parts[1].length, kSealSize);
+}
+
+TEST(ChangeLogLayout, SeqlockRuleCoversTheWholeFirstBlock) {
   Header before = sample_header(), after = before;
-  after.start = 5100;
-  EXPECT_TRUE(copy_intact(before, after, 5100));
-  EXPECT_FALSE(copy_intact(before, after, 5099));
-  after.start = 5000;
+  after.start = 4900 + B;
+  EXPECT_TRUE(copy_intact(before, after, 4900 + B + 500));  // its block begins at start
+  EXPECT_FALSE(copy_intact(before, after, 4900 + B - 1));
+  after.start = 4900 + B + 1;  // the block's first byte is being reused
+  EXPECT_FALSE(copy_intact(before, after, 4900 + B + 500));
+  EXPECT_FALSE(holds(after, 4900 + B + 500));
+  EXPECT_TRUE(holds(after, 4900 + 2 * B));
+  EXPECT_FALSE(holds(after, 4000));  // before the log's first byte
+  after.start = 4900;
   after.log_id = 43;  // a different log under the same address
   EXPECT_FALSE(copy_intact(before, after, 5000));
 }
 
-// Reads positions [from, to) out of the writer's memory the way a remote
-// reader does.
-std::string read_range(const ChangeLog& log, uint64_t from, uint64_t to) {
-  std::string out;
-  auto parts = segments(log.capacity(), from, to);
-  for (size_t i = 0; i < parts.count; ++i)
-    out.append(reinterpret_cast<const char*>(log.memory().data()) + parts.parts[i].offset,
-               parts.parts[i].length);
-  return out;
+// A reader's copy of the whole blocks from from's block to `to`, and their
+// seals, out of the writer's memory.
+struct BlockCopy {
+  std::vector<std::byte> blocks, seals;
+};
+BlockCopy copy_blocks(const ChangeLog& log, const Header& h, uint64_t from, uint64_t to) {
+  BlockCopy c;
+  auto take = [&](const Segments& parts, std::vector<std::byte>& out) {
+    for (size_t i = 0; i < parts.count; ++i)
+      out.insert(out.end(), log.memory().begin() + static_cast<long>(parts.parts[i].offset),
+                 log.memory().begin() +
+                     static_cast<long>(parts.parts[i].offset + parts.parts[i].length));
+  };
+  take(segments(h, block_begin(h, from), to), c.blocks);
+  take(seal_segments(h, block_begin(h, from), to), c.seals);
+  return c;
 }
 
-TEST(ChangeLogWriter, KeepsTheNewestBytesInOrderAsItWraps) {
-  auto log = ChangeLog::create(1000, 7, kReplid, 100);
+Header current(const ChangeLog& log) {
+  auto h = decode_header(std::span(log.memory().data(), kHeaderSize));
+  EXPECT_TRUE(h.ok()) << h.status().message();
+  return h.ok() ? *h : Header{};
+}
+
+TEST(ChangeLogWriter, KeepsTheNewestBytesInOrderSealedAsItWraps) {
+  auto log = ChangeLog::create(4 * B, 7, kReplid, 100);
   ASSERT_TRUE(log.ok());
   std::mt19937 rng(3);
   std::string stream;
   for (int i = 0; i < 300; ++i) {
-    std::string piece(rng() % 300, '\0');
+    std::string piece(rng() % 700, '\0');
     for (char& c : piece) c = static_cast<char>(rng());
-    if (i == 150) piece.assign(2500, 'x');  // one append bigger than the ring
+    if (i == 150) piece.assign(4 * B + 500, 'x');  // one append bigger than the ring
     (*log)->append(std::as_bytes(std::span(piece)));
     stream += piece;
     const uint64_t end = 100 + stream.size();
     ASSERT_EQ((*log)->end(), end);
-    ASSERT_EQ((*log)->start(), end > 100 + 1000 ? end - 1000 : 100);
-    auto h = decode_header(std::span((*log)->memory().data(), kHeaderSize));
-    ASSERT_TRUE(h.ok()) << h.status().message();
-    ASSERT_EQ(h->end, end);
-    ASSERT_EQ(h->start, (*log)->start());
-    ASSERT_EQ(read_range(**log, h->start, h->end), stream.substr(h->start - 100));
+    ASSERT_EQ((*log)->start(), end > 100 + 4 * B ? end - 4 * B : 100);
+    Header h = current(**log);
+    ASSERT_EQ(h.end, end);
+    ASSERT_EQ(h.start, (*log)->start());
+    // Every byte from the oldest whole block held on reads back and checks
+    // out against its seal.
+    uint64_t from = block_begin(h, h.start);
+    if (from < h.start) from += B;
+    if (from >= end) continue;
+    BlockCopy c = copy_blocks(**log, h, from, end);
+    auto verified = verify(h, from, end, c.blocks, c.seals);
+    ASSERT_TRUE(verified.ok()) << verified.status().message();
+    ASSERT_EQ(*verified, end);
+    ASSERT_EQ(std::string(reinterpret_cast<const char*>(c.blocks.data()), c.blocks.size()),
+              stream.substr(from - 100));
   }
+}
+
+TEST(ChangeLogWriter, CapacityIsRoundedUpToWholeBlocks) {
+  auto log = ChangeLog::create(1000, 1, kReplid, 0);
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ((*log)->capacity(), B);
+  EXPECT_EQ((*log)->memory().size(), memory_size(B));
+}
+
+TEST(ChangeLogVerify, AFlippedByteIsCaughtAndNamed) {
+  auto log = ChangeLog::create(4 * B, 7, kReplid, 100);
+  ASSERT_TRUE(log.ok());
+  (*log)->corrupt_after_sealing_for_test(100 + B + 17);  // in block 1
+  std::string stream(3 * B, 's');
+  (*log)->append(std::as_bytes(std::span(stream)));
+  Header h = current(**log);
+  BlockCopy c = copy_blocks(**log, h, 100, h.end);
+  auto verified = verify(h, 100, h.end, c.blocks, c.seals);
+  ASSERT_FALSE(verified.ok());
+  EXPECT_EQ(verified.status().kind(), ErrorKind::kBadData);
+  EXPECT_NE(verified.status().message().find("offsets " + std::to_string(100 + B) + ".." +
+                                             std::to_string(100 + 2 * B)),
+            std::string::npos)
+      << verified.status().message();
+  // The blocks either side of it are fine.
+  c = copy_blocks(**log, h, 100, 100 + B);
+  EXPECT_TRUE(verify(h, 100, 100 + B, c.blocks, c.seals).ok());
+  c = copy_blocks(**log, h, 100 + 2 * B, h.end);
+  EXPECT_TRUE(verify(h, 100 + 2 * B, h.end, c.blocks, c.seals).ok());
+}
+
+TEST(ChangeLogVerify, ABlockThatGrewMeanwhileIsLeftForTheNextRound) {
+  auto log = ChangeLog::create(4 * B, 7, kReplid, 0);
+  ASSERT_TRUE(log.ok());
+  std::string stream(B + 300, 'a');
+  (*log)->append(std::as_bytes(std::span(stream)));
+  Header before = current(**log);
+  BlockCopy c = copy_blocks(**log, before, 0, before.end);
+  (*log)->append(std::as_bytes(std::span(stream).first(50)));  // the open block grows
+  BlockCopy seals_now = copy_blocks(**log, before, 0, before.end);
+  Header after = current(**log);
+  // The first block checks out; the open one's seal covers 350 bytes, the
+  // copy has 300: verified up to the open block, read it again next round.
+  auto verified = verify(after, 0, before.end, c.blocks, seals_now.seals);
+  ASSERT_TRUE(verified.ok()) << verified.status().message();
+  EXPECT_EQ(*verified, B);
+  // The same disagreement with no append behind it is corruption.
+  verified = verify(before, 0, before.end, c.blocks, seals_now.seals);
+  EXPECT_FALSE(verified.ok());
+  // Seals that do not match the copy's length are refused, never read past.
+  EXPECT_FALSE(verify(after, 0, before.end, c.blocks, std::span(seals_now.seals).first(8)).ok());
 }
 
 TEST(ChangeLogWriter, SupersededIsVisibleInTheHeader) {
   auto log = ChangeLog::create(64, 1, kReplid, 0);
   ASSERT_TRUE(log.ok());
   (*log)->mark_superseded();
-  auto h = decode_header(std::span((*log)->memory().data(), kHeaderSize));
-  ASSERT_TRUE(h.ok());
-  EXPECT_TRUE(h->superseded());
+  EXPECT_TRUE(current(**log).superseded());
   EXPECT_FALSE(ChangeLog::create(0, 1, kReplid, 0).ok());
 }
 

@@ -397,6 +397,44 @@ TEST_P(TransportConformance, ChangeLogIsReadThroughTheLogRegion) {
   EXPECT_FALSE(s.ok());
 }
 
+TEST_P(TransportConformance, ChangeLogBytesAreCheckedAgainstTheirSeals) {
+  auto log = ChangeLog::create(4096, 78, "0123456789abcdef0123456789abcdef01234567", 1000);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  (*log)->corrupt_after_sealing_for_test(1000 + 2100);  // in the third block
+  harness_->publish(table_with_log(71, *log));
+  auto reader = harness_->make_reader();
+  ASSERT_TRUE(reader->connect(Clock::now() + std::chrono::seconds(5)).ok());
+  LogTail tail(*reader, std::chrono::milliseconds(5000), 1u << 20);
+  ASSERT_TRUE(tail.attach().ok());
+  (*log)->append(as_bytes(stream_text(0, 1500)));
+
+  // A copy from the middle of a block re-reads the block from its start, to
+  // check it, and hands over only the bytes asked for.
+  auto h = tail.read_header();
+  ASSERT_TRUE(h.ok());
+  auto copy = tail.read(*h, 1700, 2500);
+  ASSERT_TRUE(copy.ok()) << copy.status().message();
+  ASSERT_TRUE(copy->intact);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(copy->bytes.data()), copy->bytes.size()),
+            stream_text(700, 800));
+
+  // The flipped byte: read kCorruptReads times, then refused, naming the
+  // block's offsets. The blocks before it are still good.
+  (*log)->append(as_bytes(stream_text(1500, 1500)));
+  h = tail.read_header();
+  ASSERT_TRUE(h.ok());
+  copy = tail.read(*h, 2500, h->end);
+  ASSERT_FALSE(copy.ok());
+  EXPECT_EQ(copy.status().kind(), ErrorKind::kBadData);
+  EXPECT_NE(copy.status().message().find("3 times"), std::string::npos)
+      << copy.status().message();
+  EXPECT_NE(copy.status().message().find("offsets 3048..4000"), std::string::npos)
+      << copy.status().message();
+  copy = tail.read(*h, 2500, 3048);
+  ASSERT_TRUE(copy.ok()) << copy.status().message();
+  EXPECT_EQ(copy->bytes.size(), 548u);
+}
+
 TEST_P(TransportConformance, NewEpochOfTheSameHistoryKeepsTheLog) {
   auto log = ChangeLog::create(4096, 88, "r", 0);
   ASSERT_TRUE(log.ok());
