@@ -209,7 +209,10 @@ Result<FollowEnd> Follower::step(bool& idle) {
   RRS_RETURN_IF_ERROR(sink_.collect());
   forget_applied();
   header_ = copy->after;
-  if (copy->bytes.empty()) return FollowEnd{};  // its block grew meanwhile: next round
+  if (copy->bytes.empty()) {  // its block is being written: next round, after a pause
+    idle = true;
+    return FollowEnd{};
+  }
   RRS_RETURN_IF_ERROR(sink_.write(copy->bytes));
   read_pos_ += copy->bytes.size();
   RRS_RETURN_IF_ERROR(sink_.send());

@@ -15,6 +15,10 @@ namespace {
 // handoff reads its offset (it is normally there within a round trip).
 constexpr auto kSettle = std::chrono::seconds(5);
 constexpr auto kPoll = std::chrono::milliseconds(20);
+// The forwarded bytes may end inside a command (the follower forwards what
+// its checks vouch for, not whole commands): the target's offset then stops
+// short of them, at its last whole command, and stays there.
+constexpr auto kStill = std::chrono::milliseconds(200);
 
 int fail(const Status& s, int code) {
   log::error(s.message());
@@ -71,14 +75,23 @@ Status check_backlog(std::string_view repl, std::string_view replid, uint64_t ne
   return {};
 }
 
-// The target's replication offset once it has applied `forwarded`.
+// The target's replication offset once it has applied `forwarded`, or
+// whatever whole commands of it it has applied once its offset stops moving.
 Result<uint64_t> settled_offset(RedisClient& target, uint64_t forwarded) {
   const auto deadline = Clock::now() + kSettle;
+  uint64_t last = 0;
+  auto last_moved = Clock::now();
   while (true) {
     auto repl = target.info("replication");
     if (!repl.ok()) return repl.status().wrap("read the target's INFO replication");
     const uint64_t at = field_u64(*repl, "master_repl_offset");
     if (at >= forwarded || Clock::now() >= deadline) return at;
+    if (at != last) {
+      last = at;
+      last_moved = Clock::now();
+    } else if (Clock::now() - last_moved >= kStill) {
+      return at;
+    }
     std::this_thread::sleep_for(kPoll);
   }
 }

@@ -26,19 +26,20 @@ Status LogTail::attach() {
   if (d.log_length <= change_log::kHeaderSize)
     return Status::error("follow the change log", "the descriptor's log length is too small")
         .as(ErrorKind::kBadData);
-  // A copy starts at its first byte's block, so it may be a block longer.
-  if (reader_.max_read_length() <= 2 * change_log::kBlockSize)
+  // A copy is whole blocks: up to a block more at either end of a chunk.
+  constexpr uint64_t kSlack = 2 * change_log::kBlockSize;
+  if (reader_.max_read_length() <= 2 * kSlack)
     return Status::error("follow the change log",
                          "rdma-server allows reads of only " +
                              std::to_string(reader_.max_read_length()) + " bytes")
         .as(ErrorKind::kBadData);
   if (!header_buf_.empty()) return {};  // registered before; the reader re-registers
-  max_chunk_ = static_cast<uint32_t>(std::min<uint64_t>(
-      max_chunk_, reader_.max_read_length() - change_log::kBlockSize));
+  max_chunk_ = static_cast<uint32_t>(
+      std::min<uint64_t>(max_chunk_, reader_.max_read_length() - kSlack));
   max_chunk_ = std::max<uint32_t>(max_chunk_, change_log::kBlockSize);
   header_buf_.resize(change_log::kHeaderSize);
-  data_buf_.resize(max_chunk_ + change_log::kBlockSize);
-  seal_buf_.resize((max_chunk_ / change_log::kBlockSize + 2) * change_log::kSealSize);
+  data_buf_.resize(max_chunk_ + kSlack);
+  seal_buf_.resize((max_chunk_ / change_log::kBlockSize + 3) * change_log::kSealSize);
   RRS_RETURN_IF_ERROR(reader_.register_buffer(header_buf_));
   RRS_RETURN_IF_ERROR(reader_.register_buffer(data_buf_));
   return reader_.register_buffer(seal_buf_);
@@ -81,10 +82,13 @@ Result<LogTail::Copy> LogTail::read(const change_log::Header& before, uint64_t f
       to - from > max_chunk_)
     return Status::error("read the change log", "bad range " + std::to_string(from) + ".." +
                                                     std::to_string(to));
-  // Whole blocks (one READ, two when they wrap), their seals (the same), then
-  // the header, fenced so it is read only once the rest is: the seqlock
-  // check, in one round trip.
+  // The seals (one READ, two when they wrap), then the whole blocks (the
+  // same; posted behind the seals, so a responder that answers in order
+  // copies bytes at least as new as the seals vouch for), then the header,
+  // fenced so it is read only once the rest is: the seqlock check, in one
+  // round trip.
   const uint64_t begin = change_log::block_begin(before, from);
+  const uint64_t end = change_log::blocks_end(before, to);
   TableRead reads[5];
   size_t count = 0;
   auto add = [&](const change_log::Segments& parts, std::span<std::byte> buf) {
@@ -97,8 +101,8 @@ Result<LogTail::Copy> LogTail::read(const change_log::Header& before, uint64_t f
     }
     return buf.first(filled);
   };
-  auto blocks = add(change_log::segments(before, begin, to), data_buf_);
-  auto seals = add(change_log::seal_segments(before, begin, to), seal_buf_);
+  auto seals = add(change_log::seal_segments(before, begin, end), seal_buf_);
+  auto blocks = add(change_log::segments(before, begin, end), data_buf_);
   reads[count] = {count + 1, 0, header_buf_, Region::kChangeLog, true};
   ++count;
   for (int attempt = 1;; ++attempt) {
@@ -111,8 +115,10 @@ Result<LogTail::Copy> LogTail::read(const change_log::Header& before, uint64_t f
     if (!c.intact) return c;
     auto verified = change_log::verify(c.after, from, to, blocks, seals);
     if (verified.ok()) {
-      const uint64_t verified_bytes = *verified > from ? *verified - from : 0;
-      c.bytes = std::span<const std::byte>(blocks).subspan(from - begin, verified_bytes);
+      // Sealed bytes are whole, but hand over only what `end` publishes.
+      const uint64_t until = std::min(*verified, c.after.end);
+      c.bytes = std::span<const std::byte>(blocks).subspan(from - begin,
+                                                           until > from ? until - from : 0);
       return c;
     }
     if (verified.status().kind() != ErrorKind::kBadData || attempt == kCorruptReads)

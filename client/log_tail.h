@@ -1,6 +1,6 @@
 // Reads the sidecar's change log (proto/change_log_layout.h) through a
 // TableReader, the way follow mode tails it: the header with one small READ,
-// then, in one round trip, the new bytes' whole blocks and their seals at
+// then, in one round trip, the seals and whole blocks of the new bytes at
 // computed offsets (one READ each, two when they wrap) and the header again
 // behind a fence, which checks the copy by the seqlock rule and says what came
 // in meanwhile. The blocks are then checked against their seals; a mismatch is
@@ -34,8 +34,9 @@ class LogTail {
   Result<change_log::Header> read_header();
 
   struct Copy {
-    // Verified stream bytes from `from` on: all of [from, to), or fewer when
-    // the last block grew while it was read (read it again next round).
+    // Verified stream bytes from `from` on: usually [from, to) and whatever
+    // else the last block's seal and after.end vouch for; fewer when that
+    // block was being written as it was read (read it again next round).
     // Valid until the next read().
     std::span<const std::byte> bytes;
     change_log::Header after;  // the header read after the copy
@@ -60,7 +61,7 @@ class LogTail {
   std::chrono::milliseconds io_timeout_;
   uint32_t max_chunk_;
   std::vector<std::byte> header_buf_;
-  std::vector<std::byte> data_buf_;  // whole blocks: max_chunk + one block
+  std::vector<std::byte> data_buf_;  // whole blocks: max_chunk + a block at each end
   std::vector<std::byte> seal_buf_;
   uint64_t bytes_read_ = 0;
 };

@@ -77,7 +77,7 @@ void ChangeLog::write_in_block(uint64_t at, const std::byte* bytes, uint64_t n) 
   const uint64_t slot = relative / change_log::kBlockSize % change_log::block_count(capacity_);
   word(change_log::seals_offset(capacity_) + slot * change_log::kSealSize)
       .store(change_log::seal_word(static_cast<uint32_t>(in_block + n), open_block_crc_),
-             std::memory_order_relaxed);
+             std::memory_order_release);  // a reader that sees the seal sees the bytes
   if (corrupt_at_ && *corrupt_at_ >= at && *corrupt_at_ < at + n) {
     dst[*corrupt_at_ - at] ^= std::byte{0x20};
     corrupt_at_.reset();

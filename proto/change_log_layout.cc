@@ -94,35 +94,40 @@ Segments seal_segments(const Header& h, uint64_t from, uint64_t to) {
                     end_block);
 }
 
-Result<uint64_t> verify(const Header& after, uint64_t from, uint64_t to,
+Result<uint64_t> verify(const Header& h, uint64_t from, uint64_t to,
                         std::span<const std::byte> blocks, std::span<const std::byte> seals) {
-  if (from < after.first || to < from || to >= kMaxPosition)
+  if (from < h.first || to <= from || to >= kMaxPosition)
     return Status::error("check the change log", "bad range " + std::to_string(from) + ".." +
                                                      std::to_string(to));
-  const uint64_t begin = block_begin(after, from);
-  const uint64_t block_total = (to - begin + kBlockSize - 1) / kBlockSize;
-  if (blocks.size() != to - begin || seals.size() != block_total * kSealSize)
+  const uint64_t begin = block_begin(h, from);
+  const uint64_t block_total = (blocks_end(h, to) - begin) / kBlockSize;
+  if (blocks.size() != block_total * kBlockSize || seals.size() != block_total * kSealSize)
     return Status::error("check the change log", "the copy does not match its range");
+  uint64_t verified = begin;
   for (uint64_t i = 0; i < block_total; ++i) {
     const uint64_t block_at = begin + i * kBlockSize;
-    const uint64_t have = std::min(to, block_at + kBlockSize) - block_at;
+    const uint64_t published = std::min(to, block_at + kBlockSize) - block_at;
     const uint64_t seal = wire::load_u64(seals.data() + i * kSealSize);
     const uint64_t fill = seal & 0xffffffffu;
     const uint32_t crc = static_cast<uint32_t>(seal >> 32);
-    if (fill == have && crc32c(0, blocks.data() + i * kBlockSize, have) == crc) continue;
-    // The last block may have grown since `to` was chosen: check it next round.
-    if (fill != have && i + 1 == block_total && fill > have && fill <= kBlockSize &&
-        after.end >= block_at + fill)
-      return block_at;
-    const std::string where = "the stream bytes at offsets " + std::to_string(block_at) + ".." +
-                              std::to_string(block_at + have);
-    return Status::error("check the change log",
-                         fill == have ? where + " do not match their checksum"
-                                      : where + ": their checksum covers " +
-                                            std::to_string(fill) + " bytes")
-        .as(ErrorKind::kBadData);
+    auto bad = [&](const std::string& why) {
+      return Status::error("check the change log", "the stream bytes at offsets " +
+                                                       std::to_string(block_at) + ".." +
+                                                       std::to_string(block_at + published) + why)
+          .as(ErrorKind::kBadData);
+    };
+    if (fill < published || fill > kBlockSize)
+      return bad(": their checksum covers " + std::to_string(fill) + " bytes");
+    if (crc32c(0, blocks.data() + i * kBlockSize, fill) == crc) {
+      verified = block_at + fill;
+      continue;
+    }
+    // Sealed past what was published: the copy may predate the writer's
+    // latest bytes (only ever the last block).
+    if (fill > published) return block_at;
+    return bad(" do not match their checksum");
   }
-  return to;
+  return verified;
 }
 
 }  // namespace rrs::change_log

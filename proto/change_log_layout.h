@@ -35,13 +35,16 @@
 // updates a block's seal after its bytes and before it publishes `end`.
 //
 // Seqlock rule. The writer, to append n bytes at `end`, first raises `start`
-// past the positions it is about to overwrite, then writes the bytes and
-// seals, then publishes the new `end`. A reader copies whole blocks: the
-// positions [block_begin(from), to) with to <= the `end` it read, and their
+// past the positions it is about to overwrite, then writes the bytes, then
+// their block's seal (release), then publishes the new `end`. A reader of
+// positions [from, to), to <= the `end` it read, copies the whole blocks
+// that hold them (from block_begin(from) to the end of to's block) and their
 // seals, then reads the header again. The copy is intact only if the second
-// header still has the same log id and start <= block_begin(from) (no byte
-// or seal of the copy can have been reused before the writer raised start);
-// an intact copy's blocks are then checked against their seals (verify()).
+// header still has the same log id and start <= block_begin(from): no byte
+// or seal of the copy can have been reused before the writer raised start.
+// An intact copy's blocks are then checked against their seals (verify());
+// a last block may be sealed past `to` (the writer appended meanwhile), and
+// bytes a seal vouches for are whole even before `end` covers them.
 #pragma once
 
 #include <array>
@@ -146,14 +149,22 @@ inline bool copy_intact(const Header& before, const Header& after, uint64_t from
   return after.log_id == before.log_id && after.start <= block_begin(before, from);
 }
 
-// Checks an intact copy of positions [block_begin(from), to) against the
-// seals read with it (`seals`: one per block, in block order). `after` is the
-// header read after the copy. Returns the position up to which the copy is
-// verified: `to`, or the beginning of the last block when its seal already
-// covers more than the copy has (the writer appended meanwhile: check it
-// again next round). A block whose bytes do not match its seal is kBadData,
-// naming its positions. No I/O; every byte untrusted.
-Result<uint64_t> verify(const Header& after, uint64_t from, uint64_t to,
+// The end of the block holding position p - 1: a copy up to `to` reads whole
+// blocks up to here (to > h.first).
+inline uint64_t blocks_end(const Header& h, uint64_t to) {
+  return block_begin(h, to - 1) + kBlockSize;
+}
+
+// Checks an intact copy of the blocks holding positions [from, to) (the
+// bytes [block_begin(from), blocks_end(to)), `blocks`) against the seals read
+// with it (`seals`: one per block, in block order); `to` was published when
+// the copy began. Returns the position up to which the copy is verified:
+// the last block's sealed end (at least `to`), or, when that block was sealed
+// past `to` but the copy does not match (it may hold the bytes from before
+// the writer got there), the beginning of that block: read it again next
+// round. Any other disagreement is kBadData, naming the block's positions.
+// No I/O; every byte untrusted.
+Result<uint64_t> verify(const Header& h, uint64_t from, uint64_t to,
                         std::span<const std::byte> blocks, std::span<const std::byte> seals);
 
 }  // namespace rrs::change_log

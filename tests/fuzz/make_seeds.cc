@@ -335,7 +335,7 @@ void rdb_seeds(const fs::path& dir) {
 void change_log_seeds(const fs::path& dir) {
   namespace cl = rrs::change_log;
   // A log of 2 blocks holding one whole block of stream and 500 bytes of the
-  // next, laid out as check_change_log reads it: header, blocks, seals.
+  // next, laid out as check_change_log reads it: header, whole blocks, seals.
   cl::Header h;
   h.capacity = 2 * cl::kBlockSize;
   h.log_id = 1795323455714574;
@@ -349,6 +349,7 @@ void change_log_seeds(const fs::path& dir) {
   std::string seed(1, '\0');  // table_layout_fuzz's flag byte
   seed.append(reinterpret_cast<const char*>(header.data()), header.size());
   seed += stream;
+  seed.append(cl::blocks_end(h, h.end) - h.end, '\0');  // the rest of the open block
   for (size_t at = 0; at < stream.size(); at += cl::kBlockSize) {
     const size_t fill = std::min<size_t>(cl::kBlockSize, stream.size() - at);
     std::byte seal[cl::kSealSize];

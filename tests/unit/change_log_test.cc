@@ -121,8 +121,8 @@ TEST(ChangeLogLayout, SeqlockRuleCoversTheWholeFirstBlock) {
   EXPECT_FALSE(copy_intact(before, after, 5000));
 }
 
-// A reader's copy of the whole blocks from from's block to `to`, and their
-// seals, out of the writer's memory.
+// A reader's copy of the whole blocks that hold [from, to), and their seals,
+// out of the writer's memory.
 struct BlockCopy {
   std::vector<std::byte> blocks, seals;
 };
@@ -134,8 +134,8 @@ BlockCopy copy_blocks(const ChangeLog& log, const Header& h, uint64_t from, uint
                  log.memory().begin() +
                      static_cast<long>(parts.parts[i].offset + parts.parts[i].length));
   };
-  take(segments(h, block_begin(h, from), to), c.blocks);
-  take(seal_segments(h, block_begin(h, from), to), c.seals);
+  take(segments(h, block_begin(h, from), blocks_end(h, to)), c.blocks);
+  take(seal_segments(h, block_begin(h, from), blocks_end(h, to)), c.seals);
   return c;
 }
 
@@ -171,7 +171,7 @@ TEST(ChangeLogWriter, KeepsTheNewestBytesInOrderSealedAsItWraps) {
     auto verified = verify(h, from, end, c.blocks, c.seals);
     ASSERT_TRUE(verified.ok()) << verified.status().message();
     ASSERT_EQ(*verified, end);
-    ASSERT_EQ(std::string(reinterpret_cast<const char*>(c.blocks.data()), c.blocks.size()),
+    ASSERT_EQ(std::string(reinterpret_cast<const char*>(c.blocks.data()), end - from),
               stream.substr(from - 100));
   }
 }
@@ -205,26 +205,56 @@ TEST(ChangeLogVerify, AFlippedByteIsCaughtAndNamed) {
   EXPECT_TRUE(verify(h, 100 + 2 * B, h.end, c.blocks, c.seals).ok());
 }
 
-TEST(ChangeLogVerify, ABlockThatGrewMeanwhileIsLeftForTheNextRound) {
+TEST(ChangeLogVerify, ABlockSealedPastTheCopysEndVouchesForTheNewBytes) {
   auto log = ChangeLog::create(4 * B, 7, kReplid, 0);
   ASSERT_TRUE(log.ok());
   std::string stream(B + 300, 'a');
   (*log)->append(std::as_bytes(std::span(stream)));
   Header before = current(**log);
-  BlockCopy c = copy_blocks(**log, before, 0, before.end);
   (*log)->append(std::as_bytes(std::span(stream).first(50)));  // the open block grows
-  BlockCopy seals_now = copy_blocks(**log, before, 0, before.end);
-  Header after = current(**log);
-  // The first block checks out; the open one's seal covers 350 bytes, the
-  // copy has 300: verified up to the open block, read it again next round.
-  auto verified = verify(after, 0, before.end, c.blocks, seals_now.seals);
+  // Copied after the append: the seal covers 350 bytes of the open block and
+  // the copy holds them, although only 300 were published when it began.
+  BlockCopy now = copy_blocks(**log, before, 0, before.end);
+  auto verified = verify(before, 0, before.end, now.blocks, now.seals);
+  ASSERT_TRUE(verified.ok()) << verified.status().message();
+  EXPECT_EQ(*verified, B + 350);
+  // Bytes copied before the append with the seal from after it (the writer
+  // got there between the two): that block is read again next round.
+  BlockCopy old = copy_blocks(**log, before, 0, before.end);
+  std::memset(old.blocks.data() + B + 300, 0, 50);
+  verified = verify(before, 0, before.end, old.blocks, now.seals);
   ASSERT_TRUE(verified.ok()) << verified.status().message();
   EXPECT_EQ(*verified, B);
-  // The same disagreement with no append behind it is corruption.
-  verified = verify(before, 0, before.end, c.blocks, seals_now.seals);
-  EXPECT_FALSE(verified.ok());
+  verified = verify(before, B + 10, before.end, std::span(old.blocks).subspan(B),
+                    std::span(now.seals).subspan(kSealSize));
+  ASSERT_TRUE(verified.ok());
+  EXPECT_EQ(*verified, B);  // nothing new verified: the caller hands over no bytes
   // Seals that do not match the copy's length are refused, never read past.
-  EXPECT_FALSE(verify(after, 0, before.end, c.blocks, std::span(seals_now.seals).first(8)).ok());
+  EXPECT_FALSE(verify(before, 0, before.end, now.blocks, std::span(now.seals).first(8)).ok());
+  EXPECT_FALSE(verify(before, 0, before.end, std::span(now.blocks).first(B), now.seals).ok());
+}
+
+TEST(ChangeLogVerify, SealsNoWriterCouldHaveLeftAreRefused) {
+  auto log = ChangeLog::create(4 * B, 7, kReplid, 0);
+  ASSERT_TRUE(log.ok());
+  std::string stream(2 * B + 300, 'a');
+  (*log)->append(std::as_bytes(std::span(stream)));
+  Header h = current(**log);
+  BlockCopy c = copy_blocks(**log, h, 0, h.end);
+  auto with_seal = [&](size_t block, uint64_t word) {
+    std::vector<std::byte> seals = c.seals;
+    wire::store_u64(seals.data() + block * kSealSize, word);
+    return verify(h, 0, h.end, c.blocks, seals);
+  };
+  const uint32_t crc = static_cast<uint32_t>(wire::load_u64(c.seals.data()) >> 32);
+  EXPECT_TRUE(with_seal(0, seal_word(B, crc)).ok());
+  EXPECT_FALSE(with_seal(0, seal_word(B - 1, crc)).ok());  // a whole block, sealed short
+  EXPECT_FALSE(with_seal(1, seal_word(B + 1, crc)).ok());  // more than a block
+  EXPECT_FALSE(with_seal(2, seal_word(B + 1, crc)).ok());  // the open block, past a block
+  EXPECT_FALSE(with_seal(2, seal_word(299, crc)).ok());    // less than was published
+  const uint32_t open_crc = static_cast<uint32_t>(wire::load_u64(c.seals.data() + 16) >> 32);
+  EXPECT_FALSE(with_seal(2, seal_word(300, open_crc ^ 1)).ok());
+  EXPECT_TRUE(with_seal(2, seal_word(300, open_crc)).ok());
 }
 
 TEST(ChangeLogWriter, SupersededIsVisibleInTheHeader) {
