@@ -29,6 +29,36 @@ std::span<const std::byte> private_data(const rdma_conn_param& p) {
   return {static_cast<const std::byte*>(p.private_data), p.private_data_len};
 }
 
+bool has_type2_windows(ibv_context* device) {
+  ibv_device_attr attr{};
+  return ibv_query_device(device, &attr) == 0 &&
+         (attr.device_cap_flags &
+          (IBV_DEVICE_MEM_WINDOW_TYPE_2A | IBV_DEVICE_MEM_WINDOW_TYPE_2B)) != 0;
+}
+
+// An epoch's table and its change log (if any), registered in one PD.
+struct EpochMrs {
+  verbs::MemoryRegion table, log;
+};
+
+Result<EpochMrs> register_epoch(ibv_pd* pd, const Table& t, int access, const std::string& where) {
+  EpochMrs mrs;
+  mrs.table.reset(
+      ibv_reg_mr(pd, const_cast<std::byte*>(t.bytes.data()), t.bytes.size(), access));
+  if (!mrs.table)
+    return Status::from_errno("register the " + std::to_string(t.bytes.size() >> 20) +
+                              " MiB table " + where);
+  if (const ChangeLogPtr& log = t.log) {
+    // The sidecar writes the log with the CPU; peers may only read it.
+    mrs.log.reset(ibv_reg_mr(pd, const_cast<std::byte*>(log->memory().data()),
+                             log->memory().size(), access));
+    if (!mrs.log)
+      return Status::from_errno("register the " + std::to_string(log->memory().size() >> 20) +
+                                " MiB change log " + where);
+  }
+  return mrs;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<VerbsTableServer>> VerbsTableServer::listen(event_base* base,
@@ -61,6 +91,9 @@ Result<std::unique_ptr<VerbsTableServer>> VerbsTableServer::listen(event_base* b
         .wrap(err == EADDRNOTAVAIL ? "is this an address of an RDMA interface?" : "bind");
   if (rdma_listen(id, 64) != 0) return Status::from_errno(step + ": rdma_listen");
   s->bound_ = {at.host, ntohs(rdma_get_src_port(id))};
+  // An address of one device: say now how its clients are protected (on a
+  // wildcard address, at the first client).
+  if (id->verbs) s->protection_for(id->verbs);
 
   int fd = s->channel_->fd;
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -142,6 +175,7 @@ void VerbsTableServer::handle(rdma_cm_event& ev) {
         connections_.clear();
         registrations_.clear();
         pds_.clear();
+        protection_.clear();
         cm_event_.reset();
       } else {
         drop(ev.id, "device removed");
@@ -178,19 +212,31 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
   if (!current_) return reject(id, ErrorCode::kNotReady, "no table published yet");
   auto reg = registration_for(id->verbs);
   if (!reg.ok()) return reject(id, ErrorCode::kInternal, reg.status().message());
-  auto pd = pd_for(id->verbs);
-  if (!pd.ok()) return reject(id, ErrorCode::kInternal, pd.status().message());
+  verbs::ProtectionDomain own_pd;
+  ibv_pd* pd = nullptr;
+  if ((*reg)->protection == Protection::kPdPerClient) {
+    own_pd.reset(ibv_alloc_pd(id->verbs));
+    if (!own_pd)
+      return reject(id, ErrorCode::kInternal,
+                    std::string("ibv_alloc_pd: ") + std::strerror(errno));
+    pd = own_pd.get();
+  } else {
+    auto shared = pd_for(id->verbs);
+    if (!shared.ok()) return reject(id, ErrorCode::kInternal, shared.status().message());
+    pd = *shared;
+  }
 
   auto c = std::make_unique<Connection>();
   c->server = this;
   c->id.reset(id);
+  c->own_pd = std::move(own_pd);
   c->peer = peer_of(id);
   c->epoch = current_->epoch();
   c->last_heard = c->connected_at = Clock::now();
   c->client_nonce = hello->client_nonce;
   c->server_nonce = auth::random_nonce();
   c->authenticated = !limits_.access.secret;
-  if (!prepare(*c, *pd)) return drop_new(std::move(c), "set up its queue pair");
+  if (!prepare(*c, pd)) return drop_new(std::move(c), "set up its queue pair");
 
   ibv_device_attr dev{};
   ibv_query_device(id->verbs, &dev);
@@ -216,15 +262,19 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
   arm_handshake_timer();
 }
 
+// The rkeys are the epoch's own under kSharedMr; otherwise grant_access()
+// fills in the client's.
 control::Descriptor VerbsTableServer::descriptor_for(const Registration& r) const {
+  const bool shared = r.protection == Protection::kSharedMr;
   control::Descriptor d{r.table->epoch(), r.table->header.total_size,
-                        reinterpret_cast<uint64_t>(r.table->bytes.data()), r.mr->rkey,
-                        r.table->header.layout_version, control::TransportKind::kVerbs};
+                        reinterpret_cast<uint64_t>(r.table->bytes.data()),
+                        shared ? r.mr->rkey : 0, r.table->header.layout_version,
+                        control::TransportKind::kVerbs};
   if (const ChangeLogPtr& log = r.table->log) {
     d.log_id = log->id();
     d.log_length = log->memory().size();
     d.log_addr = reinterpret_cast<uint64_t>(log->memory().data());
-    d.log_rkey = r.log_mr->rkey;
+    d.log_rkey = shared ? r.log_mr->rkey : 0;
   }
   return d;
 }
@@ -328,17 +378,24 @@ std::string VerbsTableServer::answer_auth(Connection& c, uint32_t slot, uint32_t
   c.epoch = current_->epoch();  // a newer epoch may have been published meanwhile
   c.last_heard = Clock::now();
   control::Descriptor d = descriptor_for(**reg);
-  if ((*reg)->windows) {
-    if (Status bound = bind_windows(c, **reg, d); !bound.ok()) {
-      close_with(c, ErrorCode::kInternal, bound.message());
-      return "";
-    }
+  if (Status granted = grant_access(c, **reg, d); !granted.ok()) {
+    close_with(c, ErrorCode::kInternal, granted.message());
+    return "";
   }
   if (!send_message(c, control::encode_auth_granted(
                            {auth::server_proof(secret, c.client_nonce, c.server_nonce), d})))
     return "could not post a send";
   log::info("verbs client " + c.peer + " authenticated (epoch " + std::to_string(c.epoch) + ")");
   return "";
+}
+
+Status VerbsTableServer::grant_access(Connection& c, const Registration& r,
+                                      control::Descriptor& d) {
+  if (r.protection == Protection::kSharedMr) return {};
+  c.grant.emplace();
+  c.grant->table = r.table;
+  return r.protection == Protection::kWindowPerClient ? bind_windows(c, r, d)
+                                                       : register_for_client(c, r, d);
 }
 
 Status VerbsTableServer::bind_windows(Connection& c, const Registration& r,
@@ -348,8 +405,8 @@ Status VerbsTableServer::bind_windows(Connection& c, const Registration& r,
     ibv_mr* mr;
     uint32_t& rkey;
   };
-  std::vector<Bind> binds{{c.table_window, r.mr.get(), d.rkey}};
-  if (r.log_mr) binds.push_back({c.log_window, r.log_mr.get(), d.log_rkey});
+  std::vector<Bind> binds{{c.grant->table_window, r.mr.get(), d.rkey}};
+  if (r.log_mr) binds.push_back({c.grant->log_window, r.log_mr.get(), d.log_rkey});
   for (Bind& b : binds) {
     b.window.reset(ibv_alloc_mw(c.qp.get()->pd, IBV_MW_TYPE_2));
     if (!b.window) return Status::from_errno("allocate a memory window");
@@ -372,19 +429,42 @@ Status VerbsTableServer::bind_windows(Connection& c, const Registration& r,
   return {};
 }
 
-bool VerbsTableServer::supports_windows(ibv_context* device) {
-  auto [it, fresh] = window_support_.try_emplace(device, false);
-  if (fresh) {
-    ibv_device_attr attr{};
-    it->second = ibv_query_device(device, &attr) == 0 &&
-                 (attr.device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
-                                           IBV_DEVICE_MEM_WINDOW_TYPE_2B)) != 0;
-    if (limits_.access.secret && !it->second)
-      log::warn(std::string("RDMA device ") + ibv_get_device_name(device->device) +
-                " has no type-2 memory windows: every client of an epoch reads under the "
-                "epoch's own rkey, which dies only when the epoch retires");
+// Registers on the event loop, after the client's AUTH: the time it takes
+// grows with the table (every page is pinned again), and so does the locked
+// memory, once per client on top of the others'. That is the fallback's cost.
+Status VerbsTableServer::register_for_client(Connection& c, const Registration& r,
+                                             control::Descriptor& d) {
+  auto mrs = register_epoch(c.own_pd.get(), *r.table, IBV_ACCESS_REMOTE_READ,
+                            "in a client's own protection domain (each client pins it again: "
+                            "RLIMIT_MEMLOCK must cover it once per client)");
+  if (!mrs.ok()) return mrs.status();
+  c.grant->table_mr = std::move(mrs->table);
+  c.grant->log_mr = std::move(mrs->log);
+  d.rkey = c.grant->table_mr->rkey;
+  if (c.grant->log_mr) d.log_rkey = c.grant->log_mr->rkey;
+  return {};
+}
+
+VerbsTableServer::Protection VerbsTableServer::protection_for(ibv_context* device) {
+  if (auto it = protection_.find(device); it != protection_.end()) return it->second;
+  const std::string on = std::string("verbs on ") + ibv_get_device_name(device->device) + ": ";
+  Protection p = Protection::kSharedMr;
+  if (!limits_.access.secret) {
+    log::info(on + "no shared secret, so the clients of an epoch share its rkey");
+  } else if (!limits_.test_no_memory_windows && has_type2_windows(device)) {
+    p = Protection::kWindowPerClient;
+    log::info(on + "each client reads through memory windows bound to its own queue pair");
+  } else {
+    p = Protection::kPdPerClient;
+    log::warn(on +
+              (limits_.test_no_memory_windows ? "memory windows turned off by a test hook"
+                                              : "no type-2 memory windows") +
+              ": each client gets a protection domain of its own, and the table and log are "
+              "registered again in it for every client (time and locked memory grow with "
+              "the table, per client)");
   }
-  return it->second;
+  protection_.emplace(device, p);
+  return p;
 }
 
 bool VerbsTableServer::send_message(Connection& c, const std::string& msg) {
@@ -509,31 +589,26 @@ Result<const VerbsTableServer::Registration*> VerbsTableServer::registration_for
     ibv_context* device) {
   for (const Registration& r : registrations_)
     if (r.table == current_ && r.device == device) return &r;
-  auto pd = pd_for(device);
-  if (!pd.ok()) return pd.status();
-  // Remote read only: no peer can ever write the table. With a secret and
-  // type-2 windows, not even that: only the windows bound for each
-  // authenticated client's QP grant it.
-  const bool windows = limits_.access.secret && supports_windows(device);
-  const int access = windows ? IBV_ACCESS_MW_BIND : IBV_ACCESS_REMOTE_READ;
-  ibv_mr* mr = ibv_reg_mr(*pd, const_cast<std::byte*>(current_->bytes.data()),
-                          current_->bytes.size(), access);
-  if (!mr)
-    return Status::from_errno("register the " + std::to_string(current_->bytes.size() >> 20) +
-                              " MiB table with " + ibv_get_device_name(device->device));
-  verbs::MemoryRegion table_mr(mr);
-  verbs::MemoryRegion log_mr;
-  if (const ChangeLogPtr& log = current_->log) {
-    // The sidecar writes the log with the CPU; peers may only read it.
-    ibv_mr* lmr = ibv_reg_mr(*pd, const_cast<std::byte*>(log->memory().data()),
-                             log->memory().size(), access);
-    if (!lmr)
-      return Status::from_errno("register the " + std::to_string(log->memory().size() >> 20) +
-                                " MiB change log with " + ibv_get_device_name(device->device));
-    log_mr = verbs::MemoryRegion(lmr);
+  Registration r;
+  r.table = current_;
+  r.device = device;
+  r.protection = protection_for(device);
+  // Remote read only: no peer can ever write the table. With windows, not
+  // even that: only the windows bound for each authenticated client's QP
+  // grant it. With a PD per client, nothing to register here: each client's
+  // AUTH registers the epoch in its own PD.
+  if (r.protection != Protection::kPdPerClient) {
+    auto pd = pd_for(device);
+    if (!pd.ok()) return pd.status();
+    const int access =
+        r.protection == Protection::kWindowPerClient ? IBV_ACCESS_MW_BIND : IBV_ACCESS_REMOTE_READ;
+    auto mrs = register_epoch(*pd, *current_, access,
+                              std::string("with ") + ibv_get_device_name(device->device));
+    if (!mrs.ok()) return mrs.status();
+    r.mr = std::move(mrs->table);
+    r.log_mr = std::move(mrs->log);
   }
-  registrations_.push_back(
-      {current_, device, std::move(table_mr), std::move(log_mr), {}, windows});
+  registrations_.push_back(std::move(r));
   return &registrations_.back();
 }
 
@@ -553,12 +628,10 @@ void VerbsTableServer::prune_retired() {
     bool in_use = false;
     for (const auto& [id, c] : connections_) in_use |= c->epoch == r.table->epoch();
     if (in_use && now - r.retired_at < limits_.retire_grace) return false;
-    // Windows go before the MR they are bound to; their clients' READs fail.
+    // Its clients' grants go first (windows before the MR they are bound
+    // to; MRs of their own before the table they pin); their READs fail.
     for (auto& [id, c] : connections_)
-      if (c->epoch == r.table->epoch() && c->id->verbs == r.device) {
-        c->table_window.reset();
-        c->log_window.reset();
-      }
+      if (c->epoch == r.table->epoch() && c->id->verbs == r.device) c->grant.reset();
     return true;
   });
   std::optional<Clock::time_point> next;

@@ -1,9 +1,10 @@
 // TableServer over RDMA (rdmacm + one-sided READ). The table of each epoch is
-// registered once per device with IBV_ACCESS_REMOTE_READ only, shared by every
-// client; a client's CONNECT_REQUEST carries HELLO in its private data and the
-// accept answers with HELLO_OK, then DESCRIPTOR (address, rkey, length,
-// epoch): in the accept itself without a shared secret, or with one, as a
-// SEND once the client's AUTH (a SEND on the new connection) has been checked.
+// registered for remote READ only, and each client reads it under the rkeys
+// its Protection gives it (below). A client's CONNECT_REQUEST carries HELLO
+// in its private data and the accept answers with HELLO_OK, then DESCRIPTOR
+// (address, rkey, length, epoch): in the accept itself without a shared
+// secret, or with one, as a SEND once the client's AUTH (a SEND on the new
+// connection) has been checked.
 // After that the server's CPU does nothing per byte: clients READ directly.
 // The only messages are keepalives (RDMA has no transport keepalive): each
 // client SENDs one per interval, and the server drops a client it has not
@@ -39,10 +40,33 @@ struct VerbsServerLimits {
   // How often clients must send a keepalive (announced in HELLO_OK).
   std::chrono::milliseconds keepalive_interval{2000};
   AccessPolicy access;
+  // Tests only: act as if the device had no type-2 memory windows, so the
+  // protection-domain-per-client fallback runs on rxe (which has them).
+  // rdma-server sets it from $RRS_TEST_NO_MEMORY_WINDOWS=1, with a warning.
+  bool test_no_memory_windows = false;
 };
 
 class VerbsTableServer final : public TableServer {
  public:
+  // How a client is kept to rkeys of its own. Decided once per device (the
+  // first time it is used) and logged then.
+  enum class Protection {
+    // No shared secret: one MR per epoch, IBV_ACCESS_REMOTE_READ; every
+    // client of the epoch gets its rkey, which dies when the epoch retires.
+    kSharedMr,
+    // A secret and type-2 memory windows: the epoch's MR grants nothing
+    // remote (IBV_ACCESS_MW_BIND only); after AUTH two windows (table, log)
+    // are bound to the client's QP, so their rkeys work only from that QP and
+    // die with the client or the epoch.
+    kWindowPerClient,
+    // A secret and no type-2 windows: each client's QP lives in a protection
+    // domain of its own, and after AUTH the epoch's table and log are
+    // registered again in it (remote READ): the same guarantees as windows,
+    // but every client pins the table once more, so registration time and
+    // locked memory grow with table size times clients. A fallback.
+    kPdPerClient,
+  };
+
   // Binds and listens on `at` (an address of an RDMA-capable interface, or
   // 0.0.0.0). Fails with a clear reason when there is no RDMA device.
   static Result<std::unique_ptr<VerbsTableServer>> listen(event_base* base, const Endpoint& at,
@@ -55,10 +79,15 @@ class VerbsTableServer final : public TableServer {
   size_t client_count() const override { return connections_.size(); }
 
  private:
+  friend class VerbsTableServerTestPeer;  // tests/unit/verbs_protection_test.cc
+
   // One registration of one epoch's table on one device.
   struct Registration {
     TablePtr table;
     ibv_context* device = nullptr;
+    Protection protection = Protection::kSharedMr;
+    // In the device's shared PD: remote READ (kSharedMr) or MW_BIND only
+    // (kWindowPerClient). None under kPdPerClient: each client registers its own.
     verbs::MemoryRegion mr;
     // The change log continuing the table, if any: registered with each
     // epoch that shares it (one memory, several MRs), so a follower keeps
@@ -66,9 +95,17 @@ class VerbsTableServer final : public TableServer {
     // reconnects to find the same log under the new one.
     verbs::MemoryRegion log_mr;
     Clock::time_point retired_at{};  // zero while current
-    // Registered for type-2 memory windows only (no remote access of its
-    // own): each authenticated client reads through windows bound to its QP.
-    bool windows = false;
+  };
+  // What one authenticated client reads its epoch through, unless the epoch's
+  // rkeys are shared (kSharedMr). Dropped when the client goes or the epoch
+  // retires (before the registration and the client's QP and PD).
+  struct Grant {
+    TablePtr table;  // the memory the MRs below pin; released after them
+    // kPdPerClient: the table and log registered in the client's own PD.
+    verbs::MemoryRegion table_mr, log_mr;
+    // kWindowPerClient: type-2 windows onto the registration's MRs, bound to
+    // the client's QP (dropped first, as windows must be).
+    verbs::MemoryWindow table_window, log_window;
   };
   // Message buffers (AUTH, keepalives and their answers): receive slots, then
   // send slots, one MR (local access only).
@@ -77,15 +114,16 @@ class VerbsTableServer final : public TableServer {
   static_assert(control::kKeepaliveMessageSize <= kMsgSlot);
   struct Connection {
     VerbsTableServer* server = nullptr;
-    // Creation order; destroyed in reverse (QP, MR, CQ, id).
+    // Creation order; destroyed in reverse (grant, QP, MR, CQ, PD, id).
     verbs::CmId id;
+    // kPdPerClient: the PD of this client's QP, message buffers and grant,
+    // shared with no other client (else the QP uses the device's PD).
+    verbs::ProtectionDomain own_pd;
     verbs::CompletionQueue cq;
     std::array<std::byte, (kRecvSlots + kSendSlots) * kMsgSlot> msgs{};
     verbs::MemoryRegion msgs_mr;
     verbs::QueuePair qp;
-    // Type-2 windows onto the epoch's table and log, bound to this QP only:
-    // their rkeys are useless from any other QP, and die with this client.
-    verbs::MemoryWindow table_window, log_window;
+    std::optional<Grant> grant;
     uint64_t epoch = 0;
     std::string peer;
     Clock::time_point last_heard;
@@ -117,11 +155,16 @@ class VerbsTableServer final : public TableServer {
   // Sends an ERROR, then disconnects once it is out (or after a second).
   void close_with(Connection& c, control::ErrorCode code, const std::string& why);
   control::Descriptor descriptor_for(const Registration& r) const;
-  // Binds the connection's windows onto `r` (two BIND_MW work requests
-  // ahead of the SEND that reveals their rkeys); fills in those rkeys.
+  // Gives an authenticated client its own rkeys onto `r`, as r.protection
+  // says, and puts them in `d` (kSharedMr: `d` has the epoch's already).
+  Status grant_access(Connection& c, const Registration& r, control::Descriptor& d);
+  // kWindowPerClient: binds the client's windows onto `r` (BIND_MW work
+  // requests ahead of the SEND that reveals their rkeys).
   Status bind_windows(Connection& c, const Registration& r, control::Descriptor& d);
-  // Whether `device` can bind type-2 memory windows (asked once).
-  bool supports_windows(ibv_context* device);
+  // kPdPerClient: registers r's table and log in the client's own PD.
+  Status register_for_client(Connection& c, const Registration& r, control::Descriptor& d);
+  // The protection for clients on `device`: decided and logged on first use.
+  Protection protection_for(ibv_context* device);
   void sweep();
   // Polls the connections still in their handshake (or closing) every few ms,
   // so AUTH is answered at once, not at the next keepalive sweep.
@@ -133,6 +176,7 @@ class VerbsTableServer final : public TableServer {
   void drop(rdma_cm_id* id, const char* reason);
   // Gives up on a connection that failed while being set up.
   void drop_new(std::unique_ptr<Connection> c, const char* step);
+  // The device's PD, shared by every client except under kPdPerClient.
   Result<ibv_pd*> pd_for(ibv_context* device);
   Result<const Registration*> registration_for(ibv_context* device);
   void prune_retired();
@@ -146,7 +190,7 @@ class VerbsTableServer final : public TableServer {
   verbs::EventChannel channel_;
   verbs::CmId listen_id_;
   std::map<ibv_context*, verbs::ProtectionDomain> pds_;
-  std::map<ibv_context*, bool> window_support_;
+  std::map<ibv_context*, Protection> protection_;
   std::vector<Registration> registrations_;
   std::map<rdma_cm_id*, std::unique_ptr<Connection>> connections_;
   std::unique_ptr<event, void (*)(event*)> cm_event_{nullptr, event_free};

@@ -35,6 +35,18 @@ uint64_t next_epoch() { return static_cast<uint64_t>(unix_ms()); }
 
 using Servers = std::vector<std::pair<std::string, std::unique_ptr<TableServer>>>;
 
+// Tests only: $RRS_TEST_NO_MEMORY_WINDOWS=1 makes the verbs server act as if
+// its device had no type-2 memory windows, so the fallback (a protection
+// domain per client) can be tested on rxe, which has them. Loud, and never
+// set in production: windows are the cheaper protection where they exist.
+bool no_memory_windows_for_test() {
+  const char* v = std::getenv("RRS_TEST_NO_MEMORY_WINDOWS");
+  if (v == nullptr || std::string_view(v) != "1") return false;
+  log::warn("RRS_TEST_NO_MEMORY_WINDOWS: acting as if the RDMA device had no type-2 memory "
+            "windows (a test hook; unset it)");
+  return true;
+}
+
 // TCP always serves unless --transport verbs; verbs serves when asked, or in
 // auto mode when an RDMA device is up (same port number: rdmacm has its own
 // port space).
@@ -56,6 +68,7 @@ Result<Servers> start_servers(event_base* base, const ServerConfig& config,
     VerbsServerLimits limits;
     limits.retire_grace = config.retire_grace;
     limits.access = access;
+    limits.test_no_memory_windows = no_memory_windows_for_test();
     auto verbs = VerbsTableServer::listen(base, at, limits);
     if (verbs.ok()) {
       servers.emplace_back("verbs", std::move(*verbs));

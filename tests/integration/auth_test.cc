@@ -134,6 +134,22 @@ TEST_F(SidecarSecretTest, SecretFromFilesOnBothSides) {
     EXPECT_EQ(out.find("7b6f0c1e9d2a"), std::string::npos) << "the secret must not be echoed\n" << out;
 }
 
+// On a device without type-2 memory windows each client gets a protection
+// domain of its own; rxe has windows, so rdma-server's test hook forces the
+// fallback (unit/verbs_protection_test covers it in detail).
+TEST_F(SidecarSecretTest, ProtectionDomainPerClientWhenThereAreNoMemoryWindows) {
+  if (test_transport() != "verbs") GTEST_SKIP() << "verbs only: TCP has no rkeys";
+  SidecarServer server(master_.address(), {"--auth-file", secret_file_},
+                       {{kSidecarSecretEnv, ""}, {"RRS_TEST_NO_MEMORY_WINDOWS", "1"}});
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  ClientRun run = sync_to(server.port(), replica_, {"--auth-file", secret_file_}, kNoEnvSecret);
+  EXPECT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_EQ(replica_.digest(), master_.digest());
+  const std::string log = server.process().stderr_text();
+  EXPECT_NE(log.find("RRS_TEST_NO_MEMORY_WINDOWS"), std::string::npos) << server.describe();
+  EXPECT_NE(log.find("a protection domain of its own"), std::string::npos) << server.describe();
+}
+
 TEST_F(SidecarSecretTest, WrongSecretIsRefusedAndTheServerLogsThePeer) {
   SidecarServer server(master_.address(), {"--auth-file", secret_file_}, kNoEnvSecret);
   ASSERT_TRUE(server.wait_ready()) << server.describe();

@@ -4,7 +4,8 @@
 #
 #   bash tests/vm/run-in-vm.sh --timeout 1800 -- bash tests/vm/verbs-suite.sh [build-dir]
 #
-# The verbs half of the transport conformance suite, then the end-to-end tests
+# The verbs half of the transport conformance suite and the per-client
+# protection tests, then the end-to-end tests
 # of the shipped binaries over verbs (RRS_TEST_TRANSPORT=verbs): every type,
 # TTLs, DBs, big values, digests equal; targets; auth and the shared secret;
 # four clients at once; a sidecar killed mid-transfer (and --atomic); psync tables; follow mode; replica mode and
@@ -25,6 +26,9 @@ run() {
 }
 
 run "$build/tests/unit/transport_conformance_test" --gtest_filter='*/verbs'
+# Per-client rkeys: memory windows, and a protection domain per client (the
+# fallback, forced with rdma-server's test hook); the READ depth granted.
+run "$build/tests/unit/verbs_protection_test"
 for t in sync_test target_policy_test auth_test fault_test atomic_test; do
   run "$build/tests/integration/$t"
 done
