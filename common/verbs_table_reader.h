@@ -55,6 +55,8 @@ class VerbsTableReader final : public TableReader {
     descriptor_.rkey = rkey;
     descriptor_.log_rkey = log_rkey;
   }
+  // Tests only: the QP, to see what the connection set it to (ibv_query_qp).
+  ibv_qp* qp_for_test() const { return qp_.get(); }
 
  private:
   // Work requests on the send queue, oldest first: READs and keepalive SENDs.

@@ -254,8 +254,11 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
   cp.private_data_len = static_cast<uint8_t>(data.size());
   // We answer READs (responder); we never issue them. In a CONNECT_REQUEST,
   // responder_resources is what the peer asks of us (its initiator depth).
-  cp.responder_resources =
-      static_cast<uint8_t>(std::min<int>(param.responder_resources, dev.max_qp_rd_atom));
+  // Never more than the READs we allow in flight: rdma_cm sets the client's
+  // QP to what we grant here, so its hardware holds it to our limit.
+  cp.responder_resources = static_cast<uint8_t>(
+      std::min({static_cast<uint32_t>(param.responder_resources),
+                static_cast<uint32_t>(std::max(dev.max_qp_rd_atom, 0)), limits_.max_in_flight}));
   cp.initiator_depth = 0;
   if (rdma_accept(id, &cp) != 0) return drop_new(std::move(c), "rdma_accept");
   connections_.emplace(id, std::move(c));

@@ -5,7 +5,8 @@
 // Each case runs in both: rkeys work only from their own QP and die with
 // their client; the whole table and the change log read through them; an
 // epoch retiring under a connected client revokes its grant, now or when its
-// grace ends, and leaves nothing behind.
+// grace ends, and leaves nothing behind. Plus the READ depth a client is
+// granted at the accept.
 //
 // Verbs only: tests/vm/verbs-suite.sh runs these on Soft-RoCE; elsewhere they
 // skip (and fail under RRS_REQUIRE_VERBS=1).
@@ -423,6 +424,42 @@ INSTANTIATE_TEST_SUITE_P(Verbs, VerbsProtection,
 INSTANTIATE_TEST_SUITE_P(Verbs, VerbsProtectionWithGrace,
                          ::testing::Values(Protection::kWindowPerClient, Protection::kPdPerClient),
                          protection_name);
+
+// The accept grants a client no more READs in flight than the server allows
+// (VerbsServerLimits::max_in_flight), even when it asks for more: rdma_cm sets
+// the client's QP to what was granted, so the hardware holds it there, and
+// the client still reads everything.
+TEST(VerbsReadDepth, ResponderResourcesAreCappedAtMaxInFlight) {
+  RRS_REQUIRE_VERBS_OR_SKIP();
+  ServerLoop loop;
+  VerbsServerLimits limits;
+  limits.max_in_flight = 2;
+  ASSERT_TRUE(loop.start(limits).ok());
+  loop.publish(sample_table(140));
+  auto reader = loop.make_reader(std::nullopt);
+  ASSERT_TRUE(connect(*reader).ok());
+  EXPECT_EQ(reader->max_in_flight(), 2u);
+  ibv_qp_attr attr{};
+  ibv_qp_init_attr init{};
+  ASSERT_EQ(ibv_query_qp(reader->qp_for_test(), &attr, IBV_QP_MAX_QP_RD_ATOMIC, &init), 0);
+  EXPECT_EQ(attr.max_rd_atomic, 2u);  // it asked for up to 16
+  // The server's side of it: the READs its QP answers at once.
+  auto dest = loop.with_peer([](const auto& p) {
+    std::vector<int> depths;
+    for (ibv_qp* qp : p.qps()) {
+      ibv_qp_attr a{};
+      ibv_qp_init_attr i{};
+      depths.push_back(ibv_query_qp(qp, &a, IBV_QP_MAX_DEST_RD_ATOMIC, &i) == 0
+                           ? a.max_dest_rd_atomic
+                           : -1);
+    }
+    return depths;
+  });
+  EXPECT_EQ(dest, std::vector<int>{2});
+  Fetched f = fetch_all(*reader);
+  ASSERT_TRUE(f.status.ok()) << f.status.message();
+  EXPECT_EQ(f.records.size(), 51u);
+}
 
 }  // namespace
 }  // namespace rrs
