@@ -8,8 +8,9 @@
 # protection tests, then the end-to-end tests
 # of the shipped binaries over verbs (RRS_TEST_TRANSPORT=verbs): every type,
 # TTLs, DBs, big values, digests equal; targets; auth and the shared secret;
-# four clients at once; a sidecar killed mid-transfer (and --atomic); psync tables; follow mode; replica mode and
-# handoff. RRS_REQUIRE_VERBS=1 turns "no RDMA device" skips into failures: here
+# four clients at once; a sidecar killed mid-transfer (and --atomic); the
+# master and the target killed mid-transfer; psync tables; follow mode;
+# replica mode and handoff. RRS_REQUIRE_VERBS=1 turns "no RDMA device" skips into failures: here
 # a skip would hide a broken setup.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -35,8 +36,12 @@ done
 # A psync table over verbs, and a later epoch published after a full resync.
 run "$build/tests/integration/psync_source_test" \
   --gtest_filter='*EveryTypeAndTheMastersReplicationPosition:*FullResyncOnReconnectPublishesANewEpoch'
+# Processes killed mid-transfer: the master mid-snapshot (psync and scan),
+# the target mid-load in restore and replica mode. (The link cuts need the
+# sidecar in a network namespace of its own, and run over TCP on the host.)
+run "$build/tests/integration/net_fault_test" --gtest_filter='KillTest.*:*TargetKillTest*'
 # Follow mode: the change log read with one-sided READs under a writer,
-# overrun, sidecar and master restarts.
+# overrun, sidecar and master restarts, a flipped log byte.
 run "$build/tests/integration/follow_test"
 # Replica mode: the table as an RDB down a replica link, the log forwarded
 # verbatim, and the handoff to the master with a partial resync.
