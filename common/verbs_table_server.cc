@@ -115,6 +115,7 @@ VerbsTableServer::~VerbsTableServer() {
   keepalive_timer_.reset();
   handshake_timer_.reset();
   connections_.clear();
+  early_drops_.clear();
   registrations_.clear();
 }
 
@@ -158,9 +159,14 @@ void VerbsTableServer::handle(rdma_cm_event& ev) {
     case RDMA_CM_EVENT_CONNECT_REQUEST:
       return on_connect_request(ev.id, ev.param.conn);
     case RDMA_CM_EVENT_ESTABLISHED:
-      if (auto it = connections_.find(ev.id); it != connections_.end())
+      if (auto it = connections_.find(ev.id); it != connections_.end()) {
+        it->second->established = true;
         log::info("verbs client " + it->second->peer + " connected (epoch " +
                   std::to_string(it->second->epoch) + ")");
+      } else if (early_drops_.count(ev.id)) {
+        rdma_disconnect(ev.id);
+        early_drops_.erase(ev.id);
+      }
       return;
     case RDMA_CM_EVENT_DISCONNECTED:
       return drop(ev.id, "disconnected");
@@ -173,6 +179,7 @@ void VerbsTableServer::handle(rdma_cm_event& ev) {
                  "verbs again");
       if (ev.id == listen_id_.get()) {
         connections_.clear();
+        early_drops_.clear();
         registrations_.clear();
         pds_.clear();
         protection_.clear();
@@ -526,10 +533,7 @@ void VerbsTableServer::sweep_handshakes() {
                      " ms");
     }
   }
-  for (const auto& [id, why] : gone) {
-    rdma_disconnect(id);
-    drop(id, why.c_str());
-  }
+  for (const auto& [id, why] : gone) hang_up(id, why.c_str());
   arm_handshake_timer();
 }
 
@@ -554,10 +558,7 @@ void VerbsTableServer::sweep() {
             " ms";
     if (!why.empty()) gone.emplace_back(id, why + "; dropping it");
   }
-  for (const auto& [id, why] : gone) {
-    rdma_disconnect(id);
-    drop(id, why.c_str());
-  }
+  for (const auto& [id, why] : gone) hang_up(id, why.c_str());
 }
 
 void VerbsTableServer::disconnect_all() {
@@ -571,7 +572,20 @@ void VerbsTableServer::drop_new(std::unique_ptr<Connection> c, const char* step)
   rdma_reject(c->id.get(), nullptr, 0);
 }
 
+void VerbsTableServer::hang_up(rdma_cm_id* id, const char* reason) {
+  auto it = connections_.find(id);
+  if (it == connections_.end()) return;
+  if (it->second->established || early_drops_.size() >= kMaxEarlyDrops) {
+    rdma_disconnect(id);
+    return drop(id, reason);
+  }
+  verbs::CmId keep = std::move(it->second->id);  // its QP, CQ and buffers go now
+  drop(id, reason);
+  early_drops_.emplace(id, std::move(keep));
+}
+
 void VerbsTableServer::drop(rdma_cm_id* id, const char* reason) {
+  early_drops_.erase(id);  // an error instead of ESTABLISHED: the id may go
   auto it = connections_.find(id);
   if (it == connections_.end()) return;
   log::info("verbs client " + it->second->peer + " " + reason);

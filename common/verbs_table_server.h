@@ -135,6 +135,9 @@ class VerbsTableServer final : public TableServer {
     Clock::time_point connected_at;
     // Told why it must go (an ERROR SEND); disconnected once that is out.
     std::optional<Clock::time_point> closing_since;
+    // rdma_cm said ESTABLISHED (the client's RTU came). A client may SEND
+    // before that: its QP is up as soon as it has our accept.
+    bool established = false;
   };
 
   VerbsTableServer(event_base* base, VerbsServerLimits limits) : base_(base), limits_(limits) {}
@@ -174,6 +177,8 @@ class VerbsTableServer final : public TableServer {
   void on_connect_request(rdma_cm_id* id, const rdma_conn_param& param);
   void reject(rdma_cm_id* id, control::ErrorCode code, const std::string& why);
   void drop(rdma_cm_id* id, const char* reason);
+  // Disconnects a client we give up on, then drops it (see early_drops_).
+  void hang_up(rdma_cm_id* id, const char* reason);
   // Gives up on a connection that failed while being set up.
   void drop_new(std::unique_ptr<Connection> c, const char* step);
   // The device's PD, shared by every client except under kPdPerClient.
@@ -193,6 +198,14 @@ class VerbsTableServer final : public TableServer {
   std::map<ibv_context*, Protection> protection_;
   std::vector<Registration> registrations_;
   std::map<rdma_cm_id*, std::unique_ptr<Connection>> connections_;
+  // cm_ids of clients dropped before their ESTABLISHED (a client may SEND
+  // before its RTU reaches our CM): rdma_disconnect sends no DREQ then, and
+  // destroying the id sends a REJ, which a client that is established by its
+  // own lights does not take for a disconnect. So they are disconnected when
+  // ESTABLISHED comes, or go with the CM's error if it never does. Their
+  // QPs, CQs and buffers are gone already.
+  static constexpr size_t kMaxEarlyDrops = 1024;
+  std::map<rdma_cm_id*, verbs::CmId> early_drops_;
   std::unique_ptr<event, void (*)(event*)> cm_event_{nullptr, event_free};
   std::unique_ptr<event, void (*)(event*)> retire_timer_{nullptr, event_free};
   std::unique_ptr<event, void (*)(event*)> keepalive_timer_{nullptr, event_free};
