@@ -4,8 +4,8 @@
 #
 #   bash tests/vm/run-in-vm.sh --timeout 1800 -- bash tests/vm/verbs-suite.sh [build-dir]
 #
-# The verbs half of the transport conformance suite and the per-client
-# protection tests, then the end-to-end tests
+# The verbs half of the transport conformance suite, the per-client
+# protection and the hostile-peer tests, then the end-to-end tests
 # of the shipped binaries over verbs (RRS_TEST_TRANSPORT=verbs): every type,
 # TTLs, DBs, big values, digests equal; targets; auth and the shared secret;
 # four clients at once; a sidecar killed mid-transfer (and --atomic); the
@@ -30,6 +30,12 @@ run "$build/tests/unit/transport_conformance_test" --gtest_filter='*/verbs'
 # Per-client rkeys: memory windows, and a protection domain per client (the
 # fallback, forced with rdma-server's test hook); the READ depth granted.
 run "$build/tests/unit/verbs_protection_test"
+# Hostile peers on raw rdmacm ends: bad clients of the server (malformed
+# connect data, garbage instead of AUTH, a wrong proof, silence until the
+# handshake timeout, a flood past --max-clients), and a lying server for the
+# reader.
+run "$build/tests/unit/verbs_hostile_peer_test"
+run "$build/tests/unit/verbs_hostile_server_test"
 for t in sync_test target_policy_test auth_test fault_test atomic_test; do
   run "$build/tests/integration/$t"
 done
