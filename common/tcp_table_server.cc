@@ -120,7 +120,8 @@ class TcpTableServer::Client {
     switch (h.type) {
       case MsgType::kHello: {
         auto m = control::decode_hello(body);
-        if (!m.ok()) return reject(h.request_id, ErrorCode::kBadMessage, m.status().reason());
+        if (!m.ok())
+          return reject(h.request_id, control::hello_refusal(body), m.status().reason());
         auto v = control::negotiate_version(*m);
         if (!v.ok())
           return reject(h.request_id, ErrorCode::kUnsupportedVersion, v.status().reason());

@@ -209,7 +209,8 @@ void VerbsTableServer::reject(rdma_cm_id* id, ErrorCode code, const std::string&
 
 void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param& param) {
   auto hello = control::decode_connect(private_data(param));
-  if (!hello.ok()) return reject(id, ErrorCode::kBadMessage, hello.status().reason());
+  if (!hello.ok())
+    return reject(id, control::connect_refusal(private_data(param)), hello.status().reason());
   auto version = control::negotiate_version(*hello);
   if (!version.ok()) return reject(id, ErrorCode::kUnsupportedVersion, version.status().reason());
   if (connections_.size() >= limits_.access.max_clients)

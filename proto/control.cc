@@ -163,14 +163,19 @@ Result<FrameHeader> decode_frame_header(std::span<const std::byte> bytes, uint32
   return h;
 }
 
+namespace {
+
+// The versions come first in every HELLO ever sent, so an older or newer
+// client hears "unsupported version", not "bad message".
+Status other_versions(std::span<const std::byte> body) {
+  if (body.size() < 4 || body.size() == kHelloSize) return {};
+  return negotiate_version(Hello{load_u16(&body[0]), load_u16(&body[2]), {}}).status();
+}
+
+}  // namespace
+
 Result<Hello> decode_hello(std::span<const std::byte> body) {
-  // The versions come first in every HELLO ever sent, so an older or newer
-  // client hears "unsupported version", not "bad message".
-  if (body.size() >= 4 && body.size() != kHelloSize) {
-    Hello other{load_u16(&body[0]), load_u16(&body[2]), {}};
-    if (!negotiate_version(other).ok())
-      return negotiate_version(other).status();
-  }
+  RRS_RETURN_IF_ERROR(other_versions(body));
   RRS_RETURN_IF_ERROR(check_size("HELLO", body, kHelloSize));
   if (!all_zero(body.subspan(4, 4))) return bad("HELLO", "reserved flags are set");
   Hello m;
@@ -179,6 +184,10 @@ Result<Hello> decode_hello(std::span<const std::byte> body) {
   std::memcpy(m.client_nonce.data(), &body[8], kNonceSize);
   if (m.min_version > m.max_version) return bad("HELLO", "min_version > max_version");
   return m;
+}
+
+ErrorCode hello_refusal(std::span<const std::byte> body) {
+  return other_versions(body).ok() ? ErrorCode::kBadMessage : ErrorCode::kUnsupportedVersion;
 }
 
 Result<HelloOk> decode_hello_ok(std::span<const std::byte> body) {
@@ -331,6 +340,11 @@ Result<Hello> decode_connect(std::span<const std::byte> private_data) {
   auto body = take_frame(private_data, MsgType::kHello, kHelloSize, "connect private data");
   if (!body.ok()) return body.status();
   return decode_hello(*body);
+}
+
+ErrorCode connect_refusal(std::span<const std::byte> private_data) {
+  auto body = take_frame(private_data, MsgType::kHello, kHelloSize, "connect private data");
+  return body.ok() ? hello_refusal(*body) : ErrorCode::kBadMessage;
 }
 
 Result<Accept> decode_accept(std::span<const std::byte> private_data) {

@@ -175,6 +175,10 @@ void append_error(std::string& out, uint32_t request_id, const ErrorMsg& m);
 // `max_body` is the largest body the receiver accepts for any type.
 Result<FrameHeader> decode_frame_header(std::span<const std::byte> bytes, uint32_t max_body);
 Result<Hello> decode_hello(std::span<const std::byte> body);
+// How a server refuses a HELLO body that did not decode: `unsupported
+// version` when its versions (the first 4 bytes of every HELLO ever sent)
+// leave none in common with ours, else `bad message`.
+ErrorCode hello_refusal(std::span<const std::byte> body);
 Result<HelloOk> decode_hello_ok(std::span<const std::byte> body);
 Result<Proof> decode_auth(std::span<const std::byte> body);  // AUTH or AUTH_OK
 Result<Descriptor> decode_descriptor(std::span<const std::byte> body);
@@ -214,6 +218,7 @@ std::string encode_connect(const Hello& m);
 std::string encode_accept(const Accept& m);
 std::string encode_reject(const ErrorMsg& m);  // text cut to fit
 Result<Hello> decode_connect(std::span<const std::byte> private_data);
+ErrorCode connect_refusal(std::span<const std::byte> private_data);  // as hello_refusal
 Result<Accept> decode_accept(std::span<const std::byte> private_data);
 // An ERROR frame at the start of `bytes` (reject private data, or a message).
 Result<ErrorMsg> decode_reject(std::span<const std::byte> private_data);

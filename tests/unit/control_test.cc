@@ -166,7 +166,7 @@ TEST(Control, HandshakeCarriesNoncesAndTheAuthFlag) {
 }
 
 // A client of protocol 2 sent a 16-byte HELLO: it hears which versions we
-// speak, not "bad message"; a protocol-2 server's 16-byte HELLO_OK says so too.
+// speak, under "unsupported version", not "bad message"; a protocol-2 server's 16-byte HELLO_OK says so too.
 TEST(Control, OlderPeersHearTheVersion) {
   std::string old(16, '\0');
   old[0] = 2, old[2] = 2;
@@ -174,6 +174,19 @@ TEST(Control, OlderPeersHearTheVersion) {
   ASSERT_FALSE(hello.ok());
   EXPECT_NE(hello.status().reason().find("speaks versions 2..2"), std::string::npos)
       << hello.status().message();
+  EXPECT_EQ(hello_refusal(bytes(old)), ErrorCode::kUnsupportedVersion);
+  std::string overlapping(16, '\0');  // versions 1..5 include ours: just the wrong size
+  overlapping[0] = 1, overlapping[2] = 5;
+  EXPECT_EQ(hello_refusal(bytes(overlapping)), ErrorCode::kBadMessage);
+  EXPECT_EQ(hello_refusal(bytes(std::string(2, '\0'))), ErrorCode::kBadMessage);
+  // Over verbs the same body arrives framed as connect private data.
+  std::string framed = encode_connect(Hello{kProtocolVersion, kProtocolVersion, {}})
+                           .substr(0, kFrameHeaderSize);
+  framed[8] = static_cast<char>(old.size());  // body_len, little-endian u32
+  EXPECT_EQ(connect_refusal(bytes(framed + old)), ErrorCode::kUnsupportedVersion);
+  EXPECT_EQ(connect_refusal(bytes(encode_connect(Hello{kProtocolVersion, kProtocolVersion, {}}))),
+            ErrorCode::kBadMessage);  // decodes; a server would not ask
+  EXPECT_EQ(connect_refusal(bytes(std::string(40, 'x'))), ErrorCode::kBadMessage);
   auto ok = decode_hello_ok(bytes(old));
   ASSERT_FALSE(ok.ok());
   EXPECT_NE(ok.status().reason().find("protocol version 2"), std::string::npos)
