@@ -161,6 +161,17 @@ TEST_F(BadPeerTest, UnknownTypeAndReservedFlags) {
   expect_dropped(*b, ErrorCode::kBadMessage, "reserved flags");
 }
 
+// A client of protocol 2 (a 16-byte HELLO) is told the versions we speak,
+// as "unsupported version".
+TEST_F(BadPeerTest, OlderClientHearsUnsupportedVersion) {
+  auto peer = connect();
+  ASSERT_TRUE(peer.ok()) << peer.status().message();
+  std::string body(16, '\0');
+  body[0] = 2, body[2] = 2;
+  peer->send(raw_header(static_cast<uint16_t>(MsgType::kHello), 16) + body);
+  expect_dropped(*peer, ErrorCode::kUnsupportedVersion, "a protocol-2 HELLO");
+}
+
 TEST_F(BadPeerTest, ServerOnlyMessageFromClient) {
   auto peer = connect();
   ASSERT_TRUE(peer.ok()) << peer.status().message();
