@@ -27,14 +27,6 @@ std::string library(const std::string& name, const std::string& function, int re
          "', function(keys, args) return " + std::to_string(returns) + " end)\n";
 }
 
-// The `incomplete ...` line a client prints when a sync stops midway.
-std::optional<Fields> incomplete_line(const std::string& out) {
-  std::istringstream lines(out);
-  for (std::string line; std::getline(lines, line);)
-    if (line.rfind("incomplete ", 0) == 0) return parse_fields(line);
-  return std::nullopt;
-}
-
 // "0:10,2:3" -> {0: 10, 2: 3}; "-" -> {}.
 std::map<int, uint64_t> parse_dbs(const std::string& s) {
   std::map<int, uint64_t> out;

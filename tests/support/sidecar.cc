@@ -75,6 +75,13 @@ std::optional<uint64_t> field_u64(const Fields& f, const std::string& key) {
   return v;
 }
 
+std::optional<Fields> incomplete_line(const std::string& out) {
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("incomplete ", 0) == 0) return parse_fields(line);
+  return std::nullopt;
+}
+
 SidecarServer::SidecarServer(const std::string& redis, std::vector<std::string> extra,
                              Process::Env env)
     : port_(free_loopback_port()), proc_(server_argv(port_, redis, std::move(extra)), std::move(env)) {}

@@ -26,6 +26,9 @@ using Fields = std::map<std::string, std::string>;
 Fields parse_fields(const std::string& line);
 // A field as a number; nullopt if absent or not a number.
 std::optional<uint64_t> field_u64(const Fields& f, const std::string& key);
+// The fields of the `incomplete ...` line a client prints when a sync stops
+// midway, found in its whole stdout; nullopt if there is none.
+std::optional<Fields> incomplete_line(const std::string& out);
 
 // The transport the end-to-end tests run over: "tcp" unless
 // RRS_TEST_TRANSPORT=verbs (the Soft-RoCE suite, tests/vm/, sets it together

@@ -11,6 +11,9 @@
 #
 # Server and client both use 10.77.0.1 on the one rxe device: two rxe devices
 # on the two veth ends hung ib_read_bw (see shared/SOFT-ROCE.md).
+#
+# With RRS_VM_WIRE_MAC and RRS_VM_WIRE_ADDR (run-in-vm.sh --wire), rxe0 goes
+# on the NIC with that MAC, a cable to another VM, at that address instead.
 set -uo pipefail
 
 ADDR=10.77.0.1
@@ -40,7 +43,11 @@ step ip link set lo up
 # nodes for libibverbs. devtmpfs creates the nodes; no udev needed.
 step modprobe -a rdma_rxe ib_uverbs rdma_ucm
 
-if ! ip link show "$NETDEV" >/dev/null 2>&1; then
+if [ -n "${RRS_VM_WIRE_MAC:-}" ]; then
+  ADDR=${RRS_VM_WIRE_ADDR:?RRS_VM_WIRE_MAC without RRS_VM_WIRE_ADDR}
+  NETDEV=$(ip -o link | awk -v mac="$RRS_VM_WIRE_MAC" 'index($0, mac) {sub(":", "", $2); print $2}')
+  [ -n "$NETDEV" ] || { ip -o link >&2; fail "no NIC with MAC $RRS_VM_WIRE_MAC (the --wire cable)"; }
+elif ! ip link show "$NETDEV" >/dev/null 2>&1; then
   step ip link add "$NETDEV" type veth peer name veth1
 fi
 ip -4 addr show dev "$NETDEV" | grep -q "inet $ADDR/" || step ip addr add "$ADDR/24" dev "$NETDEV"
@@ -49,11 +56,11 @@ ip -4 addr show dev "$NETDEV" | grep -q "inet $ADDR/" || step ip addr add "$ADDR
 # tests were first run with (and SOFT-ROCE.md measured).
 if [ -n "${RRS_VM_NETDEV_MTU:-}" ]; then
   step ip link set "$NETDEV" mtu "$RRS_VM_NETDEV_MTU"
-  step ip link set veth1 mtu "$RRS_VM_NETDEV_MTU"
+  [ -n "${RRS_VM_WIRE_MAC:-}" ] || step ip link set veth1 mtu "$RRS_VM_NETDEV_MTU"
 fi
 # Both ends up, or veth0 has no carrier and the rxe port stays DOWN.
 step ip link set "$NETDEV" up
-step ip link set veth1 up
+[ -n "${RRS_VM_WIRE_MAC:-}" ] || step ip link set veth1 up
 
 if ! rdma link show "$DEV/1" >/dev/null 2>&1; then
   step rdma link add "$DEV" type rxe netdev "$NETDEV"
@@ -73,6 +80,7 @@ done
 ulimit -l unlimited || fail "cannot raise the locked-memory limit"
 
 export RRS_VERBS_ADDR=$ADDR RRS_VERBS_DEVICE=$DEV
+[ -z "${RRS_VM_WIRE_MAC:-}" ] || export RRS_VM_WIRE_NIC=$NETDEV
 mtu=$(ibv_devinfo -d "$DEV" | awk '/active_mtu/ {print $2}')
 echo "guest-setup: $DEV PORT_ACTIVE on $NETDEV $ADDR, active_mtu $mtu (after ${SECONDS}s)" >&2
 

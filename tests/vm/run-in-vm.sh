@@ -4,7 +4,8 @@
 # the guest (guest-setup.sh) and runs COMMAND there, as root, in the current
 # directory. /tmp and the repository are shared read-write with the host.
 #
-#   bash tests/vm/run-in-vm.sh [--timeout SECS] [--memory SIZE] [--cpus N] -- COMMAND...
+#   bash tests/vm/run-in-vm.sh [--timeout SECS] [--memory SIZE] [--cpus N]
+#                              [--wire listen:PORT|connect:PORT] -- COMMAND...
 #
 # COMMAND's words are passed as they are (no shell re-parsing); use
 # `-- bash -c '...'` for a pipeline. RRS_*, GTEST_* and CTEST_* variables of
@@ -13,6 +14,12 @@
 # Exit status: COMMAND's; 124 if COMMAND (or the whole VM) ran out of time;
 # 125 if the VM did not boot, or the guest setup failed, so that "the tests
 # failed" and "there was nothing to run them on" never look alike.
+#
+# --wire joins two VMs by a virtual cable (a QEMU socket netdev on host port
+# PORT; start the `listen` side first): rxe0 then sits on that NIC, at
+# 10.78.0.1 (listen) or 10.78.0.2 (connect), and RRS_VM_WIRE_PEER names the
+# other end. RoCE traffic then really leaves the guest, so netfilter or a
+# link going down can cut it (tests/vm/net-cut-vms.sh).
 #
 # Knobs (environment): RRS_VM_KERNEL (a vmlinuz; default the newest
 # /boot/vmlinuz-*-amd64), RRS_VM_BOOT_TIMEOUT (s, default 300),
@@ -30,9 +37,10 @@ cmd_timeout=600
 memory=2G
 cpus=2
 boot_timeout=${RRS_VM_BOOT_TIMEOUT:-300}
+wire=""
 
 say() { echo "run-in-vm: $*" >&2; }
-usage() { sed -n '7,8p' "${BASH_SOURCE[0]}" | sed 's/^# *//' >&2; exit 2; }
+usage() { sed -n '7,9p' "${BASH_SOURCE[0]}" | sed 's/^# *//' >&2; exit 2; }
 
 while [ $# -gt 0 ]; do
   case $1 in
@@ -40,6 +48,7 @@ while [ $# -gt 0 ]; do
     --timeout=*) cmd_timeout=${1#*=}; shift ;;
     --memory) [ $# -ge 2 ] || usage; memory=$2; shift 2 ;;
     --cpus) [ $# -ge 2 ] || usage; cpus=$2; shift 2 ;;
+    --wire) [ $# -ge 2 ] || usage; wire=$2; shift 2 ;;
     --) shift; break ;;
     -h|--help) usage ;;
     *) say "unexpected argument '$1' (COMMAND goes after --)"; usage ;;
@@ -47,6 +56,20 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || { say "no COMMAND given"; usage; }
 [[ $cmd_timeout =~ ^[1-9][0-9]*$ ]] || { say "--timeout wants whole seconds > 0, got '$cmd_timeout'"; exit 2; }
+wire_opts=()
+if [ -n "$wire" ]; then
+  [[ $wire =~ ^(listen|connect):([1-9][0-9]*)$ ]] ||
+    { say "--wire wants listen:PORT or connect:PORT, got '$wire'"; exit 2; }
+  wire_port=${BASH_REMATCH[2]}
+  if [ "${BASH_REMATCH[1]}" = listen ]; then
+    wire_end=1 wire_peer=2 wire_netdev="listen=127.0.0.1:$wire_port"
+  else
+    wire_end=2 wire_peer=1 wire_netdev="connect=127.0.0.1:$wire_port"
+  fi
+  wire_mac=52:54:00:78:00:0$wire_end
+  # vng's argument parser takes a value starting with '-' for an option: use '='.
+  wire_opts=("--qemu-opts=-netdev socket,id=wire,$wire_netdev -device virtio-net-pci,netdev=wire,mac=$wire_mac")
+fi
 
 command -v vng >/dev/null || { say "vng not found: run tests/vm/install-vm-deps.sh first"; exit $EXIT_NO_VM; }
 if [ -n "${RRS_VM_KERNEL:-}" ]; then
@@ -66,8 +89,10 @@ state=$(mktemp -d /tmp/rrs-vm.XXXXXX)
 trap 'rm -rf "$state"' EXIT
 
 printf '%q ' "$@" >"$state/cmd"
-env | grep -E '^(RRS|GTEST|CTEST)_[A-Za-z0-9_]*=' | grep -v '^RRS_VERBS_' |
+env | grep -E '^(RRS|GTEST|CTEST)_[A-Za-z0-9_]*=' | grep -Ev '^(RRS_VERBS_|RRS_VM_WIRE_)' |
   while IFS= read -r kv; do printf 'export %q\n' "$kv"; done >"$state/env"
+[ -n "$wire" ] && printf 'export RRS_VM_WIRE_MAC=%s RRS_VM_WIRE_ADDR=10.78.0.%s RRS_VM_WIRE_PEER=10.78.0.%s\n' \
+  "$wire_mac" "$wire_end" "$wire_peer" >>"$state/env"
 
 q() { printf '%q' "$1"; }
 # The guest's only program: setup, then COMMAND under its own timeout.
@@ -108,6 +133,7 @@ vng_args=(
   --run "$kernel" --memory "$memory" --cpus "$cpus" --user root
   --append "modprobe.blacklist=$unused_modules module_blacklist=$unused_modules"
   --rwdir /tmp --rwdir "$repo"
+  "${wire_opts[@]}"
 )
 [ -n "${RRS_VM_VERBOSE:-}" ] && vng_args+=(--verbose)
 [[ $PWD == "$repo" || $PWD == "$repo"/* || $PWD == /tmp* ]] ||

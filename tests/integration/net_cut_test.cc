@@ -1,0 +1,506 @@
+// The network between a client and its sidecar cut mid-transfer, with real
+// processes and nothing mocked: no hang (every wait is bounded), errors that
+// name the cause, and recovery once the link is back. The same cases run at
+// two sites, one per transport:
+//
+// - TCP: the sidecar in a network namespace of its own behind a veth, which
+//   cut() takes down. Needs root and `ip netns` (iproute2); without them the
+//   cases skip, saying why (RRS_REQUIRE_NETNS=1 makes that a failure).
+// - verbs: the master and the sidecar in another VM, across a virtual cable
+//   (tests/vm/net-cut-vms.sh starts both VMs and sets RRS_NET_CUT_PEER_DIR).
+//   cut() drops everything on this VM's end of the cable, both ways, with
+//   tc: both RDMA ports stay up, as when something between them fails. One
+//   rxe cannot be cut from itself (see tests/vm/net-cut-vms.sh), so over
+//   verbs the cases skip without the VM pair.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "common/exit_codes.h"
+#include "tests/support/process.h"
+#include "tests/support/redis_process.h"
+#include "tests/support/sidecar.h"
+
+namespace rrs::test {
+namespace {
+
+using namespace std::chrono_literals;
+using SteadyClock = std::chrono::steady_clock;
+constexpr auto kStderr = Process::Stream::kStderr;
+
+// The port the sidecar listens on at either site (nothing else is there).
+constexpr uint16_t kSidecarPort = 12345;
+// Keys in the sidecar's table (tests/vm/net-cut-vms.sh has the same number).
+// A client whose target is paused for writes stops with at most 16384
+// RESTOREs unanswered (the loader's limit) plus its read-ahead (17 reads of
+// 64 KiB, about 8000 slots here): most of the table is still unread when the
+// link is cut.
+constexpr uint64_t kNetKeys = 60000;
+const std::string kSyncedAll = "synced keys=" + std::to_string(kNetKeys) + " ";
+
+std::string seconds_text(SteadyClock::duration d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
+}
+
+// DEBUG DIGEST on a connection of the test's own (30 s timeout: a target
+// busy loading on a loaded 2-core machine).
+std::string digest_of(const RedisProcess& redis) {
+  auto c = redis.connect();
+  if (!c.ok()) return "(no connection: " + c.status().message() + ")";
+  return c->digest();
+}
+
+// Runs a short command (10 s at most); "" if it exited 0, else the command
+// and what it said.
+std::string run_quietly(std::vector<std::string> argv) {
+  Process p(std::move(argv));
+  const int code = p.wait(10s);
+  if (code == 0) return "";
+  return "$ " + p.command_line() + " (exit " + std::to_string(code) + "): " + p.stderr_text();
+}
+
+// ---------------------------------------------------------------------------
+// Where the sidecar runs, and how its link to the client is cut.
+
+class CutSite {
+ public:
+  virtual ~CutSite() = default;
+  virtual std::string transport() const = 0;
+  virtual std::string sidecar_addr() const = 0;
+  virtual std::string master_digest() = 0;
+  // False if the sidecar is known to have died.
+  virtual bool sidecar_running() = 0;
+  // Each returns "" or what failed.
+  virtual std::string cut() = 0;
+  virtual std::string restore() = 0;
+  // For the client's environment (the sidecar's secret).
+  virtual Process::Env client_env() const { return {}; }
+  virtual std::string describe() const = 0;
+};
+
+// ---------------------------------------------------------------------------
+// TCP: a network of our own.
+
+struct IpResult {
+  int code = -1;
+  std::string out, error;  // error: the command and its stderr, when code != 0
+};
+
+// Runs `ip args...` (10 s at most).
+IpResult run_ip(std::vector<std::string> args) {
+  args.insert(args.begin(), "ip");
+  Process p(std::move(args));
+  IpResult r;
+  r.code = p.wait(10s);
+  r.out = p.stdout_text();
+  if (r.code != 0)
+    r.error =
+        "$ " + p.command_line() + " (exit " + std::to_string(r.code) + "): " + p.stderr_text();
+  return r;
+}
+
+bool pid_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
+
+// A network namespace for the sidecar, reached from the host over two veth
+// pairs in 10.199.<n>.0/24:
+//   client link:  host rrsnf<n>c 10.199.<n>.1/30  <->  namespace c0 10.199.<n>.2/30
+//   master link:  host rrsnf<n>m 10.199.<n>.5/30  <->  namespace m0 10.199.<n>.6/30
+// The client (on the host) reaches the sidecar over the first, the sidecar
+// reaches the master (on the host, bound to 10.199.<n>.5 too) over the
+// second, and the target Redis stays on the host's loopback. cut() takes c0
+// down inside the namespace: the host keeps its route (marked linkdown), so
+// the client's packets vanish as on a pulled cable, nothing is refused or
+// reset, and the master link stays up.
+//
+// Everything is deleted with the object, also when the test fails. <n> is
+// claimed under a lock file, skipping any 10.199.<n> the host already uses,
+// and namespaces left by a test process that died (named rrs-nf-<n>-<pid>)
+// are removed first: parallel runs (ctest -j) never collide.
+class NetLab {
+ public:
+  // Check ok(); if not, cannot() says whether this machine simply cannot
+  // (not root, no iproute2, no namespaces: the test skips), and why() says
+  // what happened.
+  NetLab() { create(); }
+  ~NetLab() { destroy(); }
+  NetLab(const NetLab&) = delete;
+  NetLab& operator=(const NetLab&) = delete;
+
+  bool ok() const { return n_ >= 0; }
+  bool cannot() const { return cannot_; }
+  const std::string& why() const { return why_; }
+
+  const std::string& ns() const { return ns_; }
+  std::string sidecar_addr() const { return prefix() + ".2"; }
+  std::string master_addr() const { return prefix() + ".5"; }
+
+  // "" or what failed.
+  std::string cut() { return run_ip({"-n", ns_, "link", "set", "c0", "down"}).error; }
+  std::string restore() { return run_ip({"-n", ns_, "link", "set", "c0", "up"}).error; }
+
+ private:
+  std::string prefix() const { return "10.199." + std::to_string(n_); }
+  static std::string host_end(int n, char which) { return "rrsnf" + std::to_string(n) + which; }
+
+  void create() {
+    if (::geteuid() != 0) return give_up(true, "needs root (network namespaces and veths)");
+    if (IpResult v = run_ip({"-V"}); v.code != 0)
+      return give_up(true, "iproute2's `ip` is not available (" + v.error + ")");
+
+    const char* lock_path = ::access("/run/lock", W_OK) == 0 ? "/run/lock/rrs-net-fault.lock"
+                                                             : "/tmp/rrs-net-fault.lock";
+    int lock = ::open(lock_path, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+    if (lock < 0 || ::flock(lock, LOCK_EX) != 0) {
+      if (lock >= 0) ::close(lock);
+      return give_up(false, std::string("lock ") + lock_path + ": " + std::strerror(errno));
+    }
+    claim_and_build();
+    ::close(lock);  // releases the lock
+  }
+
+  void claim_and_build() {
+    std::set<int> used;
+    IpResult list = run_ip({"netns", "list"});
+    if (list.code != 0) return give_up(true, "`ip netns` does not work here: " + list.error);
+    std::istringstream lines(list.out);
+    for (std::string line; std::getline(lines, line);) {
+      std::string name = line.substr(0, line.find(' '));
+      int n = 0, pid = 0;
+      if (std::sscanf(name.c_str(), "rrs-nf-%d-%d", &n, &pid) != 2) continue;
+      if (pid_alive(pid)) {
+        used.insert(n);
+        continue;
+      }
+      // Left by a test that died: its veths go with their host ends.
+      run_ip({"link", "del", host_end(n, 'c')});
+      run_ip({"link", "del", host_end(n, 'm')});
+      run_ip({"netns", "del", name});
+    }
+    IpResult addrs = run_ip({"-o", "-4", "addr", "show"});
+    for (size_t at = addrs.out.find("10.199."); at != std::string::npos;
+         at = addrs.out.find("10.199.", at + 1))
+      used.insert(std::atoi(addrs.out.c_str() + at + 7));
+    int n = -1;
+    for (int k = 0; k < 250 && n < 0; ++k) {
+      int candidate = 1 + static_cast<int>((::getpid() + k) % 250);
+      if (!used.contains(candidate)) n = candidate;
+    }
+    if (n < 0) return give_up(false, "no free 10.199.<n>.0/24 left");
+
+    const std::string ns = "rrs-nf-" + std::to_string(n) + "-" + std::to_string(::getpid());
+    if (IpResult r = run_ip({"netns", "add", ns}); r.code != 0)
+      return give_up(true, "cannot create a network namespace: " + r.error);
+    n_ = n;
+    ns_ = ns;
+    const std::string p = prefix();
+    const std::vector<std::vector<std::string>> steps = {
+        {"link", "add", host_end(n, 'c'), "type", "veth", "peer", "name", "c0", "netns", ns},
+        {"link", "add", host_end(n, 'm'), "type", "veth", "peer", "name", "m0", "netns", ns},
+        {"addr", "add", p + ".1/30", "dev", host_end(n, 'c')},
+        {"addr", "add", p + ".5/30", "dev", host_end(n, 'm')},
+        {"link", "set", host_end(n, 'c'), "up"},
+        {"link", "set", host_end(n, 'm'), "up"},
+        {"-n", ns, "addr", "add", p + ".2/30", "dev", "c0"},
+        {"-n", ns, "addr", "add", p + ".6/30", "dev", "m0"},
+        {"-n", ns, "link", "set", "lo", "up"},
+        {"-n", ns, "link", "set", "c0", "up"},
+        {"-n", ns, "link", "set", "m0", "up"},
+    };
+    for (const auto& step : steps) {
+      if (IpResult r = run_ip(step); r.code != 0) {
+        destroy();
+        return give_up(false, "set up the test network: " + r.error);
+      }
+    }
+  }
+
+  void give_up(bool cannot, std::string why) {
+    cannot_ = cannot;
+    why_ = std::move(why);
+  }
+
+  void destroy() {
+    if (n_ < 0) return;
+    run_ip({"link", "del", host_end(n_, 'c')});
+    run_ip({"link", "del", host_end(n_, 'm')});
+    run_ip({"netns", "del", ns_});
+    n_ = -1;
+  }
+
+  int n_ = -1;
+  std::string ns_;
+  bool cannot_ = false;
+  std::string why_;
+};
+
+// A master on the host, a sidecar in the namespace, the client on the host.
+class NamespaceSite : public CutSite {
+ public:
+  // Check error(); cannot() says whether the machine simply cannot.
+  NamespaceSite() {
+    if (!lab_.ok()) return;
+    master_.emplace(RedisOptions().with_args(
+        {"--bind", "127.0.0.1", lab_.master_addr(), "--protected-mode", "no"}));
+    if (!master_->started()) {
+      error_ = master_->start_error();
+      return;
+    }
+    master_->run({"DEBUG", "POPULATE", std::to_string(kNetKeys), "k", "200"});
+    sidecar_.emplace(std::vector<std::string>{
+        "ip", "netns", "exec", lab_.ns(), server_binary(),
+        "--redis", lab_.master_addr() + ":" + std::to_string(master_->port()),
+        "--listen", lab_.sidecar_addr(), "--port", std::to_string(kSidecarPort),
+        "--transport", "tcp"});
+    if (!sidecar_->wait_for_line("ready", 60s)) error_ = sidecar_->describe();
+  }
+  std::string error() const { return lab_.ok() ? error_ : lab_.why(); }
+  bool cannot() const { return !lab_.ok() && lab_.cannot(); }
+
+  std::string transport() const override { return "tcp"; }
+  std::string sidecar_addr() const override { return lab_.sidecar_addr(); }
+  std::string master_digest() override { return digest_of(*master_); }
+  bool sidecar_running() override { return sidecar_->running(); }
+  std::string cut() override { return lab_.cut(); }
+  std::string restore() override { return lab_.restore(); }
+  std::string describe() const override { return sidecar_ ? sidecar_->describe() : ""; }
+
+ private:
+  // Declared first, deleted last: after every process that uses it.
+  NetLab lab_;
+  std::optional<RedisProcess> master_;
+  std::optional<Process> sidecar_;
+  std::string error_;
+};
+
+// ---------------------------------------------------------------------------
+// verbs: the sidecar in the other VM of tests/vm/net-cut-vms.sh.
+
+// Its master and sidecar are started by tests/vm/net-cut-peer.sh, once for
+// every case; they talk through files in RRS_NET_CUT_PEER_DIR (on the /tmp
+// both VMs share). The peer checks at the end that the sidecar is still up.
+class PeerVmSite : public CutSite {
+ public:
+  explicit PeerVmSite(std::string dir) : dir_(std::move(dir)) {
+    const char* nic = std::getenv("RRS_VM_WIRE_NIC");  // from guest-setup.sh
+    if (nic == nullptr) {
+      error_ = "RRS_VM_WIRE_NIC is not set: run through tests/vm/net-cut-vms.sh";
+      return;
+    }
+    nic_ = nic;
+    // Both VMs boot at once; the peer also loads its master.
+    const auto deadline = SteadyClock::now() + 300s;
+    while (!std::filesystem::exists(dir_ + "/ready")) {
+      if (SteadyClock::now() >= deadline) {
+        error_ = "the sidecar VM wrote no " + dir_ + "/ready within 300 s\n" + describe();
+        return;
+      }
+      std::this_thread::sleep_for(200ms);
+    }
+    std::string line;
+    std::getline(std::ifstream(dir_ + "/ready") >> std::ws, line);
+    ready_ = parse_fields(line);
+    std::getline(std::ifstream(dir_ + "/secret"), secret_);
+    const std::string sidecar = ready_["sidecar"];
+    if (sidecar.empty() || secret_.empty() || field_u64(ready_, "keys") != kNetKeys ||
+        sidecar.substr(sidecar.find(':') + 1) != std::to_string(kSidecarPort))
+      error_ = "unexpected " + dir_ + "/ready: '" + line + "' (want keys=" +
+               std::to_string(kNetKeys) + ", port " + std::to_string(kSidecarPort) + ")";
+  }
+  ~PeerVmSite() override {
+    if (is_cut_) restore();
+  }
+  const std::string& error() const { return error_; }
+
+  std::string transport() const override { return "verbs"; }
+  std::string sidecar_addr() const override {
+    const std::string& s = ready_.at("sidecar");
+    return s.substr(0, s.find(':'));
+  }
+  std::string master_digest() override { return ready_["digest"]; }
+  bool sidecar_running() override { return true; }  // net-cut-peer.sh checks
+  // Everything on the cable vanishes silently, both ways, as on a failed
+  // link: netem drops what leaves, an ingress filter what arrives. (A
+  // netfilter OUTPUT drop is no cut for rxe: the local send fails, rxe
+  // retries it forever, and even rdma_destroy_id blocks until it passes.)
+  std::string cut() override {
+    is_cut_ = true;
+    for (const auto& step : std::vector<std::vector<std::string>>{
+             {"tc", "qdisc", "add", "dev", nic_, "root", "netem", "loss", "100%"},
+             {"tc", "qdisc", "add", "dev", nic_, "handle", "ffff:", "ingress"},
+             {"tc", "filter", "add", "dev", nic_, "parent", "ffff:", "matchall", "action", "drop"}})
+      if (std::string e = run_quietly(step); !e.empty()) return e;
+    return "";
+  }
+  std::string restore() override {
+    is_cut_ = false;
+    std::string e = run_quietly({"tc", "qdisc", "del", "dev", nic_, "root"});
+    return e + run_quietly({"tc", "qdisc", "del", "dev", nic_, "ingress"});
+  }
+  Process::Env client_env() const override { return {{kSidecarSecretEnv, secret_}}; }
+  std::string describe() const override {
+    std::ifstream log(dir_ + "/peer.log");
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    if (text.size() > 4000) text = "..." + text.substr(text.size() - 4000);
+    return "the sidecar VM's log (" + dir_ + "/peer.log):\n" + text;
+  }
+
+ private:
+  std::string dir_;
+  std::string nic_;  // this VM's end of the cable
+  Fields ready_;
+  std::string secret_;
+  std::string error_;
+  bool is_cut_ = false;
+};
+
+// ---------------------------------------------------------------------------
+
+class NetCutTest : public SidecarTest {
+ protected:
+  void SetUp() override {
+    SidecarTest::SetUp();
+    if (IsSkipped() || HasFailure()) return;
+    if (test_transport() == "verbs") {
+      const char* dir = std::getenv("RRS_NET_CUT_PEER_DIR");
+      if (dir == nullptr)
+        GTEST_SKIP() << "over verbs the sidecar must sit in another VM: "
+                        "bash tests/vm/net-cut-vms.sh runs these cases";
+      auto peer = std::make_unique<PeerVmSite>(dir);
+      ASSERT_EQ(peer->error(), "");
+      site_ = std::move(peer);
+      return;
+    }
+    auto ns = std::make_unique<NamespaceSite>();
+    if (!ns->error().empty()) {
+      if (ns->cannot() && !std::getenv("RRS_REQUIRE_NETNS")) GTEST_SKIP() << ns->error();
+      FAIL() << ns->error();
+    }
+    site_ = std::move(ns);
+  }
+
+  // rdma-client arguments (without the binary) for the site's sidecar.
+  std::vector<std::string> client_args(const RedisProcess& target,
+                                       std::vector<std::string> extra) const {
+    std::vector<std::string> a = {site_->sidecar_addr(), std::to_string(kSidecarPort), "--redis",
+                                  target.address(), "--transport", site_->transport()};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+
+  // Starts a client into `target` and returns once it is mid-transfer: the
+  // target is paused for writes (CLIENT PAUSE WRITE), so the loader stalls
+  // and the fetcher stops with its read-ahead full and most of the table
+  // unread (see kNetKeys). The caller cuts the link, then unpauses.
+  Process start_stalled_client(RedisProcess& target, std::vector<std::string> extra) {
+    target.run({"CLIENT", "PAUSE", "60000", "WRITE"});
+    std::vector<std::string> argv = client_args(
+        target, {"--chunk-size", "64k", "--in-flight", "2"});
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.insert(argv.begin(), client_binary());
+    Process client(argv, site_->client_env());
+    EXPECT_TRUE(client.wait_for_line("table epoch", 30s, kStderr)) << client.describe();
+    std::this_thread::sleep_for(500ms);  // the read-ahead fills up
+    return client;
+  }
+
+  std::unique_ptr<CutSite> site_;
+};
+
+// Cut for good: the client must neither hang nor blame the wrong thing. It
+// waits --io-timeout for an answer, spends its one reconnect within
+// --connect-timeout, and stops with exit 3 naming the sidecar and the
+// timeout, saying what the target holds. Once the link is back, a new run
+// with --flush loads the whole table.
+TEST_F(NetCutTest, CutMidTransferFailsWithinTheTimeoutsThenANewRunSucceeds) {
+  RedisProcess target;
+  ASSERT_TRUE(target.started()) << target.start_error();
+  Process client = start_stalled_client(
+      target, {"--io-timeout", "4", "--connect-timeout", "3", "--retries", "1"});
+  ASSERT_FALSE(HasFailure());
+  ASSERT_EQ(site_->cut(), "");
+  target.run({"CLIENT", "UNPAUSE"});
+  const auto t0 = SteadyClock::now();
+
+  const int code = client.wait(60s);
+  const auto took = SteadyClock::now() - t0;
+  const std::string err = client.stderr_text();
+  EXPECT_EQ(code, exit_code::kUnavailable) << client.describe();
+  // 4 s waiting for an answer + 3 s of reconnecting, and slack for a loaded machine.
+  EXPECT_LT(took, 4s + 3s + 10s) << seconds_text(took) << "\n" << client.describe();
+  EXPECT_GE(took, 3s) << "it should have waited out --io-timeout\n" << client.describe();
+  EXPECT_NE(err.find("timed out"), std::string::npos) << client.describe();
+  EXPECT_NE(err.find("rdma-server"), std::string::npos) << client.describe();
+  EXPECT_NE(err.find(site_->sidecar_addr()), std::string::npos)
+      << "should name the sidecar it could not reach\n" << client.describe();
+  EXPECT_NE(err.find("reconnecting"), std::string::npos) << client.describe();
+  auto incomplete = incomplete_line(client.stdout_text());
+  ASSERT_TRUE(incomplete) << client.describe();
+  EXPECT_EQ((*incomplete)["target"], "partial") << client.describe();
+  EXPECT_LT(field_u64(*incomplete, "keys"), field_u64(*incomplete, "table_keys"))
+      << "the cut should have come mid-transfer\n" << client.describe();
+  EXPECT_TRUE(site_->sidecar_running()) << site_->describe();
+
+  ASSERT_EQ(site_->restore(), "");
+  ClientRun again = run_client(client_args(target, {"--flush", "--connect-timeout", "20"}),
+                               site_->client_env(), 90s);
+  EXPECT_EQ(again.exit_code, 0) << again.describe();
+  EXPECT_EQ(again.count("keys"), kNetKeys) << again.describe();
+  EXPECT_EQ(digest_of(target), site_->master_digest());
+}
+
+// A cut shorter than --io-timeout: TCP retransmits once the link is back,
+// and the same run completes on its first connection.
+TEST_F(NetCutTest, CutShorterThanTheIoTimeoutIsRiddenOut) {
+  RedisProcess target;
+  ASSERT_TRUE(target.started()) << target.start_error();
+  Process client = start_stalled_client(target, {"--io-timeout", "20", "--retries", "1"});
+  ASSERT_FALSE(HasFailure());
+  ASSERT_EQ(site_->cut(), "");
+  target.run({"CLIENT", "UNPAUSE"});
+  std::this_thread::sleep_for(3s);  // the client is waiting on reads that went nowhere
+  EXPECT_TRUE(client.running()) << client.describe();
+  ASSERT_EQ(site_->restore(), "");
+
+  EXPECT_EQ(client.wait(90s), 0) << client.describe();
+  EXPECT_NE(client.stdout_text().find(kSyncedAll), std::string::npos) << client.describe();
+  EXPECT_EQ(client.stderr_text().find("reconnect"), std::string::npos)
+      << "the connection should have survived the cut\n" << client.describe();
+  EXPECT_EQ(digest_of(target), site_->master_digest());
+}
+
+// A cut longer than --io-timeout but shorter than --connect-timeout: the
+// client gives the connection up, reconnects once the link is back, finds
+// the same epoch and resumes where it stopped.
+TEST_F(NetCutTest, CutPastTheIoTimeoutReconnectsAndResumes) {
+  RedisProcess target;
+  ASSERT_TRUE(target.started()) << target.start_error();
+  Process client = start_stalled_client(
+      target, {"--io-timeout", "3", "--connect-timeout", "30", "--retries", "2"});
+  ASSERT_FALSE(HasFailure());
+  ASSERT_EQ(site_->cut(), "");
+  target.run({"CLIENT", "UNPAUSE"});
+  ASSERT_TRUE(client.wait_for_line("reconnecting", 30s, kStderr)) << client.describe();
+  std::this_thread::sleep_for(2s);  // a connect attempt or two into the void
+  ASSERT_EQ(site_->restore(), "");
+
+  EXPECT_EQ(client.wait(90s), 0) << client.describe();
+  EXPECT_NE(client.stdout_text().find(kSyncedAll), std::string::npos) << client.describe();
+  EXPECT_NE(client.stderr_text().find("reconnected; resuming epoch"), std::string::npos)
+      << client.describe();
+  EXPECT_EQ(digest_of(target), site_->master_digest());
+}
+
+}  // namespace
+}  // namespace rrs::test
