@@ -11,7 +11,6 @@
 #include <cstring>
 
 #include "common/auth.h"
-#include "common/rdma_device.h"
 
 namespace rrs::test {
 namespace {
@@ -50,17 +49,6 @@ Result<verbs::CmEvent> next_cm_event(rdma_event_channel* channel, std::chrono::m
 }
 
 }  // namespace
-
-std::string verbs_test_address() {
-  const char* a = std::getenv("RRS_VERBS_ADDR");
-  return a ? a : "";
-}
-
-std::string verbs_unusable() {
-  if (verbs_test_address().empty()) return "RRS_VERBS_ADDR is not set";
-  std::string why;
-  return rdma_device_active(why) ? "" : why;
-}
 
 // --- MessageQp -----------------------------------------------------------------
 
@@ -298,7 +286,7 @@ ScriptedVerbsServer::ScriptedVerbsServer(OnConnect on_connect, AfterEstablished 
   listen_id_.reset(id);
   sockaddr_in a{};
   a.sin_family = AF_INET;
-  if (inet_pton(AF_INET, verbs_test_address().c_str(), &a.sin_addr) != 1) {
+  if (inet_pton(AF_INET, verbs_address().c_str(), &a.sin_addr) != 1) {
     status_ = Status::error("listen", "RRS_VERBS_ADDR is not an IPv4 address");
     return;
   }

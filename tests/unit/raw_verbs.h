@@ -10,7 +10,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <map>
@@ -25,25 +24,9 @@
 #include "common/status.h"
 #include "common/verbs_owners.h"
 #include "proto/control.h"
+#include "tests/support/server_loop.h"  // verbs_address, RRS_SKIP_WITHOUT_VERBS
 
 namespace rrs::test {
-
-// The address the verbs tests use (tests/vm/guest-setup.sh exports it).
-std::string verbs_test_address();
-// Why verbs tests cannot run here, or "" when they can.
-std::string verbs_unusable();
-
-// Skips the test when there is no RDMA device (fails instead under
-// RRS_REQUIRE_VERBS=1, as in the VM), like transport_conformance_test's verbs cases.
-#define RRS_SKIP_WITHOUT_VERBS()                                                          \
-  do {                                                                                    \
-    if (const std::string rrs_why_ = ::rrs::test::verbs_unusable(); !rrs_why_.empty()) { \
-      if (std::getenv("RRS_REQUIRE_VERBS"))                                               \
-        FAIL() << "RRS_REQUIRE_VERBS is set but " << rrs_why_;                            \
-      GTEST_SKIP() << "verbs: " << rrs_why_                                               \
-                   << " (the Soft-RoCE suite runs these: bash tests/vm/run-in-vm.sh)";    \
-    }                                                                                     \
-  } while (0)
 
 // One RC QP on a cm_id with message buffers: receive slots (posted unless
 // told not to), a send slot, and a read buffer; what both raw ends use.
@@ -166,7 +149,7 @@ class ScriptedVerbsServer {
   ~ScriptedVerbsServer();
   // An error here fails the test that set the server up.
   const Status& status() const { return status_; }
-  Endpoint endpoint() const { return {verbs_test_address(), port_}; }
+  Endpoint endpoint() const { return {verbs_address(), port_}; }
   int connect_requests() const { return connect_requests_.load(); }
 
  private:

@@ -6,13 +6,10 @@
 // still serving a good VerbsTableReader, and every slot and verbs object a
 // bad peer held must come back. Skips without an RDMA device, like the verbs
 // cases of transport_conformance_test.
-#include <event2/event.h>
-#include <event2/thread.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
-#include <future>
 #include <map>
 #include <random>
 #include <sstream>
@@ -22,6 +19,7 @@
 #include "common/verbs_table_server.h"
 #include "proto/byte_order.h"
 #include "server/table_builder.h"
+#include "tests/support/server_loop.h"
 #include "tests/unit/fake_payload.h"
 #include "tests/unit/raw_verbs.h"
 
@@ -48,53 +46,16 @@ std::shared_ptr<Table> small_table() {
   return t.ok() ? *t : nullptr;
 }
 
-// A VerbsTableServer on a libevent loop of its own thread.
-class ServerThread {
+// A VerbsTableServer serving one table from the start.
+class ServerThread : public test::ServerLoop {
  public:
-  ~ServerThread() {
-    if (!base_) return;
-    event_base_loopbreak(base_);
-    if (loop_.joinable()) loop_.join();
-    server_.reset();
-    event_base_loop(base_, EVLOOP_NONBLOCK);  // finish deferred frees
-    event_base_free(base_);
+  Status start(const VerbsServerLimits& limits, TablePtr table) {
+    RRS_RETURN_IF_ERROR(ServerLoop::start([&](event_base* base) {
+      return VerbsTableServer::listen(base, {test::verbs_address(), 0}, limits);
+    }));
+    return on_loop([&] { return server().publish(std::move(table)); });
   }
-  Status start(VerbsServerLimits limits, TablePtr table) {
-    evthread_use_pthreads();
-    base_ = event_base_new();
-    auto s = VerbsTableServer::listen(base_, {test::verbs_test_address(), 0}, limits);
-    if (!s.ok()) return s.status();
-    server_ = std::move(*s);
-    const std::string a = server_->address();
-    endpoint_ = {test::verbs_test_address(),
-                 static_cast<uint16_t>(std::stoi(a.substr(a.rfind(':') + 1)))};
-    RRS_RETURN_IF_ERROR(server_->publish(std::move(table)));
-    loop_ = std::thread([this] { event_base_dispatch(base_); });
-    return {};
-  }
-  size_t client_count() {
-    std::promise<size_t> done;
-    auto fut = done.get_future();
-    struct Call {
-      VerbsTableServer* server;
-      std::promise<size_t>* done;
-    } call{server_.get(), &done};
-    event_base_once(
-        base_, -1, EV_TIMEOUT,
-        [](evutil_socket_t, short, void* arg) {
-          auto* c = static_cast<Call*>(arg);
-          c->done->set_value(c->server->client_count());
-        },
-        &call, nullptr);
-    return fut.get();
-  }
-  const Endpoint& endpoint() const { return endpoint_; }
-
- private:
-  event_base* base_ = nullptr;
-  std::unique_ptr<VerbsTableServer> server_;
-  Endpoint endpoint_;
-  std::thread loop_;
+  Endpoint endpoint() const { return {test::verbs_address(), port()}; }
 };
 
 // The verbs objects this process holds on the device, by kind ("qp", "cq",
@@ -143,7 +104,7 @@ class VerbsHostilePeer : public ::testing::Test {
     Status s = server_.start(limits, table_);
     ASSERT_TRUE(s.ok()) << s.message();
   }
-  const Endpoint& at() const { return server_.endpoint(); }
+  Endpoint at() const { return server_.endpoint(); }
 
   std::unique_ptr<RawVerbsPeer> hello_peer(RawVerbsPeer::Options o = {}) {
     auto p = RawVerbsPeer::connect_hello(at(), o);
