@@ -1,27 +1,24 @@
 // The same cases against every transport: a server publishes a table built
 // in-process, a reader fetches it through TableFetcher. Verbs joins the
 // parameter list when it lands.
-#include <event2/event.h>
-#include <event2/thread.h>
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <string>
 #include <functional>
-#include <future>
 #include <set>
 #include <thread>
 
 #include "client/log_tail.h"
 #include "client/table_fetcher.h"
 #include "common/tcp_table_reader.h"
-#include "common/rdma_device.h"
 #include "common/socket.h"
 #include "common/tcp_table_server.h"
 #include "common/verbs_table_reader.h"
 #include "common/verbs_table_server.h"
 #include "proto/byte_order.h"
 #include "server/table_builder.h"
+#include "tests/support/server_loop.h"
 #include "tests/unit/fake_payload.h"
 
 namespace rrs {
@@ -45,88 +42,35 @@ std::shared_ptr<Table> sample_table(uint64_t epoch, int records = 300) {
   return *t;
 }
 
-// The verbs cases need an RDMA device with an active port and an address on
-// it: tests/vm/run-in-vm.sh provides both (rxe on a veth, RRS_VERBS_ADDR).
-std::string verbs_address() {
-  const char* a = std::getenv("RRS_VERBS_ADDR");
-  return a ? a : "";
-}
-
-// A TableServer running its event loop on a thread of its own.
-class ServerHarness {
+// A TableServer of either transport; the verbs cases need an RDMA device with
+// an active port and an address on it: tests/vm/run-in-vm.sh provides both
+// (rxe on a veth, RRS_VERBS_ADDR).
+class ServerHarness : public test::ServerLoop {
  public:
-  virtual ~ServerHarness() {
-    if (!base_) return;
-    event_base_loopbreak(base_);
-    loop_.join();
-    server_.reset();
-    event_base_loop(base_, EVLOOP_NONBLOCK);  // finish deferred frees
-    event_free(keepalive_);
-    event_base_free(base_);
-  }
   Status start(const std::string& transport, std::chrono::seconds retire_grace,
                std::chrono::milliseconds keepalive = std::chrono::milliseconds(2000),
                AccessPolicy access = {}) {
-    evthread_use_pthreads();
-    base_ = event_base_new();
+    transport_ = transport;
     if (transport == "tcp") {
       host_ = "127.0.0.1";
       TcpServerLimits limits;
       limits.access = access;
-      auto s = TcpTableServer::listen(base_, {host_, 0}, limits);
-      if (!s.ok()) return s.status();
-      port_ = (*s)->port();
-      server_ = std::move(*s);
-    } else {
-      host_ = verbs_address();
-      VerbsServerLimits limits;
-      limits.retire_grace = retire_grace;
-      limits.keepalive_interval = keepalive;
-      limits.access = access;
-      auto s = VerbsTableServer::listen(base_, {host_, 0}, limits);
-      if (!s.ok()) return s.status();
-      port_ = static_cast<uint16_t>(std::stoi(
-          (*s)->address().substr((*s)->address().rfind(':') + 1)));
-      server_ = std::move(*s);
+      return ServerLoop::start(
+          [&](event_base* base) { return TcpTableServer::listen(base, {host_, 0}, limits); });
     }
-    transport_ = transport;
-    // Keeps the loop alive while idle.
-    keepalive_ = event_new(base_, -1, EV_PERSIST, [](evutil_socket_t, short, void*) {}, nullptr);
-    timeval tv{1, 0};
-    event_add(keepalive_, &tv);
-    loop_ = std::thread([this] { event_base_dispatch(base_); });
-    return {};
-  }
-  // Runs `f` on the loop thread and returns its result.
-  template <typename F>
-  auto on_loop(F f) {
-    struct Call {
-      F f;
-      std::promise<decltype(f())> done;
-    } call{std::move(f), {}};
-    auto fut = call.done.get_future();
-    event_base_once(base_, -1, EV_TIMEOUT,
-                    [](evutil_socket_t, short, void* arg) {
-                      auto* c = static_cast<Call*>(arg);
-                      c->done.set_value(c->f());
-                    },
-                    &call, nullptr);
-    return fut.get();
-  }
-
-  void publish(TablePtr t) {
-    // On the loop thread, as TableServer requires.
-    Status s = on_loop([&] { return server_->publish(t); });
-    EXPECT_TRUE(s.ok()) << s.message();
+    host_ = test::verbs_address();
+    VerbsServerLimits limits;
+    limits.retire_grace = retire_grace;
+    limits.keepalive_interval = keepalive;
+    limits.access = access;
+    return ServerLoop::start(
+        [&](event_base* base) { return VerbsTableServer::listen(base, {host_, 0}, limits); });
   }
   void disconnect_all() {
     on_loop([this] {
-      server_->disconnect_all();
+      server().disconnect_all();
       return 0;
     });
-  }
-  size_t client_count() {
-    return on_loop([this] { return server_->client_count(); });
   }
   // Blocks the server's loop for `d`: a server that is alive but not answering.
   void stall(std::chrono::milliseconds d) {
@@ -137,20 +81,14 @@ class ServerHarness {
   }
   std::unique_ptr<TableReader> make_reader(uint16_t port = 0,
                                            std::optional<std::string> secret = std::nullopt) {
-    Endpoint at{host_, port ? port : port_};
+    Endpoint at{host_, port ? port : this->port()};
     auto io = std::chrono::milliseconds(5000);
     if (transport_ == "tcp") return std::make_unique<TcpTableReader>(at, io, std::move(secret));
     return std::make_unique<VerbsTableReader>(at, io, std::move(secret));
   }
-  uint16_t port() const { return port_; }
 
  private:
   std::string transport_, host_;
-  uint16_t port_ = 0;
-  event_base* base_ = nullptr;
-  event* keepalive_ = nullptr;
-  std::unique_ptr<TableServer> server_;
-  std::thread loop_;
 };
 
 struct Fetched {
@@ -206,15 +144,7 @@ Fetched fetch(TableReader& reader, uint32_t chunk = 1u << 20,
 class TransportConformance : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (GetParam() == "verbs") {
-      std::string why;
-      bool usable = rdma_device_active(why) && !verbs_address().empty();
-      if (!usable && std::getenv("RRS_REQUIRE_VERBS"))
-        FAIL() << "RRS_REQUIRE_VERBS is set but " << (verbs_address().empty() ? "RRS_VERBS_ADDR is not set" : why);
-      if (!usable)
-        GTEST_SKIP() << "verbs: " << (verbs_address().empty() ? "RRS_VERBS_ADDR is not set" : why)
-                     << " (the Soft-RoCE suite runs these: bash tests/vm/run-in-vm.sh)";
-    }
+    if (GetParam() == "verbs") RRS_SKIP_WITHOUT_VERBS();
     harness_ = std::make_unique<ServerHarness>();
     // Grace 0: a replaced epoch is unregistered at once, even while read.
     Status s = harness_->start(GetParam(), std::chrono::seconds(0), keepalive_interval_, access_);
