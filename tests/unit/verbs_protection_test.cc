@@ -10,11 +10,8 @@
 //
 // Verbs only: tests/vm/verbs-suite.sh runs these on Soft-RoCE; elsewhere they
 // skip (and fail under RRS_REQUIRE_VERBS=1).
-#include <event2/event.h>
-#include <event2/thread.h>
 #include <gtest/gtest.h>
 
-#include <future>
 #include <memory>
 #include <set>
 #include <string>
@@ -22,10 +19,10 @@
 
 #include "client/log_tail.h"
 #include "client/table_fetcher.h"
-#include "common/rdma_device.h"
 #include "common/verbs_table_reader.h"
 #include "common/verbs_table_server.h"
 #include "server/table_builder.h"
+#include "tests/support/server_loop.h"
 #include "tests/unit/fake_payload.h"
 
 namespace rrs {
@@ -79,11 +76,6 @@ namespace {
 using Protection = VerbsTableServer::Protection;
 constexpr const char* kSecret = "protection-secret-0123456789";
 
-std::string verbs_address() {
-  const char* a = std::getenv("RRS_VERBS_ADDR");
-  return a ? a : "";
-}
-
 std::shared_ptr<Table> sample_table(uint64_t epoch, int records = 50) {
   TableBuilder b;
   b.set_source({"7.0.15", table::SourceKind::kScan, 0, {}});
@@ -96,89 +88,24 @@ std::shared_ptr<Table> sample_table(uint64_t epoch, int records = 50) {
   return *t;
 }
 
-// A VerbsTableServer on a libevent loop of its own thread.
-class ServerLoop {
+// A VerbsTableServer with its bookkeeping in reach.
+class VerbsServerLoop : public test::ServerLoop {
  public:
-  ~ServerLoop() {
-    if (!base_) return;
-    event_base_loopbreak(base_);
-    thread_.join();
-    server_.reset();
-    event_base_loop(base_, EVLOOP_NONBLOCK);  // deferred frees
-    event_free(idle_);
-    event_base_free(base_);
-  }
   Status start(const VerbsServerLimits& limits) {
-    evthread_use_pthreads();
-    base_ = event_base_new();
-    auto s = VerbsTableServer::listen(base_, {verbs_address(), 0}, limits);
-    if (!s.ok()) return s.status();
-    const std::string a = (*s)->address();
-    port_ = static_cast<uint16_t>(std::stoi(a.substr(a.rfind(':') + 1)));
-    server_ = std::move(*s);
-    idle_ = event_new(base_, -1, EV_PERSIST, [](evutil_socket_t, short, void*) {}, nullptr);
-    const timeval tv{1, 0};
-    event_add(idle_, &tv);
-    thread_ = std::thread([this] { event_base_dispatch(base_); });
-    return {};
-  }
-  // Runs `f` on the loop thread and returns its result.
-  template <typename F>
-  auto on_loop(F f) {
-    struct Call {
-      F f;
-      std::promise<decltype(f())> done;
-    } call{std::move(f), {}};
-    auto result = call.done.get_future();
-    event_base_once(
-        base_, -1, EV_TIMEOUT,
-        [](evutil_socket_t, short, void* arg) {
-          auto* c = static_cast<Call*>(arg);
-          c->done.set_value(c->f());
-        },
-        &call, nullptr);
-    return result.get();
-  }
-  void publish(TablePtr t) {
-    Status s = on_loop([&] { return server_->publish(t); });
-    EXPECT_TRUE(s.ok()) << s.message();
-  }
-  size_t client_count() {
-    return on_loop([this] { return server_->client_count(); });
+    return ServerLoop::start([&](event_base* base) {
+      return VerbsTableServer::listen(base, {test::verbs_address(), 0}, limits);
+    });
   }
   template <typename F>
   auto with_peer(F f) {
-    return on_loop([&] { return f(VerbsTableServerTestPeer(*server_)); });
+    return on_loop(
+        [&] { return f(VerbsTableServerTestPeer(static_cast<VerbsTableServer&>(server()))); });
   }
   std::unique_ptr<VerbsTableReader> make_reader(std::optional<std::string> secret = kSecret) {
-    return std::make_unique<VerbsTableReader>(Endpoint{verbs_address(), port_},
+    return std::make_unique<VerbsTableReader>(Endpoint{test::verbs_address(), port()},
                                               std::chrono::milliseconds(5000), std::move(secret));
   }
-
- private:
-  event_base* base_ = nullptr;
-  event* idle_ = nullptr;
-  std::unique_ptr<VerbsTableServer> server_;
-  uint16_t port_ = 0;
-  std::thread thread_;
 };
-
-// Skips (or fails, under RRS_REQUIRE_VERBS) without an RDMA device and an address on it.
-bool skip_without_verbs(std::string& why) {
-  bool usable = rdma_device_active(why) && !verbs_address().empty();
-  if (verbs_address().empty()) why = "RRS_VERBS_ADDR is not set";
-  return !usable;
-}
-
-#define RRS_REQUIRE_VERBS_OR_SKIP()                                                         \
-  do {                                                                                      \
-    std::string why_;                                                                       \
-    if (skip_without_verbs(why_)) {                                                         \
-      if (std::getenv("RRS_REQUIRE_VERBS")) FAIL() << "RRS_REQUIRE_VERBS is set but " << why_; \
-      GTEST_SKIP() << "verbs: " << why_                                                     \
-                   << " (the Soft-RoCE suite runs these: bash tests/vm/run-in-vm.sh)";      \
-    }                                                                                       \
-  } while (0)
 
 Status connect(TableReader& r) { return r.connect(Clock::now() + std::chrono::seconds(5)); }
 
@@ -230,7 +157,7 @@ std::span<const std::byte> as_bytes(const std::string& s) { return std::as_bytes
 class VerbsProtection : public ::testing::TestWithParam<Protection> {
  protected:
   void SetUp() override {
-    RRS_REQUIRE_VERBS_OR_SKIP();
+    RRS_SKIP_WITHOUT_VERBS();
     VerbsServerLimits limits;
     limits.retire_grace = retire_grace_;
     limits.access.secret = kSecret;
@@ -269,7 +196,7 @@ class VerbsProtection : public ::testing::TestWithParam<Protection> {
   }
   // Grace 0: a replaced epoch is unregistered at once, even while read.
   std::chrono::seconds retire_grace_{0};
-  ServerLoop loop_;
+  VerbsServerLoop loop_;
 };
 
 TEST_P(VerbsProtection, RkeysWorkOnlyFromTheirOwnQueuePairAndDieWithTheirClient) {
@@ -430,8 +357,8 @@ INSTANTIATE_TEST_SUITE_P(Verbs, VerbsProtectionWithGrace,
 // the client's QP to what was granted, so the hardware holds it there, and
 // the client still reads everything.
 TEST(VerbsReadDepth, ResponderResourcesAreCappedAtMaxInFlight) {
-  RRS_REQUIRE_VERBS_OR_SKIP();
-  ServerLoop loop;
+  RRS_SKIP_WITHOUT_VERBS();
+  VerbsServerLoop loop;
   VerbsServerLimits limits;
   limits.max_in_flight = 2;
   ASSERT_TRUE(loop.start(limits).ok());
