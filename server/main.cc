@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "common/auth.h"
@@ -94,6 +95,14 @@ void corrupt_for_test(Table& t) {
   t.bytes.data()[t.header.slot_offset(slot) + table::kSlotHeaderSize] ^= std::byte{0x40};
   log::warn("RRS_TEST_CORRUPT_SLOT: flipped a byte of slot " + std::to_string(slot) +
             " (a test hook; unset it)");
+}
+
+// Tests only: $RRS_TEST_CORRUPT_LOG=N flips the stream byte N bytes into
+// every new change log once it is sealed; PsyncSource warns for each log.
+std::optional<uint64_t> corrupt_log_for_test() {
+  const char* v = std::getenv("RRS_TEST_CORRUPT_LOG");
+  if (v == nullptr) return std::nullopt;
+  return std::strtoull(v, nullptr, 10);
 }
 
 void on_snapshot_signal(evutil_socket_t, short, void* psync) {
@@ -186,6 +195,7 @@ int main(int argc, char** argv) {
     opts.link.announce_port = port_of(servers->front().second->address());
     opts.log_capacity = config->log_size;
     opts.snapshot_every = config->snapshot_every;
+    opts.corrupt_log_for_test = corrupt_log_for_test();
     source = std::make_unique<PsyncSource>(config->redis, *creds, opts);
     psync = static_cast<PsyncSource*>(source.get());
     log::info("snapshotting " + config->redis.to_string() + " (PSYNC: the master's own RDB)");

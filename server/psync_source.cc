@@ -1,6 +1,5 @@
 #include "server/psync_source.h"
 
-#include <cstdlib>
 #include <thread>
 
 #include "common/clock.h"
@@ -211,10 +210,8 @@ Result<ChangeLogPtr> PsyncSource::new_log(const PsyncReply& reply) {
   // The id only has to differ from every earlier log's, across restarts too.
   auto log = ChangeLog::create(opts_.log_capacity, static_cast<uint64_t>(unix_us()),
                                reply.replid, reply.offset);
-  // Tests only: $RRS_TEST_CORRUPT_LOG=N flips the stream byte N bytes into
-  // every new log once it is sealed, so tests can show followers catch it.
-  if (const char* v = std::getenv("RRS_TEST_CORRUPT_LOG"); v != nullptr && log.ok()) {
-    const uint64_t at = reply.offset + std::strtoull(v, nullptr, 10);
+  if (opts_.corrupt_log_for_test && log.ok()) {
+    const uint64_t at = reply.offset + *opts_.corrupt_log_for_test;
     (*log)->corrupt_after_sealing_for_test(at);
     log::warn("RRS_TEST_CORRUPT_LOG: the change log's byte at offset " + std::to_string(at) +
               " will be flipped after it is sealed (a test hook; unset it)");

@@ -43,6 +43,10 @@ struct PsyncOptions {
   // table (rdma-server --snapshot-every); 0: only on request. Below the
   // log's capacity, so the newest table is always one the log continues.
   uint64_t snapshot_every = 48u << 20;
+  // Tests only (rdma-server's $RRS_TEST_CORRUPT_LOG=N): flip the stream byte
+  // N bytes into every new log once it is sealed, so tests can show followers
+  // catch it. Never set in production.
+  std::optional<uint64_t> corrupt_log_for_test;
 };
 
 class PsyncSource final : public SnapshotSource {
