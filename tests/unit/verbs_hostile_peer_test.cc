@@ -49,11 +49,15 @@ std::shared_ptr<Table> small_table() {
 // A VerbsTableServer serving one table from the start.
 class ServerThread : public test::ServerLoop {
  public:
+  // Publishes on this thread, before the loop runs: the kernel charges a
+  // verbs object to the thread that made it, and own_rdma_resources() counts
+  // the table's MR by this process's pid.
   Status start(const VerbsServerLimits& limits, TablePtr table) {
-    RRS_RETURN_IF_ERROR(ServerLoop::start([&](event_base* base) {
-      return VerbsTableServer::listen(base, {test::verbs_address(), 0}, limits);
-    }));
-    return on_loop([&] { return server().publish(std::move(table)); });
+    return ServerLoop::start([&](event_base* base) -> Result<std::unique_ptr<VerbsTableServer>> {
+      auto s = VerbsTableServer::listen(base, {test::verbs_address(), 0}, limits);
+      if (s.ok()) RRS_RETURN_IF_ERROR((*s)->publish(std::move(table)));
+      return s;
+    });
   }
   Endpoint endpoint() const { return {test::verbs_address(), port()}; }
 };
