@@ -4,11 +4,11 @@
 # same again built with ASan + UBSan (in <build-dir>-asan); the fuzzers for
 # 60 s each (clang, ASan + UBSan, in <build-dir>-fuzz;
 # tests/fuzz/), then the Soft-RoCE suite (verbs for real, on rxe in a small
-# VM; tests/vm/).
+# VM; tests/vm/) and the network cut over verbs (two such VMs).
 # Usage: bash tests/run.sh [build-dir]
 # RRS_SKIP_ASAN=1 leaves out the sanitizer build (about 9 minutes: a second
 # full build), RRS_SKIP_FUZZ=1 the fuzzers (about 1.5 minutes with the clang
-# build) and RRS_SKIP_VM=1 the Soft-RoCE suite (5-7 minutes) for quick local
+# build) and RRS_SKIP_VM=1 the Soft-RoCE suite and the cut (13-15 minutes) for quick local
 # runs; CI always runs all three.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,4 +45,12 @@ if [ "${RRS_SKIP_VM:-}" = 1 ]; then
   exit 0
 fi
 bash tests/vm/install-vm-deps.sh
-bash tests/vm/run-in-vm.sh --timeout 2400 -- bash tests/vm/verbs-suite.sh "$build"
+suite=0
+bash tests/vm/run-in-vm.sh --timeout 2400 -- bash tests/vm/verbs-suite.sh "$build" || suite=$?
+# The network cut over verbs: two VMs joined by a virtual cable (about 2 minutes).
+cut=0
+bash tests/vm/net-cut-vms.sh "$build" || cut=$?
+if [ "$suite" -ne 0 ] || [ "$cut" -ne 0 ]; then
+  echo "tests/run.sh: FAILED: the Soft-RoCE suite exited $suite, the network cut over verbs $cut" >&2
+  exit 1
+fi
