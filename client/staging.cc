@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <random>
 #include <set>
+#include <string_view>
 
 #include "client/target_checks.h"
 #include "common/clock.h"
@@ -78,8 +80,14 @@ Result<Staging> Staging::plan(const Endpoint& target, const RedisCredentials& cr
                                "no DB to stage the table in; run without --atomic");
   }
   auto databases = c->command({"CONFIG", "GET", "databases"});
-  if (!databases.ok() || (*databases)->type != REDIS_REPLY_ARRAY ||
-      (*databases)->elements != 2) {
+  // A well-formed answer is ["databases", "<count>"], the count at least 1.
+  std::string_view count;
+  if (databases.ok() && (*databases)->type == REDIS_REPLY_ARRAY &&
+      (*databases)->elements == 2 && (*databases)->element[1]->type == REDIS_REPLY_STRING)
+    count = std::string_view((*databases)->element[1]->str, (*databases)->element[1]->len);
+  auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), st.databases_);
+  if (count.empty() || ec != std::errc() || end != count.data() + count.size() ||
+      st.databases_ == 0) {
     refused = true;
     return Status::error(step, "cannot read the target's `databases` (CONFIG GET databases: " +
                                    (databases.ok() ? std::string("unexpected reply")
@@ -87,8 +95,6 @@ Result<Staging> Staging::plan(const Endpoint& target, const RedisCredentials& cr
                                    "), which --atomic needs to pick empty DBs to stage in: allow "
                                    "this user CONFIG GET, or run without --atomic");
   }
-  st.databases_ =
-      static_cast<uint32_t>(std::strtoul((*databases)->element[1]->str, nullptr, 10));
 
   // Staging DBs an earlier run left behind (killed mid-load, or its target
   // went away before it could flush them) are recognized by their marker.
