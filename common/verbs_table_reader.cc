@@ -374,10 +374,15 @@ Status VerbsTableReader::check_cm_channel() {
   rdma_cm_event* raw = nullptr;
   while (rdma_get_cm_event(channel_.get(), &raw) == 0) {
     verbs::CmEvent ev(raw);
-    if (ev->event == RDMA_CM_EVENT_DISCONNECTED || ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+    // Once established, any of these means the connection is gone (a
+    // REJECTED here is the peer's CM refusing a connection it forgot).
+    const auto e = ev->event;
+    if (e == RDMA_CM_EVENT_DISCONNECTED || e == RDMA_CM_EVENT_DEVICE_REMOVAL ||
+        e == RDMA_CM_EVENT_REJECTED || e == RDMA_CM_EVENT_CONNECT_ERROR ||
+        e == RDMA_CM_EVENT_UNREACHABLE) {
       broken_ = true;
       return Status::error("read from rdma-server",
-                           std::string("connection lost: ") + rdma_event_str(ev->event))
+                           std::string("connection lost: ") + rdma_event_str(e))
           .as(ErrorKind::kUnavailable);
     }
   }
