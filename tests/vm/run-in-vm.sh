@@ -18,8 +18,9 @@
 # --wire joins two VMs by a virtual cable (a QEMU socket netdev on host port
 # PORT; start the `listen` side first): rxe0 then sits on that NIC, at
 # 10.78.0.1 (listen) or 10.78.0.2 (connect), and RRS_VM_WIRE_PEER names the
-# other end. RoCE traffic then really leaves the guest, so netfilter or a
-# link going down can cut it (tests/vm/net-cut-vms.sh).
+# other end, RRS_VM_WIRE_NIC the NIC. RoCE traffic then really leaves the
+# guest, so tc can cut it (tests/vm/net-cut-vms.sh; tests/vm/README.md says
+# why not a netfilter OUTPUT drop).
 #
 # Knobs (environment): RRS_VM_KERNEL (a vmlinuz; default the newest
 # /boot/vmlinuz-*-amd64), RRS_VM_BOOT_TIMEOUT (s, default 300),
