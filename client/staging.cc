@@ -268,6 +268,32 @@ Status Staging::claim(RedisClient& c) {
   return {};
 }
 
+// Without --flush, a key written to a table DB after swap_in's last check
+// was swapped out with that (empty) DB into its staging index. Say where it
+// is: losing it silently would be worse than leaving it there.
+void Staging::report_late_writes(RedisClient& c) {
+  for (auto [db, staging] : map_) {
+    c.append({"SELECT", std::to_string(staging)});
+    c.append({"DBSIZE"});
+  }
+  auto got = replies(c, 2 * map_.size());
+  if (!got.ok()) {
+    log::warn("--atomic: could not check the swapped-out DBs for keys written during the swap (" +
+              got.status().message() + "): the staging DBs (table DB:staging DB " + describe() +
+              ") should be empty");
+    return;
+  }
+  size_t i = 0;
+  for (auto [db, staging] : map_) {
+    const redisReply* size = (*got)[2 * i++ + 1].get();
+    if (size->type == REDIS_REPLY_INTEGER && size->integer > 0)
+      log::warn("--atomic: " + std::to_string(size->integer) + " keys were written to DB " +
+                std::to_string(db) + " during the swap; they are now in DB " +
+                std::to_string(staging) + ", where the table's copy was staged: move or delete "
+                "them (nothing was flushed)");
+  }
+}
+
 Status Staging::swap_in(const LoadStats& loaded, bool& swapped, bool& refused) {
   swapped = false;
   refused = false;
@@ -351,8 +377,11 @@ Status Staging::swap_in(const LoadStats& loaded, bool& swapped, bool& refused) {
   for (auto [db, staging] : map_)
     add({"SWAPDB", std::to_string(db), std::to_string(staging)},
         "SWAPDB " + std::to_string(db) + " " + std::to_string(staging));
+  // With --flush the swapped-out DBs (now at the staging indices) hold the
+  // old data: flush them and every other DB but the table's. Without it they
+  // were empty at the check above, so anything in them now was written in
+  // the one round trip before EXEC: kept and reported below, never flushed.
   std::set<uint32_t> to_flush;
-  for (auto [db, staging] : map_) to_flush.insert(staging);  // now the old data
   if (policy_ == TargetPolicy::kFlush)
     for (uint32_t x = 0; x < databases_; ++x)
       if (!map_.count(x)) to_flush.insert(x);
@@ -390,9 +419,11 @@ Status Staging::swap_in(const LoadStats& loaded, bool& swapped, bool& refused) {
   claimed_.clear();  // the markers are gone with the swap
   log::info("--atomic: swapped " + std::to_string(map_.size()) +
             " loaded DBs in with one MULTI/EXEC (SWAPDB " + describe() +
-            (functions_first ? ", " + queued[0] : std::string()) + "); the old data went with " +
-            (policy_ == TargetPolicy::kFlush ? "FLUSHDB ASYNC of every other DB"
-                                             : "FLUSHDB ASYNC of the staging DBs"));
+            (functions_first ? ", " + queued[0] : std::string()) + ")" +
+            (policy_ == TargetPolicy::kFlush ? "; the old data went with FLUSHDB ASYNC of every "
+                                               "other DB"
+                                             : ""));
+  if (policy_ == TargetPolicy::kRequireEmpty) report_late_writes(*c);
   return {};
 }
 

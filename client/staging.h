@@ -11,8 +11,11 @@
 //   swap_in(): checks each staging DB still holds this run's marker (WATCHed)
 //              and as many keys as were loaded into it, then in one
 //              MULTI/EXEC: the functions, DEL the markers, SWAPDB each table DB
-//              with its staging DB, FLUSHDB ASYNC the staging DBs (they now
-//              hold the old data) and, with --flush, every other DB.
+//              with its staging DB and, with --flush, FLUSHDB ASYNC every
+//              other DB (the staging DBs now hold the old data). Without
+//              --flush the table DBs were empty at the check; a key written
+//              to one just before EXEC ends in its staging DB, and is
+//              reported there (report_late_writes), not flushed.
 //   discard(): after a failure: kills the loader's connection (so nothing it
 //              sent can still land), flushes the staging DBs that hold this
 //              run's marker.
@@ -72,6 +75,7 @@ class Staging {
   Result<RedisClient> connect() const;
   Status rehearse_functions(RedisClient& c, const TableInfo& info, bool& refused);
   Status claim(RedisClient& c);
+  void report_late_writes(RedisClient& c);
 
   Endpoint target_;
   RedisCredentials creds_;
