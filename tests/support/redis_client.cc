@@ -149,12 +149,15 @@ std::map<std::string, std::string> RedisClient::state_outside_digest() {
     for (size_t i = 0; i < keys->elements; ++i) {
       std::string key(keys->element[i]->str, keys->element[i]->len);
       std::string name = "db" + std::to_string(db) + ":" + printable(key.data(), key.size());
-      Reply at = run({"PEXPIRETIME", key});
+      // A key may go (deleted, expired) between KEYS and these while the
+      // data set still changes: what is read then is different, not a
+      // failure, and a caller that waits for convergence reads again.
+      Reply at = command({"PEXPIRETIME", key});
       if (at && at->type == REDIS_REPLY_INTEGER && at->integer != -1)
         state[name + " pexpiretime"] = std::to_string(at->integer);
-      Reply type = run({"TYPE", key});
+      Reply type = command({"TYPE", key});
       if (type && type->str && std::string(type->str, type->len) == "stream")
-        state[name + " xinfo"] = to_string(run({"XINFO", "STREAM", key, "FULL"}));
+        state[name + " xinfo"] = to_string(command({"XINFO", "STREAM", key, "FULL"}));
     }
   }
   select(0);
