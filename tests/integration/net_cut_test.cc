@@ -62,13 +62,21 @@ std::string digest_of(const RedisProcess& redis) {
   return c->digest();
 }
 
-// Runs a short command (10 s at most); "" if it exited 0, else the command
-// and what it said.
-std::string run_quietly(std::vector<std::string> argv) {
+struct CommandResult {
+  int code = -1;
+  std::string out, error;  // error: the command and its stderr, when code != 0
+};
+
+// Runs a short command (10 s at most).
+CommandResult run_command(std::vector<std::string> argv) {
   Process p(std::move(argv));
-  const int code = p.wait(10s);
-  if (code == 0) return "";
-  return "$ " + p.command_line() + " (exit " + std::to_string(code) + "): " + p.stderr_text();
+  CommandResult r;
+  r.code = p.wait(10s);
+  r.out = p.stdout_text();
+  if (r.code != 0)
+    r.error =
+        "$ " + p.command_line() + " (exit " + std::to_string(r.code) + "): " + p.stderr_text();
+  return r;
 }
 
 // ---------------------------------------------------------------------------
@@ -93,22 +101,10 @@ class CutSite {
 // ---------------------------------------------------------------------------
 // TCP: a network of our own.
 
-struct IpResult {
-  int code = -1;
-  std::string out, error;  // error: the command and its stderr, when code != 0
-};
-
-// Runs `ip args...` (10 s at most).
-IpResult run_ip(std::vector<std::string> args) {
+// Runs `ip args...`.
+CommandResult run_ip(std::vector<std::string> args) {
   args.insert(args.begin(), "ip");
-  Process p(std::move(args));
-  IpResult r;
-  r.code = p.wait(10s);
-  r.out = p.stdout_text();
-  if (r.code != 0)
-    r.error =
-        "$ " + p.command_line() + " (exit " + std::to_string(r.code) + "): " + p.stderr_text();
-  return r;
+  return run_command(std::move(args));
 }
 
 bool pid_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
@@ -156,7 +152,7 @@ class NetLab {
 
   void create() {
     if (::geteuid() != 0) return give_up(true, "needs root (network namespaces and veths)");
-    if (IpResult v = run_ip({"-V"}); v.code != 0)
+    if (CommandResult v = run_ip({"-V"}); v.code != 0)
       return give_up(true, "iproute2's `ip` is not available (" + v.error + ")");
 
     const char* lock_path = ::access("/run/lock", W_OK) == 0 ? "/run/lock/rrs-net-fault.lock"
@@ -172,7 +168,7 @@ class NetLab {
 
   void claim_and_build() {
     std::set<int> used;
-    IpResult list = run_ip({"netns", "list"});
+    CommandResult list = run_ip({"netns", "list"});
     if (list.code != 0) return give_up(true, "`ip netns` does not work here: " + list.error);
     std::istringstream lines(list.out);
     for (std::string line; std::getline(lines, line);) {
@@ -188,7 +184,7 @@ class NetLab {
       run_ip({"link", "del", host_end(n, 'm')});
       run_ip({"netns", "del", name});
     }
-    IpResult addrs = run_ip({"-o", "-4", "addr", "show"});
+    CommandResult addrs = run_ip({"-o", "-4", "addr", "show"});
     for (size_t at = addrs.out.find("10.199."); at != std::string::npos;
          at = addrs.out.find("10.199.", at + 1))
       used.insert(std::atoi(addrs.out.c_str() + at + 7));
@@ -200,7 +196,7 @@ class NetLab {
     if (n < 0) return give_up(false, "no free 10.199.<n>.0/24 left");
 
     const std::string ns = "rrs-nf-" + std::to_string(n) + "-" + std::to_string(::getpid());
-    if (IpResult r = run_ip({"netns", "add", ns}); r.code != 0)
+    if (CommandResult r = run_ip({"netns", "add", ns}); r.code != 0)
       return give_up(true, "cannot create a network namespace: " + r.error);
     n_ = n;
     ns_ = ns;
@@ -219,7 +215,7 @@ class NetLab {
         {"-n", ns, "link", "set", "m0", "up"},
     };
     for (const auto& step : steps) {
-      if (IpResult r = run_ip(step); r.code != 0) {
+      if (CommandResult r = run_ip(step); r.code != 0) {
         destroy();
         return give_up(false, "set up the test network: " + r.error);
       }
@@ -340,13 +336,13 @@ class PeerVmSite : public CutSite {
              {"tc", "qdisc", "add", "dev", nic_, "root", "netem", "loss", "100%"},
              {"tc", "qdisc", "add", "dev", nic_, "handle", "ffff:", "ingress"},
              {"tc", "filter", "add", "dev", nic_, "parent", "ffff:", "matchall", "action", "drop"}})
-      if (std::string e = run_quietly(step); !e.empty()) return e;
+      if (std::string e = run_command(step).error; !e.empty()) return e;
     return "";
   }
   std::string restore() override {
     is_cut_ = false;
-    std::string e = run_quietly({"tc", "qdisc", "del", "dev", nic_, "root"});
-    return e + run_quietly({"tc", "qdisc", "del", "dev", nic_, "ingress"});
+    return run_command({"tc", "qdisc", "del", "dev", nic_, "root"}).error +
+           run_command({"tc", "qdisc", "del", "dev", nic_, "ingress"}).error;
   }
   Process::Env client_env() const override { return {{kSidecarSecretEnv, secret_}}; }
   std::string describe() const override {
@@ -399,11 +395,12 @@ class NetCutTest : public SidecarTest {
     return a;
   }
 
-  // Starts a client into `target` and returns once it is mid-transfer: the
-  // target is paused for writes (CLIENT PAUSE WRITE), so the loader stalls
+  // Starts a client into `target` and cuts the link mid-transfer: the target
+  // is paused for writes (CLIENT PAUSE WRITE) meanwhile, so the loader stalls
   // and the fetcher stops with its read-ahead full and most of the table
-  // unread (see kNetKeys). The caller cuts the link, then unpauses.
-  Process start_stalled_client(RedisProcess& target, std::vector<std::string> extra) {
+  // unread (see kNetKeys); the cut comes, then the target is unpaused. A
+  // failure is recorded: the caller checks HasFailure().
+  Process start_client_and_cut(RedisProcess& target, std::vector<std::string> extra) {
     target.run({"CLIENT", "PAUSE", "60000", "WRITE"});
     std::vector<std::string> argv = client_args(
         target, {"--chunk-size", "64k", "--in-flight", "2"});
@@ -412,6 +409,8 @@ class NetCutTest : public SidecarTest {
     Process client(argv, site_->client_env());
     EXPECT_TRUE(client.wait_for_line("table epoch", 30s, kStderr)) << client.describe();
     std::this_thread::sleep_for(500ms);  // the read-ahead fills up
+    EXPECT_EQ(site_->cut(), "");
+    target.run({"CLIENT", "UNPAUSE"});
     return client;
   }
 
@@ -426,11 +425,9 @@ class NetCutTest : public SidecarTest {
 TEST_F(NetCutTest, CutMidTransferFailsWithinTheTimeoutsThenANewRunSucceeds) {
   RedisProcess target;
   ASSERT_TRUE(target.started()) << target.start_error();
-  Process client = start_stalled_client(
+  Process client = start_client_and_cut(
       target, {"--io-timeout", "4", "--connect-timeout", "3", "--retries", "1"});
   ASSERT_FALSE(HasFailure());
-  ASSERT_EQ(site_->cut(), "");
-  target.run({"CLIENT", "UNPAUSE"});
   const auto t0 = SteadyClock::now();
 
   const int code = client.wait(60s);
@@ -468,10 +465,8 @@ TEST_F(NetCutTest, CutMidTransferFailsWithinTheTimeoutsThenANewRunSucceeds) {
 TEST_F(NetCutTest, CutShorterThanTheIoTimeoutIsRiddenOut) {
   RedisProcess target;
   ASSERT_TRUE(target.started()) << target.start_error();
-  Process client = start_stalled_client(target, {"--io-timeout", "20", "--retries", "1"});
+  Process client = start_client_and_cut(target, {"--io-timeout", "20", "--retries", "1"});
   ASSERT_FALSE(HasFailure());
-  ASSERT_EQ(site_->cut(), "");
-  target.run({"CLIENT", "UNPAUSE"});
   std::this_thread::sleep_for(2s);  // the client is waiting on reads that went nowhere
   EXPECT_TRUE(client.running()) << client.describe();
   ASSERT_EQ(site_->restore(), "");
@@ -489,11 +484,9 @@ TEST_F(NetCutTest, CutShorterThanTheIoTimeoutIsRiddenOut) {
 TEST_F(NetCutTest, CutPastTheIoTimeoutReconnectsAndResumes) {
   RedisProcess target;
   ASSERT_TRUE(target.started()) << target.start_error();
-  Process client = start_stalled_client(
+  Process client = start_client_and_cut(
       target, {"--io-timeout", "3", "--connect-timeout", "30", "--retries", "2"});
   ASSERT_FALSE(HasFailure());
-  ASSERT_EQ(site_->cut(), "");
-  target.run({"CLIENT", "UNPAUSE"});
   ASSERT_TRUE(client.wait_for_line("reconnecting", 30s, kStderr)) << client.describe();
   std::this_thread::sleep_for(2s);  // a connect attempt or two into the void
   ASSERT_EQ(site_->restore(), "");
