@@ -32,8 +32,8 @@
 #include <string_view>
 #include <vector>
 
-#include "common/exit_codes.h"
-#include "common/status.h"
+#include "common/cli/exit_codes.h"
+#include "common/base/status.h"
 
 namespace {
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "client/record_batch.h"
-#include "common/page_buffer.h"
-#include "common/transport.h"
+#include "common/table/page_buffer.h"
+#include "common/transport/transport.h"
 
 namespace rrs {
 

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "common/args.h"
+#include "common/cli/args.h"
 #include "proto/control.h"
 
 namespace rrs {

@@ -5,8 +5,8 @@
 #include <optional>
 #include <string>
 
-#include "common/endpoint.h"
-#include "common/status.h"
+#include "common/net/endpoint.h"
+#include "common/base/status.h"
 
 namespace rrs {
 

@@ -10,8 +10,8 @@
 #include "client/handoff.h"
 #include "client/replica_sync.h"
 #include "client/stream_sink.h"
-#include "common/exit_codes.h"
-#include "common/log.h"
+#include "common/cli/exit_codes.h"
+#include "common/base/log.h"
 
 namespace rrs {
 namespace {

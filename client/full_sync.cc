@@ -10,8 +10,8 @@
 #include "client/restore_loader.h"
 #include "client/staging.h"
 #include "client/table_fetcher.h"
-#include "common/exit_codes.h"
-#include "common/log.h"
+#include "common/cli/exit_codes.h"
+#include "common/base/log.h"
 
 namespace rrs {
 namespace {

@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <thread>
 
-#include "common/exit_codes.h"
-#include "common/log.h"
-#include "common/redis_client.h"
+#include "common/cli/exit_codes.h"
+#include "common/base/log.h"
+#include "common/redis/redis_client.h"
 
 namespace rrs {
 namespace {

@@ -11,7 +11,7 @@
 #include <chrono>
 #include <vector>
 
-#include "common/transport.h"
+#include "common/transport/transport.h"
 #include "proto/change_log_layout.h"
 
 namespace rrs {

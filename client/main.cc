@@ -8,9 +8,9 @@
 #include "client/follow.h"
 #include "client/full_sync.h"
 #include "client/replica_sync.h"
-#include "common/auth.h"
-#include "common/exit_codes.h"
-#include "common/log.h"
+#include "common/auth/auth.h"
+#include "common/cli/exit_codes.h"
+#include "common/base/log.h"
 
 using namespace rrs;
 

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "common/clock.h"
+#include "common/base/clock.h"
 
 namespace rrs {
 

@@ -1,7 +1,7 @@
 #include "client/remote_table.h"
 
 #include "client/transport_choice.h"
-#include "common/log.h"
+#include "common/base/log.h"
 
 namespace rrs {
 namespace {

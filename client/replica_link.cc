@@ -11,7 +11,7 @@
 #include <charconv>
 #include <random>
 
-#include "common/log.h"
+#include "common/base/log.h"
 
 namespace rrs {
 namespace {

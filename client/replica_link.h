@@ -18,9 +18,9 @@
 #include <optional>
 #include <string>
 
-#include "common/clock.h"
-#include "common/endpoint.h"
-#include "common/socket.h"
+#include "common/base/clock.h"
+#include "common/net/endpoint.h"
+#include "common/net/socket.h"
 #include "proto/resp_parser.h"
 
 namespace rrs {

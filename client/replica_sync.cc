@@ -8,9 +8,9 @@
 #include "client/progress.h"
 #include "client/remote_table.h"
 #include "client/target_checks.h"
-#include "common/exit_codes.h"
-#include "common/log.h"
-#include "common/socket.h"
+#include "common/cli/exit_codes.h"
+#include "common/base/log.h"
+#include "common/net/socket.h"
 #include "proto/rdb_writer.h"
 
 namespace rrs {

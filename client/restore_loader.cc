@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "client/target_checks.h"
-#include "common/clock.h"
-#include "common/log.h"
+#include "common/base/clock.h"
+#include "common/base/log.h"
 #include "proto/dump_payload.h"
 
 namespace rrs {

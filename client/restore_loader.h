@@ -19,7 +19,7 @@
 #include "client/client_config.h"
 #include "client/record_batch.h"
 #include "client/table_fetcher.h"
-#include "common/redis_client.h"
+#include "common/redis/redis_client.h"
 
 namespace rrs {
 

@@ -10,8 +10,8 @@
 #include <string_view>
 
 #include "client/target_checks.h"
-#include "common/clock.h"
-#include "common/log.h"
+#include "common/base/clock.h"
+#include "common/base/log.h"
 
 namespace rrs {
 namespace {

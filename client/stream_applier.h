@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "common/redis_client.h"
+#include "common/redis/redis_client.h"
 #include "proto/resp_parser.h"
 
 namespace rrs {

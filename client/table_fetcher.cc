@@ -5,7 +5,7 @@
 #include <deque>
 #include <thread>
 
-#include "common/log.h"
+#include "common/base/log.h"
 
 namespace rrs {
 namespace {

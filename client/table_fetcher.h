@@ -15,7 +15,7 @@
 
 #include "client/buffer_pool.h"
 #include "client/record_batch.h"
-#include "common/transport.h"
+#include "common/transport/transport.h"
 #include "proto/table_layout.h"
 
 namespace rrs {

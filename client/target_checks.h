@@ -6,7 +6,7 @@
 #include <string>
 
 #include "client/table_fetcher.h"
-#include "common/redis_client.h"
+#include "common/redis/redis_client.h"
 
 namespace rrs {
 

@@ -1,9 +1,9 @@
 #include "client/transport_choice.h"
 
-#include "common/log.h"
-#include "common/rdma_device.h"
-#include "common/tcp_table_reader.h"
-#include "common/verbs_table_reader.h"
+#include "common/base/log.h"
+#include "common/transport/verbs/device.h"
+#include "common/transport/tcp/table_reader.h"
+#include "common/transport/verbs/table_reader.h"
 
 namespace rrs {
 namespace {

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "client/client_config.h"
-#include "common/transport.h"
+#include "common/transport/transport.h"
 
 namespace rrs {
 

@@ -53,7 +53,7 @@
 #include <span>
 #include <string>
 
-#include "common/status.h"
+#include "common/base/status.h"
 
 namespace rrs::change_log {
 

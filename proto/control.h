@@ -15,7 +15,7 @@
 //   HELLO_OK     s->c 32 B: version u16, flags u16 (bit 0: AUTH required),
 //                           max_read_len u32, max_in_flight u32,
 //                           keepalive_interval_ms u32 (0: none), server_nonce [16]
-//   AUTH         c->s 32 B: HMAC-SHA256 proof of the shared secret (common/auth.h)
+//   AUTH         c->s 32 B: HMAC-SHA256 proof of the shared secret (common/auth/auth.h)
 //   AUTH_OK      s->c 32 B: the server's own proof, so the client knows it
 //                           talks to a sidecar that holds the secret too
 //   GET_DESCRIPTOR c->s 0 B
@@ -45,7 +45,7 @@
 #include <span>
 #include <string>
 
-#include "common/status.h"
+#include "common/base/status.h"
 
 namespace rrs::control {
 

@@ -9,13 +9,13 @@
 #include <optional>
 #include <thread>
 
-#include "common/auth.h"
-#include "common/clock.h"
-#include "common/exit_codes.h"
-#include "common/log.h"
-#include "common/rdma_device.h"
-#include "common/tcp_table_server.h"
-#include "common/verbs_table_server.h"
+#include "common/auth/auth.h"
+#include "common/base/clock.h"
+#include "common/cli/exit_codes.h"
+#include "common/base/log.h"
+#include "common/transport/verbs/device.h"
+#include "common/transport/tcp/table_server.h"
+#include "common/transport/verbs/table_server.h"
 #include "server/loop_mailbox.h"
 #include "server/psync_source.h"
 #include "server/scan_source.h"

@@ -6,7 +6,7 @@
 #include <charconv>
 #include <cstring>
 
-#include "common/clock.h"
+#include "common/base/clock.h"
 
 namespace rrs {
 namespace {

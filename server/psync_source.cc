@@ -2,8 +2,8 @@
 
 #include <thread>
 
-#include "common/clock.h"
-#include "common/log.h"
+#include "common/base/clock.h"
+#include "common/base/log.h"
 #include "proto/dump_payload.h"
 
 namespace rrs {

@@ -22,9 +22,9 @@
 #include <mutex>
 #include <optional>
 
-#include "common/change_log.h"
-#include "common/endpoint.h"
-#include "common/redis_client.h"
+#include "common/table/change_log.h"
+#include "common/net/endpoint.h"
+#include "common/redis/redis_client.h"
 #include "proto/rdb_parser.h"
 #include "server/master_link.h"
 #include "server/snapshot_source.h"

@@ -4,8 +4,8 @@
 #include <deque>
 #include <unordered_set>
 
-#include "common/clock.h"
-#include "common/log.h"
+#include "common/base/clock.h"
+#include "common/base/log.h"
 
 namespace rrs {
 namespace {

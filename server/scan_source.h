@@ -6,8 +6,8 @@
 
 #include <chrono>
 
-#include "common/endpoint.h"
-#include "common/redis_client.h"
+#include "common/net/endpoint.h"
+#include "common/redis/redis_client.h"
 #include "server/snapshot_source.h"
 
 namespace rrs {

@@ -2,7 +2,7 @@
 
 #include <optional>
 
-#include "common/args.h"
+#include "common/cli/args.h"
 
 namespace rrs {
 

@@ -4,8 +4,8 @@
 #include <chrono>
 #include <string>
 
-#include "common/endpoint.h"
-#include "common/status.h"
+#include "common/net/endpoint.h"
+#include "common/base/status.h"
 
 namespace rrs {
 

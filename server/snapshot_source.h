@@ -3,7 +3,7 @@
 // `--source scan` (server/scan_source.h, SCAN + DUMP).
 #pragma once
 
-#include "common/status.h"
+#include "common/base/status.h"
 #include "server/table_builder.h"
 
 namespace rrs {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common/clock.h"
+#include "common/base/clock.h"
 #include "proto/crc32c.h"
 #include "proto/dump_payload.h"
 

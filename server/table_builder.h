@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/table.h"
+#include "common/table/table.h"
 #include "proto/slot_size.h"
 #include "proto/table_layout.h"
 

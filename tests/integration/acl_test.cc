@@ -13,7 +13,7 @@
 #include <functional>
 #include <thread>
 
-#include "common/exit_codes.h"
+#include "common/cli/exit_codes.h"
 #include "tests/support/dataset.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/sidecar.h"

@@ -10,7 +10,7 @@
 #include <regex>
 #include <thread>
 
-#include "common/exit_codes.h"
+#include "common/cli/exit_codes.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/sidecar.h"
 #include "tests/support/write_load.h"

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "common/clock.h"
+#include "common/base/clock.h"
 #include "tests/support/redis_process.h"
 
 namespace rrs {

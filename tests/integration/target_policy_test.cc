@@ -2,7 +2,7 @@
 // default, replace everything with --flush, or overlay with --merge.
 #include <gtest/gtest.h>
 
-#include "common/exit_codes.h"
+#include "common/cli/exit_codes.h"
 #include "tests/support/dataset.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/sidecar.h"

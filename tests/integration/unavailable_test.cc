@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "common/exit_codes.h"
+#include "common/cli/exit_codes.h"
 #include "tests/support/dataset.h"
 #include "tests/support/ports.h"
 #include "tests/support/redis_process.h"

@@ -1,7 +1,7 @@
 // Bad invocations exit 2 (usage) with a message, before touching anything.
 #include <gtest/gtest.h>
 
-#include "common/exit_codes.h"
+#include "common/cli/exit_codes.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/sidecar.h"

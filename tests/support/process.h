@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/auth.h"
+#include "common/auth/auth.h"
 
 namespace rrs::test {
 

@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <span>
 
-#include "common/auth.h"
+#include "common/auth/auth.h"
 #include "tests/support/process.h"
 
 namespace rrs::test {

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "common/clock.h"
+#include "common/base/clock.h"
 
 namespace rrs::test {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <event2/thread.h>
 
-#include "common/rdma_device.h"
+#include "common/transport/verbs/device.h"
 
 namespace rrs::test {
 

@@ -14,8 +14,8 @@
 #include <thread>
 #include <utility>
 
-#include "common/status.h"
-#include "common/transport.h"
+#include "common/base/status.h"
+#include "common/transport/transport.h"
 
 namespace rrs::test {
 

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "common/rdma_device.h"
+#include "common/transport/verbs/device.h"
 #include "tests/support/ports.h"
 
 namespace rrs::test {

@@ -1,6 +1,6 @@
 // The change log: its header (proto/change_log_layout.h) as a reader checks
 // it, where positions and seals sit in the ring, the writer
-// (common/change_log.h) keeping the seqlock rule and sealing blocks as it
+// (common/table/change_log.h) keeping the seqlock rule and sealing blocks as it
 // wraps, and verify() catching a flipped byte.
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/change_log.h"
+#include "common/table/change_log.h"
 #include "proto/byte_order.h"
 #include "proto/change_log_layout.h"
 

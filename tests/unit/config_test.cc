@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "client/client_config.h"
-#include "common/args.h"
-#include "common/endpoint.h"
+#include "common/cli/args.h"
+#include "common/net/endpoint.h"
 #include "server/server_config.h"
 
 namespace rrs {

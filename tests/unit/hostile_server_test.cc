@@ -10,8 +10,8 @@
 #include <functional>
 #include <thread>
 
-#include "common/socket.h"
-#include "common/tcp_table_reader.h"
+#include "common/net/socket.h"
+#include "common/transport/tcp/table_reader.h"
 #include "proto/byte_order.h"
 #include "proto/control.h"
 

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common/auth.h"
+#include "common/auth/auth.h"
 
 namespace rrs::test {
 namespace {

@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/endpoint.h"
-#include "common/status.h"
-#include "common/verbs_owners.h"
+#include "common/net/endpoint.h"
+#include "common/base/status.h"
+#include "common/transport/verbs/owners.h"
 #include "proto/control.h"
 #include "tests/support/server_loop.h"  // verbs_address, RRS_SKIP_WITHOUT_VERBS
 

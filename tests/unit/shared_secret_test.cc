@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "common/auth.h"
+#include "common/auth/auth.h"
 
 namespace rrs::auth {
 namespace {

@@ -14,9 +14,9 @@
 #include <random>
 #include <sstream>
 
-#include "common/auth.h"
-#include "common/verbs_table_reader.h"
-#include "common/verbs_table_server.h"
+#include "common/auth/auth.h"
+#include "common/transport/verbs/table_reader.h"
+#include "common/transport/verbs/table_server.h"
 #include "proto/byte_order.h"
 #include "server/table_builder.h"
 #include "tests/support/server_loop.h"

@@ -6,8 +6,8 @@
 // twin of hostile_server_test (TCP). Skips without an RDMA device.
 #include <gtest/gtest.h>
 
-#include "common/auth.h"
-#include "common/verbs_table_reader.h"
+#include "common/auth/auth.h"
+#include "common/transport/verbs/table_reader.h"
 #include "proto/control.h"
 #include "tests/unit/raw_verbs.h"
 

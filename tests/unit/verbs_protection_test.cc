@@ -19,8 +19,8 @@
 
 #include "client/log_tail.h"
 #include "client/table_fetcher.h"
-#include "common/verbs_table_reader.h"
-#include "common/verbs_table_server.h"
+#include "common/transport/verbs/table_reader.h"
+#include "common/transport/verbs/table_server.h"
 #include "server/table_builder.h"
 #include "tests/support/server_loop.h"
 #include "tests/unit/fake_payload.h"

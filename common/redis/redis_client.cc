@@ -1,0 +1,171 @@
+#include "common/redis/redis_client.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+
+#include "common/base/clock.h"
+
+namespace rrs {
+namespace {
+
+std::string reply_text(const redisReply* r) { return std::string(r->str, r->len); }
+
+Result<RedisCredentials> parse_credentials(std::string line, std::string origin) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  RedisCredentials c;
+  c.origin = std::move(origin);
+  size_t space = line.find(' ');
+  if (space == std::string::npos) {
+    c.password = line;
+  } else {
+    c.user = line.substr(0, space);
+    c.password = line.substr(space + 1);
+  }
+  if (c.password.empty())
+    return Status::error("read Redis credentials from " + c.origin,
+                         "empty password; expected \"password\" or \"user password\"");
+  return c;
+}
+
+}  // namespace
+
+Result<RedisCredentials> load_credentials(const std::string& file, const char* env_var) {
+  if (!file.empty()) {
+    std::ifstream in(file);
+    if (!in) return Status::from_errno("open Redis credentials file " + file);
+    std::string line;
+    std::getline(in, line);
+    return parse_credentials(line, file);
+  }
+  if (const char* v = std::getenv(env_var); v && *v)
+    return parse_credentials(v, std::string("$") + env_var);
+  return RedisCredentials{};
+}
+
+Result<RedisClient> RedisClient::connect(const Endpoint& at, const RedisCredentials& creds,
+                                         std::chrono::milliseconds timeout) {
+  const timeval tv = to_timeval(timeout);
+  redisContext* c = redisConnectWithTimeout(at.host.c_str(), at.port, tv);
+  if (c == nullptr) return Status::error("connect to Redis at " + at.to_string(), "out of memory");
+  RedisClient client(at, c);
+  if (c->err)
+    return Status::error("connect to Redis at " + at.to_string(),
+                         std::string(c->errstr) + " (is redis-server running there?)");
+  if (!creds.password.empty()) {
+    std::vector<std::string_view> argv{"AUTH"};
+    if (!creds.user.empty()) argv.push_back(creds.user);
+    argv.push_back(creds.password);
+    auto r = client.command(argv);
+    if (!r.ok())
+      return Status::error("authenticate to Redis at " + at.to_string(),
+                           r.status().reason() + " (credentials from " + creds.origin + ")");
+  }
+  // Fail early, and clearly, if the server wants a password we don't have.
+  auto ping = client.command({"PING"});
+  if (!ping.ok()) {
+    std::string why = ping.status().reason();
+    if (why.find("NOAUTH") != std::string::npos)
+      why += " (set the password with --redis-auth-file or the environment variable)";
+    return Status::error("authenticate to Redis at " + at.to_string(), why);
+  }
+  // Keep the timeout for replies too: a hung Redis must not hang us forever.
+  redisSetTimeout(c, tv);
+  return client;
+}
+
+Status RedisClient::io_error(const std::string& step) const {
+  // A Redis that went away is "unavailable" (exit 3), like an unreachable one.
+  return Status::error(step + " on Redis at " + at_.to_string(),
+                       ctx_->errstr[0] ? ctx_->errstr : "connection lost",
+                       ctx_->err == REDIS_ERR_IO ? errno : 0)
+      .as(ErrorKind::kUnavailable);
+}
+
+void RedisClient::append(std::span<const std::string_view> argv) {
+  std::vector<const char*> ptrs;
+  std::vector<size_t> lens;
+  ptrs.reserve(argv.size());
+  lens.reserve(argv.size());
+  for (auto a : argv) {
+    ptrs.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  redisAppendCommandArgv(ctx_.get(), static_cast<int>(argv.size()), ptrs.data(), lens.data());
+}
+
+Result<ReplyPtr> RedisClient::get_reply() {
+  void* r = nullptr;
+  if (redisGetReply(ctx_.get(), &r) != REDIS_OK || r == nullptr) return io_error("read reply");
+  return ReplyPtr(static_cast<redisReply*>(r));
+}
+
+Status RedisClient::send_appended() {
+  int done = 0;
+  while (!done)
+    if (redisBufferWrite(ctx_.get(), &done) != REDIS_OK) return io_error("send commands");
+  return {};
+}
+
+Result<ReplyPtr> RedisClient::command(const std::vector<std::string_view>& argv) {
+  append(argv);
+  auto r = get_reply();
+  if (!r.ok()) return r;
+  if ((*r)->type == REDIS_REPLY_ERROR)
+    return Status::error(std::string(argv.empty() ? "" : argv[0]), reply_text(r->get()));
+  return r;
+}
+
+Result<std::string> RedisClient::info(std::string_view section) {
+  auto r = command({"INFO", section});
+  if (!r.ok()) return r.status();
+  if ((*r)->type != REDIS_REPLY_STRING && (*r)->type != REDIS_REPLY_STATUS)
+    return Status::error("INFO", "unexpected reply type");
+  return reply_text(r->get());
+}
+
+std::string info_field(std::string_view info, std::string_view field) {
+  size_t pos = 0;
+  while (pos < info.size()) {
+    size_t eol = info.find('\n', pos);
+    if (eol == std::string_view::npos) eol = info.size();
+    std::string_view line = info.substr(pos, eol - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.size() > field.size() && line.substr(0, field.size()) == field &&
+        line[field.size()] == ':')
+      return std::string(line.substr(field.size() + 1));
+    pos = eol + 1;
+  }
+  return {};
+}
+
+std::vector<KeyspaceDb> parse_keyspace(std::string_view info) {
+  std::vector<KeyspaceDb> out;
+  size_t pos = 0;
+  auto number_after = [](std::string_view s, std::string_view tag) -> uint64_t {
+    size_t at = s.find(tag);
+    if (at == std::string_view::npos) return 0;
+    uint64_t v = 0;
+    std::from_chars(s.data() + at + tag.size(), s.data() + s.size(), v);
+    return v;
+  };
+  while ((pos = info.find("db", pos)) != std::string_view::npos) {
+    if (pos > 0 && info[pos - 1] != '\n') {
+      pos += 2;
+      continue;
+    }
+    size_t eol = info.find('\n', pos);
+    std::string_view line = info.substr(pos, eol == std::string_view::npos ? info.npos : eol - pos);
+    KeyspaceDb db;
+    auto [end, ec] = std::from_chars(line.data() + 2, line.data() + line.size(), db.db);
+    if (ec == std::errc() && end < line.data() + line.size() && *end == ':') {
+      db.keys = number_after(line, "keys=");
+      db.expires = number_after(line, "expires=");
+      out.push_back(db);
+    }
+    pos += 2;
+  }
+  return out;
+}
+
+}  // namespace rrs

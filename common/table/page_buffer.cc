@@ -1,0 +1,77 @@
+#include "common/table/page_buffer.h"
+
+#include <sys/mman.h>
+
+#include <cstdint>
+#include <utility>
+
+namespace rrs {
+namespace {
+constexpr size_t kPage = 4096;
+}  // namespace
+
+Result<PageBuffer> PageBuffer::allocate(size_t bytes) {
+  PageBuffer b;
+  if (bytes == 0) return b;
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return Status::from_errno("allocate " + std::to_string(bytes) + " bytes for the table");
+  // Huge pages where the kernel has them (THP "madvise" mode is Debian's
+  // default): a table is written once, right after allocation, and 4 KiB
+  // faults made that first touch cost twice as much. Best effort.
+  madvise(p, bytes, MADV_HUGEPAGE);
+  b.data_ = static_cast<std::byte*>(p);
+  b.size_ = bytes;
+  return b;
+}
+
+Status PageBuffer::resize(size_t bytes) {
+  if (bytes == size_) return {};
+  if (!data_) {
+    auto fresh = allocate(bytes);
+    if (!fresh.ok()) return fresh.status();
+    *this = std::move(*fresh);
+    return {};
+  }
+  if (bytes == 0) {
+    *this = PageBuffer();
+    return {};
+  }
+  void* p = mremap(data_, size_, bytes, MREMAP_MAYMOVE);
+  if (p == MAP_FAILED)
+    return Status::from_errno("grow table memory to " + std::to_string(bytes) + " bytes");
+  if (bytes > size_) madvise(static_cast<std::byte*>(p) + size_, bytes - size_, MADV_HUGEPAGE);
+  data_ = static_cast<std::byte*>(p);
+  size_ = bytes;
+  return {};
+}
+
+Status PageBuffer::move_into(PageBuffer& dst, size_t offset) {
+  if (size_ == 0) return {};
+  if (offset > dst.size_ || size_ > dst.size_ - offset + (kPage - 1) ||
+      reinterpret_cast<uintptr_t>(dst.data_ + offset) % kPage || size_ % kPage)
+    return Status::error("assemble table memory", "a region does not fit where it belongs");
+  void* p = mremap(data_, size_, size_, MREMAP_MAYMOVE | MREMAP_FIXED, dst.data_ + offset);
+  if (p == MAP_FAILED) return Status::from_errno("assemble table memory");
+  data_ = nullptr;
+  size_ = 0;
+  return {};
+}
+
+PageBuffer::~PageBuffer() {
+  if (data_) munmap(data_, size_);
+}
+
+PageBuffer::PageBuffer(PageBuffer&& o) noexcept
+    : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+
+PageBuffer& PageBuffer::operator=(PageBuffer&& o) noexcept {
+  if (this != &o) {
+    if (data_) munmap(data_, size_);
+    data_ = std::exchange(o.data_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+  }
+  return *this;
+}
+
+}  // namespace rrs

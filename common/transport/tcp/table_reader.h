@@ -1,0 +1,57 @@
+// TableReader over TCP: READ requests on the control connection, answered
+// with READ_DATA frames whose bodies land directly in the caller's buffers.
+// Requests are pipelined up to the server's max_in_flight.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "common/net/endpoint.h"
+#include "common/net/socket.h"
+#include "common/transport/transport.h"
+
+namespace rrs {
+
+class TcpTableReader final : public TableReader {
+ public:
+  // `io_timeout` bounds every wait on the server once connected. With a
+  // `secret`, the server must ask for it and prove it holds it too.
+  TcpTableReader(Endpoint server, std::chrono::milliseconds io_timeout,
+                 std::optional<std::string> secret = std::nullopt);
+
+  Status connect(Clock::time_point deadline) override;
+  const control::Descriptor& descriptor() const override { return descriptor_; }
+  uint32_t max_read_length() const override { return hello_.max_read_len; }
+  uint32_t max_in_flight() const override { return hello_.max_in_flight; }
+  Status register_buffer(std::span<std::byte>) override { return {}; }
+  void unregister_buffer(std::span<std::byte>) override {}
+  Status post_reads(std::span<const TableRead> batch) override;
+  Status poll(std::vector<uint64_t>& done, std::chrono::milliseconds timeout) override;
+  // TCP's own keepalive (enable_tcp_keepalive) covers a silent connection.
+  Status keepalive() override { return {}; }
+
+ private:
+  struct Pending {
+    uint64_t id;
+    std::span<std::byte> dst;
+  };
+  Status handshake(std::chrono::milliseconds timeout);
+  // Reads one frame header; the body is left for the caller.
+  Result<control::FrameHeader> read_frame_header(std::chrono::milliseconds timeout);
+  Status read_expected(control::MsgType want, std::span<std::byte> body,
+                       std::chrono::milliseconds timeout);
+  Status server_error(uint32_t body_len);
+
+  Endpoint server_;
+  std::chrono::milliseconds io_timeout_;
+  std::optional<std::string> secret_;
+  UniqueFd fd_;
+  control::HelloOk hello_;
+  control::Descriptor descriptor_;
+  std::string out_;  // requests posted but not yet sent
+  std::unordered_map<uint32_t, Pending> pending_;
+  uint32_t next_request_id_ = 1;
+};
+
+}  // namespace rrs
