@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/base/clock.h"
+#include "proto/resp_writer.h"
 
 namespace rrs {
 namespace {
@@ -14,16 +15,6 @@ namespace {
 constexpr size_t kEofMarkLen = 40;  // a diskless RDB ends with this random mark
 constexpr size_t kRecvChunk = 1u << 20;
 constexpr auto kAckEvery = std::chrono::seconds(1);
-
-std::string resp_command(std::initializer_list<std::string_view> argv) {
-  std::string out = "*" + std::to_string(argv.size()) + "\r\n";
-  for (std::string_view a : argv) {
-    out += "$" + std::to_string(a.size()) + "\r\n";
-    out += a;
-    out += "\r\n";
-  }
-  return out;
-}
 
 std::chrono::milliseconds ms_until(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -58,7 +49,7 @@ Result<MasterLink> MasterLink::connect(const Endpoint& master, const RedisCreden
 }
 
 Status MasterLink::send_command(std::initializer_list<std::string_view> argv) {
-  Status s = send_all(fd_.get(), resp_command(argv), opts_.timeout);
+  Status s = send_all(fd_.get(), resp::command(argv), opts_.timeout);
   if (!s.ok()) return s.wrap("send to master " + master_.to_string()).as(ErrorKind::kUnavailable);
   return {};
 }
