@@ -1,18 +1,41 @@
 // rdma-client <server-ip> <server-port>: full sync of a replica from the
 // sidecar (RESTORE, or --mode replica: an RDB down a replica link), and with
-// --follow or --handoff, the master's stream after it.
+// --follow or --handoff, the master's stream after it. Every mode returns a
+// Status; only this file turns it into an exit code.
 #include <csignal>
 #include <cstdio>
 
 #include "client/client_config.h"
-#include "client/follow.h"
-#include "client/full_sync.h"
-#include "client/replica_sync.h"
+#include "client/follow/follow.h"
+#include "client/replica/replica_sink.h"
+#include "client/restore/restore_sink.h"
+#include "client/sync/counting_sink.h"
+#include "client/sync/sync_driver.h"
 #include "common/auth/auth.h"
-#include "common/cli/exit_codes.h"
 #include "common/base/log.h"
+#include "common/cli/exit_codes.h"
 
 using namespace rrs;
+
+namespace {
+
+// One full sync in the configured load path, and the target left as it says.
+Status sync_once(const ClientConfig& config) {
+  if (config.no_load) {
+    CountingSink sink;
+    return run_sync(config, sink).status();
+  }
+  if (config.mode == IngestMode::kReplica) {
+    ReplicaSink sink(config);
+    RRS_RETURN_IF_ERROR(run_sync(config, sink).status());
+    sink.leave_target();
+    return {};
+  }
+  RestoreSink sink(config);
+  return run_sync(config, sink).status();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   log::set_program("rdma-client");
@@ -36,6 +59,7 @@ int main(int argc, char** argv) {
     log::info("--atomic: nothing to add in replica mode: the target loads the table as a full "
               "sync, which keeps its old data until the new copy is complete (a transfer that "
               "fails leaves it as it was)");
-  if (config->follow || config->handoff) return run_follow(*config);
-  return config->mode == IngestMode::kReplica ? run_replica_sync(*config) : run_full_sync(*config);
+  const Status s = config->follow || config->handoff ? run_follow(*config) : sync_once(*config);
+  if (!s.ok()) log::error(s.message());
+  return exit_code::for_status(s);
 }

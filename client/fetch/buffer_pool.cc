@@ -1,4 +1,4 @@
-#include "client/buffer_pool.h"
+#include "client/fetch/buffer_pool.h"
 
 namespace rrs {
 

@@ -11,7 +11,7 @@
 #include <span>
 #include <vector>
 
-#include "client/record_batch.h"
+#include "client/fetch/record_batch.h"
 #include "common/table/page_buffer.h"
 #include "common/transport/transport.h"
 

@@ -1,6 +1,6 @@
-#include "client/remote_table.h"
+#include "client/fetch/remote_table.h"
 
-#include "client/transport_choice.h"
+#include "client/fetch/transport_choice.h"
 #include "common/base/log.h"
 
 namespace rrs {
@@ -39,13 +39,6 @@ Result<std::unique_ptr<RemoteTable>> open_remote_table(const ClientConfig& confi
   t->info = std::move(*info);
   log_table(t->info.header, t->info.scripts);
   return t;
-}
-
-std::string db_counts(const std::map<uint32_t, uint64_t>& per_db) {
-  std::string out;
-  for (auto [db, n] : per_db)
-    out += (out.empty() ? "" : ",") + std::to_string(db) + ":" + std::to_string(n);
-  return out.empty() ? "-" : out;
 }
 
 }  // namespace rrs

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "client/client_config.h"
-#include "client/table_fetcher.h"
+#include "client/fetch/table_fetcher.h"
 
 namespace rrs {
 
@@ -23,8 +23,5 @@ struct RemoteTable {
 // what it holds.
 Result<std::unique_ptr<RemoteTable>> open_remote_table(const ClientConfig& config,
                                                        Clock::time_point t0);
-
-// "0:1000,3:20": keys per DB, for summary lines.
-std::string db_counts(const std::map<uint32_t, uint64_t>& per_db);
 
 }  // namespace rrs

@@ -1,4 +1,4 @@
-#include "client/table_fetcher.h"
+#include "client/fetch/table_fetcher.h"
 
 #include <algorithm>
 #include <cstring>

@@ -13,8 +13,8 @@
 #include <functional>
 #include <vector>
 
-#include "client/buffer_pool.h"
-#include "client/record_batch.h"
+#include "client/fetch/buffer_pool.h"
+#include "client/fetch/record_batch.h"
 #include "common/transport/transport.h"
 #include "proto/table_layout.h"
 

@@ -1,4 +1,4 @@
-#include "client/transport_choice.h"
+#include "client/fetch/transport_choice.h"
 
 #include "common/base/log.h"
 #include "common/transport/verbs/device.h"

@@ -1,16 +1,16 @@
-#include "client/follow.h"
+#include "client/follow/follow.h"
 
 #include <csignal>
 #include <deque>
 #include <cstdio>
 #include <thread>
 
-#include "client/full_sync.h"
-#include "client/log_tail.h"
-#include "client/handoff.h"
-#include "client/replica_sync.h"
-#include "client/stream_sink.h"
-#include "common/cli/exit_codes.h"
+#include "client/follow/log_tail.h"
+#include "client/follow/stream_sink.h"
+#include "client/replica/handoff.h"
+#include "client/replica/replica_sink.h"
+#include "client/restore/restore_sink.h"
+#include "client/sync/sync_driver.h"
 #include "common/base/log.h"
 
 namespace rrs {
@@ -294,87 +294,83 @@ bool wait_for_new_table(const ClientConfig& config, SyncedTable& synced) {
 constexpr int kMaxFailedRounds = 3;
 
 struct Round {
-  ReplicaSynced synced;
-  std::unique_ptr<StreamSink> sink;
+  std::unique_ptr<ReplicaSink> replica;  // --mode replica: owns the link
+  SyncedTable synced;
+  std::unique_ptr<StreamSink> stream;
 };
 
-int sync_round(const ClientConfig& config, const RedisCredentials& creds, Round& round) {
+Status sync_round(const ClientConfig& config, const RedisCredentials& creds, Round& round) {
   if (config.mode == IngestMode::kReplica) {
-    int rc = run_replica_sync(config, &round.synced);
-    if (rc != exit_code::kOk) return rc;
-    round.sink = std::make_unique<StreamForwarder>(*round.synced.link,
-                                                   round.synced.table.header.source_offset);
-    return rc;
+    round.replica = std::make_unique<ReplicaSink>(config);
+    RRS_ASSIGN_OR_RETURN(round.synced, run_sync(config, *round.replica));
+    round.stream = std::make_unique<StreamForwarder>(round.replica->link(),
+                                                     round.synced.header.source_offset);
+    return {};
   }
-  int rc = run_full_sync(config, &round.synced.table);
-  if (rc != exit_code::kOk) return rc;
+  RestoreSink sink(config);
+  RRS_ASSIGN_OR_RETURN(round.synced, run_sync(config, sink));
   auto target = RedisClient::connect(config.redis, creds, config.io_timeout);
-  if (!target.ok()) {
-    log::error(target.status().wrap("connect to the target to follow").message());
-    return exit_code::kUnavailable;
-  }
-  round.sink = std::make_unique<CommandSink>(std::move(*target),
-                                             round.synced.table.header.source_offset);
-  return rc;
+  if (!target.ok())
+    return target.status().wrap("connect to the target to follow").as(ErrorKind::kUnavailable);
+  round.stream = std::make_unique<CommandSink>(std::move(*target),
+                                               round.synced.header.source_offset);
+  return {};
+}
+
+bool unavailable(const Status& s) {
+  return s.kind() == ErrorKind::kUnavailable || s.kind() == ErrorKind::kDenied;
 }
 
 }  // namespace
 
-int run_follow(const ClientConfig& config) {
-  auto creds = load_credentials(config.redis_auth_file, kClientAuthEnv);
-  if (!creds.ok()) {
-    log::error(creds.status().message());
-    return exit_code::for_status(creds.status());
-  }
+Status run_follow(const ClientConfig& config) {
+  RRS_ASSIGN_OR_RETURN(RedisCredentials creds,
+                       load_credentials(config.redis_auth_file, kClientAuthEnv));
   ClientConfig sync_config = config;
   int failed_rounds = 0;
   for (uint64_t resyncs = 0;; ++resyncs) {
     catch_stop_signals(false);
     Round round;
-    int rc = sync_round(sync_config, *creds, round);
+    Status synced = sync_round(sync_config, creds, round);
     // A round that replaces the target's data anyway (a resync, or --flush)
     // may simply start over when it was cut short: e.g. the sidecar published
     // a newer table mid-transfer.
-    if (rc == exit_code::kUnavailable && sync_config.policy == TargetPolicy::kFlush &&
+    if (!synced.ok() && unavailable(synced) && sync_config.policy == TargetPolicy::kFlush &&
         ++failed_rounds < kMaxFailedRounds && !g_stop.load()) {
-      log::warn("the sync did not finish; starting it over from the newest table (attempt " +
-                std::to_string(failed_rounds + 1) + " of " + std::to_string(kMaxFailedRounds) +
-                ")");
+      log::warn(synced.message() + "; the sync did not finish; starting it over from the newest "
+                "table (attempt " + std::to_string(failed_rounds + 1) + " of " +
+                std::to_string(kMaxFailedRounds) + ")");
       continue;
     }
-    if (rc != exit_code::kOk) return rc;
+    RRS_RETURN_IF_ERROR(synced);
     failed_rounds = 0;
     // A resync replaces what an earlier round loaded.
     sync_config.policy = TargetPolicy::kFlush;
     catch_stop_signals(true);
-    if (g_stop.load()) return exit_code::kOk;
-    SyncedTable& synced = round.synced.table;
-    if (config.handoff && synced.reader->descriptor().log_id == 0) {
+    if (g_stop.load()) return {};
+    SyncedTable& table = round.synced;
+    if (config.handoff && table.reader->descriptor().log_id == 0) {
       log::info("rdma-server keeps no change log: handing off at the table's offset");
-      return hand_off(config, synced.header.source_replid, *round.synced.link,
-                      synced.header.source_offset);
+      return hand_off(config, table.header.source_replid, round.replica->link(),
+                      table.header.source_offset);
     }
 
-    Follower follower(config, synced, *round.sink, resyncs);
-    auto end = follower.run();
-    if (!end.ok()) {
-      log::error(end.status().message());
-      return exit_code::for_status(end.status());
-    }
-    if (end->stopped) {
+    Follower follower(config, table, *round.stream, resyncs);
+    RRS_ASSIGN_OR_RETURN(FollowEnd end, follower.run());
+    if (end.stopped) {
       if (config.mode == IngestMode::kReplica)
-        explain_left_replica(synced.header.source_replid, round.sink->applied());
-      return exit_code::kOk;
+        explain_left_replica(table.header.source_replid, round.stream->applied());
+      return {};
     }
-    if (end->caught_up)
-      return hand_off(config, synced.header.source_replid, *round.synced.link,
-                      round.sink->applied());
-    if (!end->wait_for_new_table) {
-      log::warn(end->why + "; resyncing from the newest table");
+    if (end.caught_up)
+      return hand_off(config, table.header.source_replid, round.replica->link(),
+                      round.stream->applied());
+    if (!end.wait_for_new_table) {
+      log::warn(end.why + "; resyncing from the newest table");
       continue;
     }
-    log::warn(end->why + "; waiting for rdma-server's next snapshot (see its --snapshot-every)");
-    if (!wait_for_new_table(config, synced)) return exit_code::kOk;
+    log::warn(end.why + "; waiting for rdma-server's next snapshot (see its --snapshot-every)");
+    if (!wait_for_new_table(config, table)) return {};
   }
 }
 

@@ -14,7 +14,7 @@
 
 namespace rrs {
 
-// Returns the exit code: 0 after a signal, else why it could not go on.
-int run_follow(const ClientConfig& config);
+// Returns ok after a signal (or a handoff), else why it could not go on.
+Status run_follow(const ClientConfig& config);
 
 }  // namespace rrs

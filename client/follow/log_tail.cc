@@ -1,4 +1,4 @@
-#include "client/log_tail.h"
+#include "client/follow/log_tail.h"
 
 #include <algorithm>
 

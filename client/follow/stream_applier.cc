@@ -1,4 +1,4 @@
-#include "client/stream_applier.h"
+#include "client/follow/stream_applier.h"
 
 #include <strings.h>
 

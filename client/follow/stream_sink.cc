@@ -1,4 +1,4 @@
-#include "client/stream_sink.h"
+#include "client/follow/stream_sink.h"
 
 namespace rrs {
 

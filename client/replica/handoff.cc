@@ -1,10 +1,9 @@
-#include "client/handoff.h"
+#include "client/replica/handoff.h"
 
 #include <charconv>
 #include <cstdio>
 #include <thread>
 
-#include "common/cli/exit_codes.h"
 #include "common/base/log.h"
 #include "common/redis/redis_client.h"
 
@@ -19,11 +18,6 @@ constexpr auto kPoll = std::chrono::milliseconds(20);
 // its checks vouch for, not whole commands): the target's offset then stops
 // short of them, at its last whole command, and stays there.
 constexpr auto kStill = std::chrono::milliseconds(200);
-
-int fail(const Status& s, int code) {
-  log::error(s.message());
-  return code;
-}
 
 // A numeric INFO field; 0 when absent or not a number.
 uint64_t field_u64(std::string_view info, std::string_view field) {
@@ -116,41 +110,38 @@ Status wait_link_up(RedisClient& target, const Endpoint& master, std::chrono::se
 
 }  // namespace
 
-int hand_off(const ClientConfig& config, std::string_view replid, ReplicaLink& link,
-             uint64_t forwarded) {
+Status hand_off(const ClientConfig& config, std::string_view replid, ReplicaLink& link,
+                uint64_t forwarded) {
   const auto t0 = Clock::now();
   const auto io_timeout = std::chrono::milliseconds(config.io_timeout);
   auto target_creds = load_credentials(config.redis_auth_file, kClientAuthEnv);
-  if (!target_creds.ok()) return fail(target_creds.status(), exit_code::kUsage);
+  if (!target_creds.ok()) return (target_creds.status()).as(ErrorKind::kUsage);
   auto master_creds = load_credentials(config.master_auth_file, kMasterAuthEnv);
-  if (!master_creds.ok()) return fail(master_creds.status(), exit_code::kUsage);
+  if (!master_creds.ok()) return (master_creds.status()).as(ErrorKind::kUsage);
   auto target = RedisClient::connect(config.redis, *target_creds, io_timeout);
-  if (!target.ok()) return fail(target.status().wrap("connect to the target"), exit_code::kUnavailable);
+  if (!target.ok()) return (target.status().wrap("connect to the target")).as(ErrorKind::kUnavailable);
   auto master = RedisClient::connect(config.master, *master_creds, io_timeout);
   if (!master.ok())
-    return fail(master.status().wrap("connect to the master to check its backlog (--master, "
-                                     "--master-auth-file)"),
-                exit_code::kUnavailable);
+    return (master.status().wrap("connect to the master to check its backlog (--master, "
+                                     "--master-auth-file)")).as(ErrorKind::kUnavailable);
 
   auto offset = settled_offset(*target, forwarded);
-  if (!offset.ok()) return fail(offset.status(), exit_code::kUnavailable);
+  if (!offset.ok()) return (offset.status()).as(ErrorKind::kUnavailable);
   auto repl = master->info("replication");
-  if (!repl.ok()) return fail(repl.status().wrap("read the master's INFO replication"),
-                              exit_code::kUnavailable);
+  if (!repl.ok()) return (repl.status().wrap("read the master's INFO replication")).as(ErrorKind::kUnavailable);
   if (Status s = check_backlog(*repl, replid, *offset + 1, config.master); !s.ok())
-    return fail(s, exit_code::kRefused);
+    return (s).as(ErrorKind::kRefused);
   auto before = sync_counters(*master);
-  if (!before.ok()) return fail(before.status(), exit_code::kUnavailable);
+  if (!before.ok()) return (before.status()).as(ErrorKind::kUnavailable);
 
   auto moved = target->command(
       {"REPLICAOF", config.master.host, std::to_string(config.master.port)});
-  if (!moved.ok()) return fail(moved.status().wrap("point the target at the master"),
-                               exit_code::kPartial);
+  if (!moved.ok()) return (moved.status().wrap("point the target at the master")).as(ErrorKind::kFailed);
   link.close();
   if (Status s = wait_link_up(*target, config.master, config.io_timeout); !s.ok())
-    return fail(s, exit_code::kUnavailable);
+    return (s).as(ErrorKind::kUnavailable);
   auto after = sync_counters(*master);
-  if (!after.ok()) return fail(after.status(), exit_code::kUnavailable);
+  if (!after.ok()) return (after.status()).as(ErrorKind::kUnavailable);
   const uint64_t partial = after->partial_ok - before->partial_ok;
   const uint64_t full = after->full - before->full;
   std::printf("handoff master=%s offset=%llu partial_resync=%s sync_partial_ok=+%llu "
@@ -160,7 +151,7 @@ int hand_off(const ClientConfig& config, std::string_view replid, ReplicaLink& l
               static_cast<unsigned long long>(full), seconds_since(t0));
   std::fflush(stdout);
   if (partial == 0)
-    return fail(Status::error("hand off to the master " + config.master.to_string(),
+    return (Status::error("hand off to the master " + config.master.to_string(),
                               full > 0 ? "it answered with a full resync (sync_full +" +
                                              std::to_string(full) + "): its backlog moved past "
                                              "offset " + std::to_string(*offset) +
@@ -169,14 +160,13 @@ int hand_off(const ClientConfig& config, std::string_view replid, ReplicaLink& l
                                        : "the target's link is up but the master's "
                                          "sync_partial_ok did not grow, so the partial resync "
                                          "cannot be confirmed (is --master the master the "
-                                         "target reached?)"),
-                exit_code::kPartial);
+                                         "target reached?)")).as(ErrorKind::kFailed);
   if (full > 0)
     log::warn("the master's sync_full also grew by " + std::to_string(full) +
               " meanwhile: another replica (or the sidecar) did a full sync");
   log::info("the target is a replica of " + config.master.to_string() +
             ", continued from offset " + std::to_string(*offset) + " with a partial resync");
-  return exit_code::kOk;
+  return {};
 }
 
 }  // namespace rrs

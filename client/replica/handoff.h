@@ -13,13 +13,15 @@
 #include <string_view>
 
 #include "client/client_config.h"
-#include "client/replica_link.h"
+#include "client/replica/replica_link.h"
 
 namespace rrs {
 
-// Returns the exit code and prints `handoff ...` on success. `forwarded`:
-// the stream position the client has given the target.
-int hand_off(const ClientConfig& config, std::string_view replid, ReplicaLink& link,
-             uint64_t forwarded);
+// Prints `handoff ...` once the target's link to the master is up.
+// `forwarded`: the stream position the client has given the target. A
+// master whose backlog does not reach back far enough is kRefused; a
+// handoff that ended in a full resync is kFailed.
+Status hand_off(const ClientConfig& config, std::string_view replid, ReplicaLink& link,
+                uint64_t forwarded);
 
 }  // namespace rrs

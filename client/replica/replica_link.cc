@@ -1,4 +1,4 @@
-#include "client/replica_link.h"
+#include "client/replica/replica_link.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>

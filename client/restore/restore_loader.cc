@@ -1,4 +1,4 @@
-#include "client/restore_loader.h"
+#include "client/restore/restore_loader.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -7,9 +7,10 @@
 #include <charconv>
 #include <utility>
 
-#include "client/target_checks.h"
+#include "client/sync/target_checks.h"
 #include "common/base/clock.h"
 #include "common/base/log.h"
+#include "proto/resp_writer.h"
 #include "proto/dump_payload.h"
 
 namespace rrs {
@@ -21,16 +22,6 @@ constexpr size_t kMaxPending = 16384;
 constexpr size_t kMaxOutBytes = 8u << 20;
 constexpr size_t kMaxErrorsKept = 10;
 constexpr size_t kReadChunk = 64 * 1024;
-
-void append_bulk(std::string& out, std::string_view s) {
-  char len[24];
-  auto [end, ec] = std::to_chars(len, len + sizeof len, s.size());
-  out.push_back('$');
-  out.append(len, end);
-  out.append("\r\n", 2);
-  out.append(s);
-  out.append("\r\n", 2);
-}
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
@@ -59,10 +50,7 @@ Status RestoreLoader::prepare(const TableInfo& info, TargetPolicy policy, bool s
   if (!server.ok()) return server.status().wrap("inspect target");
   target_version_ = info_field(*server, "redis_version");
   table_rdb_ = static_cast<uint16_t>(info.header.rdb_version);
-  if (Status s = check_target_reads(redis_, target_version_, info); !s.ok()) {
-    refused_ = true;
-    return s;
-  }
+  RRS_RETURN_IF_ERROR(check_target_reads(redis_, target_version_, info));
 
   if (staged)  // for Staging::discard(); only then, so a plain load needs no CLIENT right
     if (auto id = redis_.command({"CLIENT", "ID"}); id.ok() && (*id)->type == REDIS_REPLY_INTEGER)
@@ -76,15 +64,14 @@ Status RestoreLoader::prepare(const TableInfo& info, TargetPolicy policy, bool s
   } else if (policy == TargetPolicy::kRequireEmpty) {
     auto held = keys_held(redis_);
     if (!held.ok()) return held.status();
-    if (!held->empty()) {
-      refused_ = true;
+    if (!held->empty())
       return Status::error("check target Redis " + redis_.endpoint().to_string(),
                            "it is not empty (" + *held +
                                (staged ? "); use --flush to replace its data (with --atomic it "
                                          "stays until the new copy is swapped in)"
                                        : "); use --flush to FLUSHALL it first, or --merge to "
-                                         "load on top (table keys replace existing ones)"));
-    }
+                                         "load on top (table keys replace existing ones)"))
+          .as(ErrorKind::kRefused);
   }
 
   if (!staged) RRS_RETURN_IF_ERROR(apply_functions(info.scripts, policy));
@@ -117,16 +104,15 @@ Status RestoreLoader::apply_functions(const table::Scripts& s, TargetPolicy poli
   if ((*r)->type == REDIS_REPLY_ERROR) {
     std::string err((*r)->str, (*r)->len);
     // FUNCTION RESTORE is all or nothing: a refusal leaves the target as it was.
-    if (err.find("already exists") != std::string::npos) {
-      refused_ = true;
+    if (err.find("already exists") != std::string::npos)
       return Status::error(where, "the target's functions conflict with the table's: " + err +
                                       (policy == TargetPolicy::kMerge
                                            ? "; --merge replaces only libraries of the same "
                                              "name: use --flush to replace all of them"
                                            : "; use --flush to replace the target's functions "
                                              "with the table's, or --merge to replace its "
-                                             "libraries of the same name"));
-    }
+                                             "libraries of the same name"))
+          .as(ErrorKind::kRefused);
     return Status::error(where, "FUNCTION RESTORE " + std::string(mode) + " of " +
                                     std::to_string(s.function_libraries) +
                                     " libraries failed: " + err);
@@ -161,8 +147,7 @@ void RestoreLoader::append_select(uint32_t db) {
   auto staged = staging_.find(db);
   std::string n = std::to_string(staged == staging_.end() ? db : staged->second);
   const size_t before = out_.size();
-  out_ += "*2\r\n$6\r\nSELECT\r\n";
-  append_bulk(out_, n);
+  resp::append_command(out_, {"SELECT", n});
   appended_ += out_.size() - before;
   pending_.push_back({true, db, 0, 0, {}, false, appended_});
   current_db_ = db;
@@ -172,11 +157,8 @@ void RestoreLoader::append_restore(const Record& r) {
   char ttl[24];
   auto [end, ec] = std::to_chars(ttl, ttl + sizeof ttl, r.expire_at_ms < 0 ? 0 : r.expire_at_ms);
   const size_t before = out_.size();
-  out_ += "*6\r\n$7\r\nRESTORE\r\n";
-  append_bulk(out_, r.key);
-  append_bulk(out_, std::string_view(ttl, static_cast<size_t>(end - ttl)));
-  append_bulk(out_, r.payload);
-  out_ += "$7\r\nREPLACE\r\n$6\r\nABSTTL\r\n";
+  resp::append_command(out_, {"RESTORE", r.key, std::string_view(ttl, static_cast<size_t>(end - ttl)),
+                              r.payload, "REPLACE", "ABSTTL"});
   appended_ += out_.size() - before;
   pending_.push_back({false, r.db, r.index, r.key.size() + r.payload.size(), std::string(r.key),
                       r.expire_at_ms >= 0, appended_});

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "client/client_config.h"
-#include "client/record_batch.h"
-#include "client/table_fetcher.h"
+#include "client/fetch/record_batch.h"
+#include "client/fetch/table_fetcher.h"
 #include "common/redis/redis_client.h"
 
 namespace rrs {
@@ -48,11 +48,10 @@ class RestoreLoader {
   // and Lua scripts. Functions go in with FUNCTION RESTORE: APPEND by default
   // (a library the target already has is refused), FLUSH with --flush
   // (FLUSHALL leaves functions alone), REPLACE with --merge.
-  // A refusal comes back as kRefused-worthy Status with `refused()` true.
+  // A refusal (the target cannot take the table as it is) has kind kRefused.
   // `staged` (--atomic): no FLUSHALL and no functions here; the Staging
   // swaps the keys in and applies the functions in one transaction.
   Status prepare(const TableInfo& info, TargetPolicy policy, bool staged = false);
-  bool refused() const { return refused_; }
   // --atomic: RESTORE each table DB's keys into its staging DB instead.
   void stage_into(std::map<uint32_t, uint32_t> dbs) { staging_ = std::move(dbs); }
 
@@ -115,7 +114,6 @@ class RestoreLoader {
   int64_t client_id_ = 0;
   uint16_t table_rdb_ = 0;
   std::string target_version_;
-  bool refused_ = false;
   LoadStats stats_;
 };
 

@@ -1,4 +1,4 @@
-#include "client/staging.h"
+#include "client/restore/staging.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <set>
 #include <string_view>
 
-#include "client/target_checks.h"
+#include "client/sync/target_checks.h"
 #include "common/base/clock.h"
 #include "common/base/log.h"
 
@@ -65,8 +65,7 @@ std::string Staging::describe() const {
 
 Result<Staging> Staging::plan(const Endpoint& target, const RedisCredentials& creds,
                               std::chrono::milliseconds io_timeout, const TableInfo& info,
-                              TargetPolicy policy, bool& refused) {
-  refused = false;
+                              TargetPolicy policy) {
   Staging st(target, creds, io_timeout);
   st.policy_ = policy;
   const std::string step = "--atomic: pick staging DBs on " + target.to_string();
@@ -75,9 +74,8 @@ Result<Staging> Staging::plan(const Endpoint& target, const RedisCredentials& cr
 
   auto cluster = c->info("cluster");
   if (cluster.ok() && info_field(*cluster, "cluster_enabled") == "1") {
-    refused = true;
     return Status::error(step, "the target runs in cluster mode, which has only DB 0: there is "
-                               "no DB to stage the table in; run without --atomic");
+                               "no DB to stage the table in; run without --atomic").as(ErrorKind::kRefused);
   }
   auto databases = c->command({"CONFIG", "GET", "databases"});
   // A well-formed answer is ["databases", "<count>"], the count at least 1.
@@ -88,12 +86,11 @@ Result<Staging> Staging::plan(const Endpoint& target, const RedisCredentials& cr
   auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), st.databases_);
   if (count.empty() || ec != std::errc() || end != count.data() + count.size() ||
       st.databases_ == 0) {
-    refused = true;
     return Status::error(step, "cannot read the target's `databases` (CONFIG GET databases: " +
                                    (databases.ok() ? std::string("unexpected reply")
                                                    : databases.status().reason()) +
                                    "), which --atomic needs to pick empty DBs to stage in: allow "
-                                   "this user CONFIG GET, or run without --atomic");
+                                   "this user CONFIG GET, or run without --atomic").as(ErrorKind::kRefused);
   }
 
   // Staging DBs an earlier run left behind (killed mid-load, or its target
@@ -127,17 +124,15 @@ Result<Staging> Staging::plan(const Endpoint& target, const RedisCredentials& cr
     if (e.key_count > 0) table.push_back(e.db);
   std::sort(table.begin(), table.end());
   if (!table.empty() && table.back() >= st.databases_) {
-    refused = true;
     return Status::error(step, "the table has keys in DB " + std::to_string(table.back()) +
                                    " but the target has only " + std::to_string(st.databases_) +
-                                   " databases: raise its `databases` setting (a restart)");
+                                   " databases: raise its `databases` setting (a restart)").as(ErrorKind::kRefused);
   }
   busy.insert(table.begin(), table.end());
   std::vector<uint32_t> free_dbs;
   for (uint32_t x = st.databases_; x-- > 0 && free_dbs.size() < table.size();)
     if (!busy.count(x)) free_dbs.push_back(x);
   if (free_dbs.size() < table.size()) {
-    refused = true;
     const uint32_t missing = static_cast<uint32_t>(table.size() - free_dbs.size());
     std::string in_use;
     for (const KeyspaceDb& db : held)
@@ -152,14 +147,13 @@ Result<Staging> Staging::plan(const Endpoint& target, const RedisCredentials& cr
                   (in_use.empty() ? "" : " (" + in_use + " hold keys)") +
                   ": raise its `databases` setting to at least " +
                   std::to_string(st.databases_ + missing) +
-                  " (a restart), empty some DBs, or run without --atomic");
+                  " (a restart), empty some DBs, or run without --atomic").as(ErrorKind::kRefused);
   }
   for (size_t i = 0; i < table.size(); ++i) st.map_[table[i]] = free_dbs[i];
   return st;
 }
 
-Status Staging::prepare(const TableInfo& info, const std::string& target_version, bool& refused) {
-  refused = false;
+Status Staging::prepare(const TableInfo& info, const std::string& target_version) {
   auto c = connect();
   if (!c.ok()) return c.status().wrap("--atomic: prepare the target");
   const table::Scripts& s = info.scripts;
@@ -167,7 +161,7 @@ Status Staging::prepare(const TableInfo& info, const std::string& target_version
     // Like --flush without --atomic: a table without functions leaves none.
     flush_functions_ = policy_ == TargetPolicy::kFlush && has_functions(target_version);
   } else {
-    RRS_RETURN_IF_ERROR(rehearse_functions(*c, info, refused));
+    RRS_RETURN_IF_ERROR(rehearse_functions(*c, info));
   }
   RRS_RETURN_IF_ERROR(claim(*c));
   if (!claimed_.empty())
@@ -176,7 +170,7 @@ Status Staging::prepare(const TableInfo& info, const std::string& target_version
   return {};
 }
 
-Status Staging::rehearse_functions(RedisClient& c, const TableInfo& info, bool& refused) {
+Status Staging::rehearse_functions(RedisClient& c, const TableInfo& info) {
   const table::Scripts& s = info.scripts;
   const std::string where = "--atomic: check the table's functions against " + target_.to_string();
   auto backup = c.command({"FUNCTION", "DUMP"});
@@ -209,10 +203,9 @@ Status Staging::rehearse_functions(RedisClient& c, const TableInfo& info, bool& 
   if (is_error(restored)) {
     const std::string err = text(restored);
     if (err.find("already exists") != std::string::npos) {
-      refused = true;
       return Status::error(where, "the target's functions conflict with the table's: " + err +
                                       "; use --flush to replace the target's functions with the "
-                                      "table's (nothing was loaded)");
+                                      "table's (nothing was loaded)").as(ErrorKind::kRefused);
     }
     return Status::error(where, "FUNCTION RESTORE " + std::string(mode) + " of " +
                                     std::to_string(s.function_libraries) +
@@ -294,9 +287,7 @@ void Staging::report_late_writes(RedisClient& c) {
   }
 }
 
-Status Staging::swap_in(const LoadStats& loaded, bool& swapped, bool& refused) {
-  swapped = false;
-  refused = false;
+Result<Staging::Swapped> Staging::swap_in(const LoadStats& loaded) {
   const std::string step = "--atomic: swap the loaded copy in";
   auto c = connect();
   if (!c.ok()) return c.status().wrap(step);
@@ -350,10 +341,9 @@ Status Staging::swap_in(const LoadStats& loaded, bool& swapped, bool& refused) {
         held += (held.empty() ? "" : ", ") + std::string("db") + std::to_string(db.db) + ": " +
                 std::to_string(db.keys) + " keys";
     if (!held.empty()) {
-      refused = true;
       return Status::error(step, "the target got keys during the load (" + held +
                                      "), which --atomic without --flush does not replace: "
-                                     "nothing was swapped");
+                                     "nothing was swapped").as(ErrorKind::kRefused);
     }
   }
 
@@ -403,19 +393,18 @@ Status Staging::swap_in(const LoadStats& loaded, bool& swapped, bool& refused) {
       if (is_error((*tx)[k].get())) why += "; " + queued[k - 1] + ": " + text((*tx)[k].get());
     return Status::error(step, "the target refused the transaction, nothing was swapped: " + why);
   }
-  swapped = true;
   std::string errors;
   for (size_t k = 0; k < exec->elements && k < queued.size(); ++k)
     if (is_error(exec->element[k]) && !(functions_first && k == 0))
       errors += (errors.empty() ? "" : "; ") + queued[k] + ": " + text(exec->element[k]);
   if (functions_first && is_error(exec->element[0]))
-    return Status::error(step, "the table's keys were swapped in, but " + queued[0] +
+    return Swapped{Status::error(step, "the table's keys were swapped in, but " + queued[0] +
                                    " in the same transaction failed (" + text(exec->element[0]) +
                                    "; did the target's functions change during the load?): the "
                                    "target holds the table's keys with its previous functions" +
-                                   (errors.empty() ? "" : "; also " + errors));
+                                   (errors.empty() ? "" : "; also " + errors))};
   if (!errors.empty())
-    return Status::error(step, "the swap ran, but some of its commands failed: " + errors);
+    return Swapped{Status::error(step, "the swap ran, but some of its commands failed: " + errors)};
   claimed_.clear();  // the markers are gone with the swap
   log::info("--atomic: swapped " + std::to_string(map_.size()) +
             " loaded DBs in with one MULTI/EXEC (SWAPDB " + describe() +
@@ -424,7 +413,7 @@ Status Staging::swap_in(const LoadStats& loaded, bool& swapped, bool& refused) {
                                                "other DB"
                                              : ""));
   if (policy_ == TargetPolicy::kRequireEmpty) report_late_writes(*c);
-  return {};
+  return Swapped{};
 }
 
 Status Staging::discard(int64_t loader_client_id) {

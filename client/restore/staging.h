@@ -36,8 +36,8 @@
 #include <vector>
 
 #include "client/client_config.h"
-#include "client/restore_loader.h"
-#include "client/table_fetcher.h"
+#include "client/restore/restore_loader.h"
+#include "client/fetch/table_fetcher.h"
 #include "common/redis/redis_client.h"
 
 namespace rrs {
@@ -47,13 +47,14 @@ inline constexpr const char* kStagingMarker = "rdma-client:staging";
 
 class Staging {
  public:
-  // Refusals (the target cannot take an atomic load as it is) set `refused`.
+  // Refusals (the target cannot take an atomic load as it is) have kind
+  // kRefused, here and in prepare() and swap_in().
   static Result<Staging> plan(const Endpoint& target, const RedisCredentials& creds,
                               std::chrono::milliseconds io_timeout, const TableInfo& info,
-                              TargetPolicy policy, bool& refused);
+                              TargetPolicy policy);
 
   // After the loader's prepare(): rehearses the functions, claims the staging DBs.
-  Status prepare(const TableInfo& info, const std::string& target_version, bool& refused);
+  Status prepare(const TableInfo& info, const std::string& target_version);
 
   // Table DB -> staging DB.
   const std::map<uint32_t, uint32_t>& dbs() const { return map_; }
@@ -62,9 +63,13 @@ class Staging {
   // Libraries the swap restores (the table's).
   uint32_t function_libraries() const { return function_libraries_; }
 
-  // Swaps the loaded copy in. `swapped` tells whether the transaction ran
-  // (then the old data is gone, even if the status is an error).
-  Status swap_in(const LoadStats& loaded, bool& swapped, bool& refused);
+  // Once the swap's transaction ran the old data is gone; `trouble` then
+  // says what else in it failed (the functions, a flush), if anything.
+  struct Swapped {
+    Status trouble;
+  };
+  // Swaps the loaded copy in. An error: nothing was swapped.
+  Result<Swapped> swap_in(const LoadStats& loaded);
 
   // Best effort after a failure. An error says what may be left behind.
   Status discard(int64_t loader_client_id);
@@ -73,7 +78,7 @@ class Staging {
   Staging(Endpoint target, RedisCredentials creds, std::chrono::milliseconds io_timeout)
       : target_(std::move(target)), creds_(std::move(creds)), io_timeout_(io_timeout) {}
   Result<RedisClient> connect() const;
-  Status rehearse_functions(RedisClient& c, const TableInfo& info, bool& refused);
+  Status rehearse_functions(RedisClient& c, const TableInfo& info);
   Status claim(RedisClient& c);
   void report_late_writes(RedisClient& c);
 

@@ -1,4 +1,4 @@
-#include "client/progress.h"
+#include "client/sync/progress.h"
 
 #include <unistd.h>
 

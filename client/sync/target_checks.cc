@@ -1,4 +1,4 @@
-#include "client/target_checks.h"
+#include "client/sync/target_checks.h"
 
 #include "proto/dump_payload.h"
 
@@ -16,7 +16,8 @@ Status check_target_reads(const RedisClient& target, const std::string& target_v
                                    " function libraries from Redis " + info.header.redis_version +
                                    ", but the target runs Redis " + target_version +
                                    ", which has no Redis Functions; upgrade the target to Redis "
-                                   "7.0 or later");
+                                   "7.0 or later")
+        .as(ErrorKind::kRefused);
   const auto table_rdb = static_cast<uint16_t>(info.header.rdb_version);
   auto max_rdb = dump::max_rdb_for_redis(target_version);
   if (max_rdb && table_rdb > *max_rdb)
@@ -25,7 +26,8 @@ Status check_target_reads(const RedisClient& target, const std::string& target_v
                                    info.header.redis_version + "), but the target runs Redis " +
                                    target_version + ", which reads up to RDB version " +
                                    std::to_string(*max_rdb) + "; upgrade the target to Redis " +
-                                   dump::first_redis_for_rdb(table_rdb) + " or later");
+                                   dump::first_redis_for_rdb(table_rdb) + " or later")
+        .as(ErrorKind::kRefused);
   return {};
 }
 

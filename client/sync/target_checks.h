@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "client/table_fetcher.h"
+#include "client/fetch/table_fetcher.h"
 #include "common/redis/redis_client.h"
 
 namespace rrs {
@@ -16,7 +16,7 @@ bool has_functions(std::string_view redis_version);
 
 // Refuses a target whose Redis (`target_version`, from INFO server) cannot
 // read the table's RDB version or has no Redis Functions while the table
-// carries libraries.
+// carries libraries (kRefused).
 Status check_target_reads(const RedisClient& target, const std::string& target_version,
                           const TableInfo& info);
 

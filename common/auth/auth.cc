@@ -37,7 +37,8 @@ Result<std::optional<std::string>> load_secret(const std::string& file) {
   std::string from;
   if (!file.empty()) {
     std::ifstream in(file, std::ios::binary);
-    if (!in) return Status::from_errno("read the shared secret from " + file);
+    if (!in)
+      return Status::from_errno("read the shared secret from " + file).as(ErrorKind::kUsage);
     std::getline(in, secret);  // the first line
     if (!secret.empty() && secret.back() == '\r') secret.pop_back();
     from = file;
@@ -54,7 +55,8 @@ Result<std::optional<std::string>> load_secret(const std::string& file) {
     return Status::error("shared secret from " + from,
                          "is " + std::to_string(secret.size()) + " bytes; use at least " +
                              std::to_string(kMinSecretLength) +
-                             " (e.g. `openssl rand -hex 32 > FILE`)");
+                             " (e.g. `openssl rand -hex 32 > FILE`)")
+        .as(ErrorKind::kUsage);
   return std::optional<std::string>(std::move(secret));
 }
 

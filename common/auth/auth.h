@@ -23,7 +23,8 @@ inline constexpr size_t kMinSecretLength = 16;
 
 // The secret from `file` (its first line), or if `file` is empty
 // from $RDMA_SIDECAR_SECRET; nullopt when neither is given. Warns when the
-// file is readable by group or others.
+// file is readable by group or others. A secret that cannot be read or is
+// too short is kUsage.
 Result<std::optional<std::string>> load_secret(const std::string& file);
 
 control::Nonce random_nonce();

@@ -12,12 +12,16 @@
 
 namespace rrs {
 
-// What kind of failure, so a program can map it to an exit code.
+// What kind of failure: what the caller (and in the end the operator) should
+// do about it. Only the programs' main() turn a kind into an exit code.
 enum class ErrorKind {
-  kFailed,       // anything else
-  kUnavailable,  // a peer could not be reached, refused us, or timed out
-  kBadData,      // bytes from a peer failed validation
+  kFailed,       // anything else: the work was done in part (see what was said)
+  kUnavailable,  // a peer could not be reached, went away, or timed out: retry later
+  kBadData,      // bytes from a peer failed validation: corruption, or a peer that lies
   kDenied,       // a peer refused our credentials (or we refused its): retrying will not help
+  kRefused,      // the target cannot take the data as it is (not empty, too old, ...):
+                 // nothing was changed; the user must act (a flag, a setting) first
+  kUsage,        // the flags, files or environment we were given cannot work as asked
 };
 
 class [[nodiscard]] Status {
@@ -94,6 +98,18 @@ class [[nodiscard]] Result {
 };
 
 }  // namespace rrs
+
+#define RRS_STATUS_CONCAT_INNER(a, b) a##b
+#define RRS_STATUS_CONCAT(a, b) RRS_STATUS_CONCAT_INNER(a, b)
+
+// `RRS_ASSIGN_OR_RETURN(auto x, make_x());`: declares (or assigns) `lhs` from
+// a Result's value, or returns its Status from the enclosing function.
+#define RRS_ASSIGN_OR_RETURN(lhs, expr) \
+  RRS_ASSIGN_OR_RETURN_IMPL(RRS_STATUS_CONCAT(rrs_result_, __LINE__), lhs, expr)
+#define RRS_ASSIGN_OR_RETURN_IMPL(result, lhs, expr) \
+  auto result = (expr);                              \
+  if (!result.ok()) return result.status();          \
+  lhs = std::move(result).value()
 
 // Propagate a failed Status from an expression returning Status.
 #define RRS_RETURN_IF_ERROR(expr)        \

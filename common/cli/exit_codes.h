@@ -14,12 +14,16 @@ inline constexpr int kBadData = 4;      // the table or a peer's messages failed
 inline constexpr int kRefused = 5;      // the target cannot take the data as it is: not empty
                                         // (no --flush/--merge), or too old for the payloads
 
-// The exit code for a run that failed with `s`.
+// The exit code for a run that failed with `s`. Only the programs' main()
+// call this: every layer below returns a Status.
 inline int for_status(const Status& s) {
+  if (s.ok()) return kOk;
   switch (s.kind()) {
     case ErrorKind::kUnavailable:
     case ErrorKind::kDenied: return kUnavailable;
     case ErrorKind::kBadData: return kBadData;
+    case ErrorKind::kRefused: return kRefused;
+    case ErrorKind::kUsage: return kUsage;
     case ErrorKind::kFailed: break;
   }
   return kPartial;

@@ -24,7 +24,8 @@ Result<RedisCredentials> parse_credentials(std::string line, std::string origin)
   }
   if (c.password.empty())
     return Status::error("read Redis credentials from " + c.origin,
-                         "empty password; expected \"password\" or \"user password\"");
+                         "empty password; expected \"password\" or \"user password\"")
+        .as(ErrorKind::kUsage);
   return c;
 }
 
@@ -33,7 +34,7 @@ Result<RedisCredentials> parse_credentials(std::string line, std::string origin)
 Result<RedisCredentials> load_credentials(const std::string& file, const char* env_var) {
   if (!file.empty()) {
     std::ifstream in(file);
-    if (!in) return Status::from_errno("open Redis credentials file " + file);
+    if (!in) return Status::from_errno("open Redis credentials file " + file).as(ErrorKind::kUsage);
     std::string line;
     std::getline(in, line);
     return parse_credentials(line, file);

@@ -30,6 +30,7 @@ struct RedisCredentials {
 
 // Reads "password" or "user password" from the first line of `file` if given,
 // else from the environment variable `env_var`; empty credentials if neither.
+// A file that cannot be read or holds no password is kUsage.
 Result<RedisCredentials> load_credentials(const std::string& file, const char* env_var);
 
 class RedisClient {

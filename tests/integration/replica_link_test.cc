@@ -3,7 +3,7 @@
 // that is not the target (its PSYNC names another replication ID) or that
 // hangs up mid-handshake is dropped while the link keeps waiting for the
 // target.
-#include "client/replica_link.h"
+#include "client/replica/replica_link.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,7 +1,7 @@
 // The RESTORE loader against a real redis-server: version checks before any
 // write, per-key failures that name the key and carry on, and failures that
 // stop the load at once with the reason.
-#include "client/restore_loader.h"
+#include "client/restore/restore_loader.h"
 
 #include <gtest/gtest.h>
 
@@ -45,7 +45,7 @@ TEST_F(RestoreLoaderTest, RefusesPayloadsNewerThanTheTarget) {
   ASSERT_TRUE(loader.ok()) << loader.status().message();
   Status s = loader->prepare(info_for(12, "7.4.1"), TargetPolicy::kRequireEmpty);
   ASSERT_FALSE(s.ok());
-  EXPECT_TRUE(loader->refused());
+  EXPECT_EQ(s.kind(), ErrorKind::kRefused);
   EXPECT_NE(s.message().find("RDB version 12"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("7.0.15"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("upgrade the target to Redis 7.4"), std::string::npos) << s.message();
@@ -120,7 +120,7 @@ TEST_F(RestoreLoaderTest, ABrokenFunctionPayloadFailsBeforeAnyKey) {
   ASSERT_TRUE(loader.ok());
   Status s = loader->prepare(info, TargetPolicy::kFlush);
   ASSERT_FALSE(s.ok());
-  EXPECT_FALSE(loader->refused());
+  EXPECT_NE(s.kind(), ErrorKind::kRefused);
   EXPECT_NE(s.message().find("FUNCTION RESTORE FLUSH of 1 libraries failed"), std::string::npos)
       << s.message();
   EXPECT_NE(s.message().find("checksum"), std::string::npos) << s.message();

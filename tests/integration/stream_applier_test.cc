@@ -2,7 +2,7 @@
 // is applied in order, SELECT is tracked, a MULTI block split across batches
 // is held until its EXEC, PING and REPLCONF are dropped, and a command the
 // target refuses stops it with the command and its stream offset.
-#include "client/stream_applier.h"
+#include "client/follow/stream_applier.h"
 
 #include <gtest/gtest.h>
 

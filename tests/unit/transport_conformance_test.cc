@@ -9,8 +9,8 @@
 #include <set>
 #include <thread>
 
-#include "client/log_tail.h"
-#include "client/table_fetcher.h"
+#include "client/follow/log_tail.h"
+#include "client/fetch/table_fetcher.h"
 #include "common/transport/tcp/table_reader.h"
 #include "common/net/socket.h"
 #include "common/transport/tcp/table_server.h"

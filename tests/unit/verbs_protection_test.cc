@@ -17,8 +17,8 @@
 #include <string>
 #include <thread>
 
-#include "client/log_tail.h"
-#include "client/table_fetcher.h"
+#include "client/follow/log_tail.h"
+#include "client/fetch/table_fetcher.h"
 #include "common/transport/verbs/table_reader.h"
 #include "common/transport/verbs/table_server.h"
 #include "server/table_builder.h"

@@ -1,0 +1,138 @@
+#include "client/replica/replica_sink.h"
+
+#include "common/base/log.h"
+#include "common/net/socket.h"
+
+namespace rrs {
+namespace {
+
+Status load_lua_scripts(RedisClient& target, const table::Scripts& s) {
+  // Redis 7 replicas no longer take scripts from the RDB; SCRIPT LOAD works
+  // on a replica and on every version.
+  for (const std::string& body : s.lua_scripts)
+    RRS_RETURN_IF_ERROR(target.command({"SCRIPT", "LOAD", body}).status().wrap("load a Lua script"));
+  return {};
+}
+
+}  // namespace
+
+Status ReplicaSink::connect() {
+  RRS_ASSIGN_OR_RETURN(RedisCredentials creds,
+                       load_credentials(config_.redis_auth_file, kClientAuthEnv));
+  auto client = RedisClient::connect(config_.redis, creds,
+                                     std::chrono::milliseconds(config_.io_timeout));
+  if (!client.ok()) return client.status().wrap("connect to the target");
+  target_.emplace(std::move(*client));
+  return {};
+}
+
+Status ReplicaSink::check(const TableInfo& info) {
+  info_ = &info;
+  const table::Header& h = info.header;
+  has_history_ = h.source_kind == table::SourceKind::kPsync;
+  replid_ = has_history_ ? h.source_replid : random_run_id();  // a history of its own
+  offset_ = has_history_ ? h.source_offset : 0;
+  if (!has_history_ && (config_.follow || config_.handoff))
+    return Status::error("--mode replica",
+                         "the table was taken with rdma-server --source scan, which has no "
+                         "replication history to follow or hand off; use --source psync, or "
+                         "drop --follow/--handoff")
+        .as(ErrorKind::kUsage);
+  RRS_RETURN_IF_ERROR(target_->check(info, config_.policy));
+  // The link listens where the client's connection to the target comes from,
+  // and takes a connection only from the target's address.
+  const int fd = target_->redis().fd();
+  RRS_ASSIGN_OR_RETURN(link_, ReplicaLink::listen(local_host(fd), peer_host(fd),
+                                                  std::chrono::milliseconds(config_.io_timeout)));
+  return {};
+}
+
+Status ReplicaSink::prepare(const TableInfo& info) {
+  RRS_RETURN_IF_ERROR(target_->replicate_from(link_->endpoint())
+                          .wrap("make the target a replica of " + link_->endpoint().to_string()));
+  // From here a failure detaches it again, so it does not keep retrying a
+  // link that is gone.
+  attached_ = true;
+  RRS_RETURN_IF_ERROR(link_->accept_full_sync(
+      replid_, offset_, target_->replid(),
+      Clock::now() + std::chrono::milliseconds(config_.io_timeout)));
+  log::info("the target connected (" + link_->psync_request() + "); streaming it an RDB of " +
+            std::to_string(info.header.record_count) + " keys as a full resync to " + replid_ +
+            " offset " + std::to_string(offset_));
+  rdb_.emplace(info, *link_, replid_, offset_);
+  return rdb_->begin();
+}
+
+Status ReplicaSink::load(const RecordBatch& batch) { return rdb_->add(batch); }
+
+Status ReplicaSink::take_failures(const std::vector<RecordFailure>& failures) {
+  if (failures.empty()) return {};
+  for (const RecordFailure& f : failures)
+    log::error("record " + std::to_string(f.index) + " failed validation: " + f.reason);
+  return Status::error("stream the RDB", std::to_string(failures.size()) +
+                                             " records failed validation, and an RDB without "
+                                             "them would be a wrong replica")
+      .as(ErrorKind::kBadData);
+}
+
+Status ReplicaSink::finish() {
+  RRS_RETURN_IF_ERROR(rdb_->end());
+  RRS_RETURN_IF_ERROR(
+      target_->wait_loaded(*link_, offset_, std::chrono::milliseconds(config_.io_timeout)));
+  loaded_ = true;  // a failure from here on leaves the target a whole replica
+  return load_lua_scripts(target_->redis(), info_->scripts);
+}
+
+void ReplicaSink::abandon(const Status&, uint64_t, double) {
+  if (loaded_ || !link_) return;
+  link_->close();
+  if (!attached_) return;
+  const bool detached = target_->detach();
+  log::error(std::string("the target ") + config_.redis.to_string() +
+             " did not get the whole data set; " +
+             (detached ? "it was detached (REPLICAOF NO ONE)"
+                       : "it could not be detached (REPLICAOF NO ONE failed: is it down?); "
+                         "if it comes back it retries a link that is gone, so run "
+                         "REPLICAOF NO ONE on it") +
+             ". A replica drops an incomplete transfer and keeps what it held before; its "
+             "log and INFO keyspace say what it holds now");
+}
+
+LoadCounts ReplicaSink::counts() const {
+  LoadCounts c;
+  if (rdb_) {
+    c.keys = rdb_->stats().keys;
+    c.bytes = rdb_->stats().bytes;
+    c.per_db = rdb_->stats().per_db;
+  }
+  c.functions = info_->scripts.function_libraries;
+  c.scripts = info_->scripts.lua_scripts.size();
+  return c;
+}
+
+std::string ReplicaSink::summary_fields() const {
+  return " mode=replica offset=" + std::to_string(offset_) +
+         " rdb_bytes=" + std::to_string(rdb_ ? rdb_->rdb_bytes() : 0);
+}
+
+void ReplicaSink::leave_target() {
+  link_->close();
+  if (!has_history_) {
+    (void)target_->detach();
+    log::info("the table came from --source scan, which has no replication history to "
+              "continue: the target was detached (REPLICAOF NO ONE) and is a standalone copy");
+  } else {
+    explain_left_replica(replid_, offset_);
+  }
+}
+
+void explain_left_replica(std::string_view replid, uint64_t offset) {
+  log::info("the target holds the master's history " + std::string(replid) + " up to offset " +
+            std::to_string(offset) +
+            " and is a replica whose master link is now down: REPLICAOF <master host> <port> "
+            "continues it with a partial resync while the master's repl-backlog still reaches "
+            "back to that offset (or run with --handoff); REPLICAOF NO ONE makes it a "
+            "standalone copy");
+}
+
+}  // namespace rrs

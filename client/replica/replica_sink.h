@@ -1,0 +1,66 @@
+// The replica load path (--mode replica): the target Redis is told
+// REPLICAOF the client's own replica link, and is answered as a master would
+// answer a new replica: +FULLRESYNC with the master's replication ID and the
+// table's offset, then an RDB written on the fly from the table's records
+// (RdbStreamer) while the next chunks are still being read. The target loads
+// it at its native ingest speed, and ends up a real replica of the master's
+// history at the table's offset.
+//
+//   connect target  ->  check it, listen  ->  (fetching)  ->  REPLICAOF <link>
+//   ->  handshake, +FULLRESYNC <replid> <offset>, $EOF:<mark>
+//   ->  RDB: header, AUX, functions, per batch SELECTDB/keys  ->  EOF, CRC-64, mark
+//   ->  wait for the target's REPLCONF ACK <offset>: it has loaded the RDB
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "client/client_config.h"
+#include "client/replica/rdb_streamer.h"
+#include "client/replica/replica_link.h"
+#include "client/replica/replica_target.h"
+#include "client/sync/load_sink.h"
+
+namespace rrs {
+
+class ReplicaSink : public LoadSink {
+ public:
+  explicit ReplicaSink(const ClientConfig& config) : config_(config) {}
+
+  Status connect() override;
+  Status check(const TableInfo& info) override;
+  Status prepare(const TableInfo& info) override;
+  Status load(const RecordBatch& batch) override;
+  Status take_failures(const std::vector<RecordFailure>& failures) override;
+  Status finish() override;
+  void abandon(const Status& why, uint64_t invalid_records, double seconds) override;
+  LoadCounts counts() const override;
+  std::string summary_fields() const override;
+
+  // After a sync: the target's live link to the client, for follow mode and
+  // --handoff.
+  ReplicaLink& link() { return *link_; }
+  // After a sync nothing follows: a target synced from a psync table stays
+  // a replica whose master link is down (ready for REPLICAOF <master> to
+  // continue with a partial resync), one synced from a scan table is
+  // detached (REPLICAOF NO ONE): it has no history to continue.
+  void leave_target();
+
+ private:
+  const ClientConfig& config_;
+  const TableInfo* info_ = nullptr;
+  std::optional<ReplicaTarget> target_;
+  std::optional<ReplicaLink> link_;
+  std::optional<RdbStreamer> rdb_;
+  bool has_history_ = false;
+  std::string replid_;
+  uint64_t offset_ = 0;
+  bool attached_ = false;  // the target was told REPLICAOF the link
+  bool loaded_ = false;    // it acknowledged the whole RDB
+};
+
+// Logs what a target left as a replica of the client at `offset` is, and
+// how to continue it or detach it.
+void explain_left_replica(std::string_view replid, uint64_t offset);
+
+}  // namespace rrs

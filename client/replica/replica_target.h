@@ -1,0 +1,44 @@
+// The target of a replica-mode sync, as the client drives it: checked
+// (empty or --flush, not a cluster node, able to read the table), told
+// REPLICAOF the client's link, watched while it loads, detached on failure.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "client/fetch/table_fetcher.h"
+#include "client/client_config.h"
+#include "client/replica/replica_link.h"
+#include "common/redis/redis_client.h"
+
+namespace rrs {
+
+// Refusals (the target cannot take the table as it is) have kind kRefused.
+class ReplicaTarget {
+ public:
+  explicit ReplicaTarget(RedisClient client) : redis_(std::move(client)) {}
+  RedisClient& redis() { return redis_; }
+
+  // Empty (or --flush), not a cluster node, able to read the table. Warns if
+  // it would write the RDB to disk before loading it.
+  Status check(const TableInfo& info, TargetPolicy policy);
+  // Its replication ID, as check() read it: what its PSYNC will name.
+  const std::string& replid() const { return replid_; }
+  Status replicate_from(const Endpoint& link) {
+    return redis_.command({"REPLICAOF", link.host, std::to_string(link.port)}).status();
+  }
+  // REPLICAOF NO ONE; false when the target did not take it (e.g. it is gone).
+  bool detach() {
+    auto r = redis_.command({"REPLICAOF", "NO", "ONE"});
+    return r.ok();
+  }
+  // Waits for the target to acknowledge `offset` on the link, for as long as
+  // it keeps loading (a target that loads from disk first takes a while).
+  Status wait_loaded(ReplicaLink& link, uint64_t offset, std::chrono::milliseconds io_timeout);
+
+ private:
+  RedisClient redis_;
+  std::string replid_;
+};
+
+}  // namespace rrs

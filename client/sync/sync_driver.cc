@@ -1,0 +1,99 @@
+#include "client/sync/sync_driver.h"
+
+#include <thread>
+
+#include "client/fetch/remote_table.h"
+#include "client/sync/progress.h"
+#include "client/sync/summary.h"
+
+namespace rrs {
+namespace {
+
+// The fetcher on a thread of its own; cancelled and joined at the latest
+// when this goes out of scope.
+class FetchThread {
+ public:
+  explicit FetchThread(TableFetcher& fetcher)
+      : fetcher_(fetcher), thread_([this] {
+          status_ = fetcher_.run();
+          done_ = Clock::now();
+        }) {}
+  FetchThread(const FetchThread&) = delete;
+  FetchThread& operator=(const FetchThread&) = delete;
+  ~FetchThread() { stop(); }
+
+  void stop() {
+    if (!thread_.joinable()) return;
+    fetcher_.cancel();
+    thread_.join();
+  }
+  // Waits for the fetcher to finish on its own; its status.
+  Status join() {
+    if (thread_.joinable()) thread_.join();
+    return status_.wrap("fetch table");
+  }
+  Clock::time_point done() const { return done_; }
+
+ private:
+  TableFetcher& fetcher_;
+  Status status_;
+  Clock::time_point done_;
+  std::thread thread_;
+};
+
+// Everything from prepare to finish; a failure is the caller's to abandon.
+Status load_everything(const ClientConfig& config, RemoteTable& remote, FetchThread& fetch,
+                       LoadSink& sink) {
+  const table::Header& h = remote.info.header;
+  RRS_RETURN_IF_ERROR(sink.prepare(remote.info));
+  Progress progress(h.record_count, h.total_size, config.quiet);
+  uint64_t seen = 0;
+  while (auto batch = remote.queue.pop()) {
+    seen += batch->records.size();
+    RRS_RETURN_IF_ERROR(sink.load(*batch));
+    progress.update(seen, remote.fetcher->bytes_read());
+  }
+  Status drained = sink.drain();
+  RRS_RETURN_IF_ERROR(fetch.join());
+  RRS_RETURN_IF_ERROR(drained);
+  RRS_RETURN_IF_ERROR(sink.take_failures(remote.fetcher->failures()));
+  progress.update(seen, remote.fetcher->bytes_read(), true);
+  return sink.finish();
+}
+
+}  // namespace
+
+Result<SyncedTable> run_sync(const ClientConfig& config, LoadSink& sink) {
+  const auto t0 = Clock::now();
+  RRS_RETURN_IF_ERROR(sink.connect());
+  RRS_ASSIGN_OR_RETURN(std::unique_ptr<RemoteTable> remote, open_remote_table(config, t0));
+  RRS_RETURN_IF_ERROR(sink.check(remote->info));
+
+  // Reading starts before the target is prepared (FLUSHALL of a big target
+  // can take a while): the fetcher fills its buffers, then waits for the
+  // sink while it keeps the server told it is alive.
+  const auto t_fetch = Clock::now();
+  FetchThread fetch(*remote->fetcher);
+  if (Status s = load_everything(config, *remote, fetch, sink); !s.ok()) {
+    fetch.stop();  // after it, the fetcher's failures may be read
+    sink.abandon(s, remote->fetcher->failures().size(), seconds_since(t0));
+    return s;
+  }
+
+  SyncReport report;
+  report.counts = sink.counts();
+  report.seconds = seconds_since(t0);
+  report.transfer_s = std::chrono::duration<double>(fetch.done() - t0).count();
+  report.fetch_s = std::chrono::duration<double>(fetch.done() - t_fetch).count();
+  report.table_bytes = remote->fetcher->bytes_read();
+  report.epoch = remote->info.header.epoch;
+  report.fields = sink.summary_fields();
+  if (std::string_view(sink.verb()) == "fetched")
+    print_fetched(report);
+  else
+    print_synced(report);
+  RRS_RETURN_IF_ERROR(sink.verdict());
+  return SyncedTable{std::move(remote->reader), remote->info.header};
+}
+
+}  // namespace rrs
