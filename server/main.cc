@@ -1,7 +1,9 @@
 // rdma-server: snapshot the master, publish the table, serve replicas.
+// Every step returns a Status; only main() turns it into an exit code.
 #include <event2/event.h>
 
 #include <atomic>
+#include <charconv>
 #include <csignal>
 #include <cstdlib>
 #include <cstdio>
@@ -20,33 +22,17 @@
 #include "server/psync_source.h"
 #include "server/scan_source.h"
 #include "server/server_config.h"
+#include "server/test_hooks.h"
 
 using namespace rrs;
 
 namespace {
-
-int fail(const Status& s) {
-  log::error(s.message());
-  return exit_code::for_status(s);
-}
 
 // A new epoch number: the creation time in ms, so a restarted sidecar never
 // reuses an epoch a client may still hold.
 uint64_t next_epoch() { return static_cast<uint64_t>(unix_ms()); }
 
 using Servers = std::vector<std::pair<std::string, std::unique_ptr<TableServer>>>;
-
-// Tests only: $RRS_TEST_NO_MEMORY_WINDOWS=1 makes the verbs server act as if
-// its device had no type-2 memory windows, so the fallback (a protection
-// domain per client) can be tested on rxe, which has them. Loud, and never
-// set in production: windows are the cheaper protection where they exist.
-bool no_memory_windows_for_test() {
-  const char* v = std::getenv("RRS_TEST_NO_MEMORY_WINDOWS");
-  if (v == nullptr || std::string_view(v) != "1") return false;
-  log::warn("RRS_TEST_NO_MEMORY_WINDOWS: acting as if the RDMA device had no type-2 memory "
-            "windows (a test hook; unset it)");
-  return true;
-}
 
 // TCP always serves unless --transport verbs; verbs serves when asked, or in
 // auto mode when an RDMA device is up (same port number: rdmacm has its own
@@ -69,7 +55,7 @@ Result<Servers> start_servers(event_base* base, const ServerConfig& config,
     VerbsServerLimits limits;
     limits.retire_grace = config.retire_grace;
     limits.access = access;
-    limits.test_no_memory_windows = no_memory_windows_for_test();
+    limits.test_no_memory_windows = test_hooks::no_memory_windows();
     auto verbs = VerbsTableServer::listen(base, at, limits);
     if (verbs.ok()) {
       servers.emplace_back("verbs", std::move(*verbs));
@@ -84,27 +70,6 @@ Result<Servers> start_servers(event_base* base, const ServerConfig& config,
   return servers;
 }
 
-// Tests only: $RRS_TEST_CORRUPT_SLOT=N flips one payload byte of slot N
-// after its CRC was taken, as a bad DIMM or a stray DMA would, so tests can
-// show the client catches it end to end. Loud, and never set in production.
-void corrupt_for_test(Table& t) {
-  const char* v = std::getenv("RRS_TEST_CORRUPT_SLOT");
-  if (v == nullptr) return;
-  const uint64_t slot = std::strtoull(v, nullptr, 10);
-  if (slot >= t.header.slot_count) return;
-  t.bytes.data()[t.header.slot_offset(slot) + table::kSlotHeaderSize] ^= std::byte{0x40};
-  log::warn("RRS_TEST_CORRUPT_SLOT: flipped a byte of slot " + std::to_string(slot) +
-            " (a test hook; unset it)");
-}
-
-// Tests only: $RRS_TEST_CORRUPT_LOG=N flips the stream byte N bytes into
-// every new change log once it is sealed; PsyncSource warns for each log.
-std::optional<uint64_t> corrupt_log_for_test() {
-  const char* v = std::getenv("RRS_TEST_CORRUPT_LOG");
-  if (v == nullptr) return std::nullopt;
-  return std::strtoull(v, nullptr, 10);
-}
-
 void on_snapshot_signal(evutil_socket_t, short, void* psync) {
   if (psync) static_cast<PsyncSource*>(psync)->request_snapshot();
   else log::warn("SIGUSR1 asks for a new snapshot; only --source psync takes them");
@@ -115,9 +80,13 @@ void on_signal(evutil_socket_t sig, short, void* base) {
   event_base_loopexit(static_cast<event_base*>(base), nullptr);
 }
 
-// The port clients reach us on, from "ADDR:PORT", for REPLCONF listening-port.
+// The port clients reach us on, from "ADDR:PORT" (our own listener's
+// address), for REPLCONF listening-port; 0 if it does not parse.
 uint16_t port_of(const std::string& address) {
-  return static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
+  const std::string_view port = std::string_view(address).substr(address.rfind(':') + 1);
+  uint16_t n = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), n);
+  return ec == std::errc() && end == port.data() + port.size() ? n : 0;
 }
 
 Status publish_everywhere(Servers& servers, const TablePtr& table) {
@@ -139,6 +108,164 @@ void print_table_line(const char* what, const table::Header& h, const SnapshotSt
               h.source_replid.empty() ? "-" : h.source_replid.c_str());
 }
 
+// Who may read the table: the shared secret (or loopback only without one).
+Result<AccessPolicy> access_policy(const ServerConfig& config) {
+  AccessPolicy access;
+  RRS_ASSIGN_OR_RETURN(access.secret, auth::load_secret(config.auth_file));
+  access.max_clients = config.max_clients;
+  access.idle_timeout = config.idle_timeout;
+  if (!access.secret && !is_loopback_host(config.listen_host))
+    return Status::error("--listen " + config.listen_host,
+                         "without a shared secret rdma-server serves loopback only, because "
+                         "whoever reads the table reads every key; give --auth-file FILE (or "
+                         "set " + std::string(auth::kSecretEnv) +
+                             ") here and to rdma-client, or --listen 127.0.0.1")
+        .as(ErrorKind::kUsage);
+  log::info(access.secret ? "clients must prove the shared secret (HMAC-SHA256) before they "
+                            "learn any rkey"
+                          : "no shared secret: serving loopback only");
+  return access;
+}
+
+struct Source {
+  std::unique_ptr<SnapshotSource> source;
+  PsyncSource* psync = nullptr;  // the same object, when it is a PSYNC source
+};
+
+Source make_source(const ServerConfig& config, const RedisCredentials& creds,
+                   uint16_t announce_port) {
+  Source out;
+  if (config.source == "scan") {
+    out.source = std::make_unique<ScanSource>(config.redis, creds, ScanOptions{config.scan_count});
+    log::info("snapshotting " + config.redis.to_string() + " (SCAN + DUMP)");
+    return out;
+  }
+  PsyncOptions opts;
+  opts.link.announce_port = announce_port;
+  opts.log_capacity = config.log_size;
+  opts.snapshot_every = config.snapshot_every;
+  opts.corrupt_log_for_test = test_hooks::corrupt_log();
+  auto psync = std::make_unique<PsyncSource>(config.redis, creds, opts);
+  out.psync = psync.get();
+  out.source = std::move(psync);
+  log::info("snapshotting " + config.redis.to_string() + " (PSYNC: the master's own RDB)");
+  return out;
+}
+
+// The first table: snapshot, build, publish everywhere, print the ready line.
+Result<TablePtr> publish_first_table(const Source& src, Servers& servers) {
+  const auto t0 = Clock::now();
+  TableBuilder builder;
+  RRS_ASSIGN_OR_RETURN(SnapshotStats stats, src.source->snapshot(builder));
+  RRS_ASSIGN_OR_RETURN(std::shared_ptr<Table> table, builder.build(next_epoch()));
+  test_hooks::corrupt_slot(*table);
+  if (src.psync) table->log = src.psync->log();
+  const double build_s = seconds_since(t0);
+  RRS_RETURN_IF_ERROR(publish_everywhere(servers, table));
+
+  std::string names;
+  for (auto& [name, server] : servers) names += (names.empty() ? "" : "+") + name;
+  const table::SlotSizeChoice& c = builder.slot_choice();
+  if (stats.vanished || stats.failed)
+    log::warn(std::to_string(stats.vanished) + " keys vanished during the snapshot, " +
+              std::to_string(stats.failed) + " could not be dumped");
+  print_table_line("ready", table->header, stats, build_s);
+  std::printf(" heap_records=%llu log_bytes=%llu listening=%s transport=%s\n",
+              static_cast<unsigned long long>(c.heap_records),
+              static_cast<unsigned long long>(table->log ? table->log->capacity() : 0),
+              servers.front().second->address().c_str(), names.c_str());
+  std::fflush(stdout);
+  return TablePtr(table);
+}
+
+// PSYNC: keeps the replication link on its own thread, appending the stream
+// to the change log. A full resync there builds the next epoch with a new
+// log, which the loop publishes; then the old log is marked superseded, so
+// its followers resync from the new epoch (the old one retires).
+class EpochFollower {
+ public:
+  EpochFollower(Servers& servers, TablePtr first) : servers_(servers), current_(std::move(first)) {}
+  EpochFollower(const EpochFollower&) = delete;
+  EpochFollower& operator=(const EpochFollower&) = delete;
+  ~EpochFollower() { stop(); }
+
+  Status start(event_base* base, PsyncSource& psync) {
+    RRS_ASSIGN_OR_RETURN(mailbox_, LoopMailbox::create(base));
+    thread_ = std::thread([this, &psync] {
+      psync.follow(stop_, [this](TableBuilder& next, const SnapshotStats& stats,
+                                 const ChangeLogPtr& log) { on_new_snapshot(next, stats, log); });
+    });
+    return {};
+  }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    mailbox_.reset();
+  }
+
+ private:
+  // On the follow thread: build, then hand the table to the loop thread.
+  void on_new_snapshot(TableBuilder& next, const SnapshotStats& stats, const ChangeLogPtr& log) {
+    const auto t1 = Clock::now();
+    auto built = next.build(next_epoch());
+    if (!built.ok()) return log::error("build the new table: " + built.status().message());
+    test_hooks::corrupt_slot(**built);
+    (*built)->log = log;
+    const double build_s = seconds_since(t1);
+    mailbox_->post([this, table = TablePtr(*built), stats, build_s] {
+      if (Status s = publish_everywhere(servers_, table); !s.ok()) return log::error(s.message());
+      if (current_->log && current_->log != table->log) current_->log->mark_superseded();
+      current_ = table;
+      print_table_line("published", table->header, stats, build_s);
+      std::printf("\n");
+      std::fflush(stdout);
+    });
+  }
+
+  Servers& servers_;
+  TablePtr current_;  // loop thread
+  std::atomic<bool> stop_{false};
+  std::unique_ptr<LoopMailbox> mailbox_;
+  std::thread thread_;
+};
+
+// Serves until SIGINT or SIGTERM; SIGUSR1 asks a PSYNC source for a snapshot.
+void run_loop(event_base* base, PsyncSource* psync) {
+  event* sigint = evsignal_new(base, SIGINT, on_signal, base);
+  event* sigterm = evsignal_new(base, SIGTERM, on_signal, base);
+  event* sigusr1 = evsignal_new(base, SIGUSR1, on_snapshot_signal, psync);
+  event_add(sigint, nullptr);
+  event_add(sigterm, nullptr);
+  event_add(sigusr1, nullptr);
+  event_base_dispatch(base);
+  event_free(sigint);
+  event_free(sigterm);
+  event_free(sigusr1);
+}
+
+Status serve(const ServerConfig& config) {
+  RRS_ASSIGN_OR_RETURN(RedisCredentials creds,
+                       load_credentials(config.redis_auth_file, kServerAuthEnv));
+  RRS_ASSIGN_OR_RETURN(AccessPolicy access, access_policy(config));
+  // Listen first, so a taken port or a missing RDMA device is reported before
+  // a long snapshot. The loop does not run until the table is published:
+  // clients that connect early simply wait in the backlog (within their
+  // --connect-timeout), and never see a half-built table.
+  std::unique_ptr<event_base, void (*)(event_base*)> base(event_base_new(), event_base_free);
+  RRS_ASSIGN_OR_RETURN(Servers servers, start_servers(base.get(), config, access));
+  const Source src = make_source(config, creds, port_of(servers.front().second->address()));
+  RRS_ASSIGN_OR_RETURN(TablePtr table, publish_first_table(src, servers));
+
+  EpochFollower follower(servers, table);
+  if (src.psync) RRS_RETURN_IF_ERROR(follower.start(base.get(), *src.psync));
+  run_loop(base.get(), src.psync);
+  follower.stop();
+  servers.clear();
+  // One more turn lets libevent finish freeing the connections it deferred.
+  event_base_loop(base.get(), EVLOOP_NONBLOCK);
+  return {};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -153,124 +280,7 @@ int main(int argc, char** argv) {
     return exit_code::kOk;
   }
   std::signal(SIGPIPE, SIG_IGN);
-
-  auto creds = load_credentials(config->redis_auth_file, kServerAuthEnv);
-  if (!creds.ok()) return fail(creds.status());
-  AccessPolicy access;
-  auto secret = auth::load_secret(config->auth_file);
-  if (!secret.ok()) {
-    log::error(secret.status().message());
-    return exit_code::kUsage;
-  }
-  access.secret = *secret;
-  access.max_clients = config->max_clients;
-  access.idle_timeout = config->idle_timeout;
-  if (!access.secret && !is_loopback_host(config->listen_host)) {
-    log::error("--listen " + config->listen_host +
-               ": without a shared secret rdma-server serves loopback only, because whoever "
-               "reads the table reads every key; give --auth-file FILE (or set " +
-               auth::kSecretEnv + ") here and to rdma-client, or --listen 127.0.0.1");
-    return exit_code::kUsage;
-  }
-  log::info(access.secret ? "clients must prove the shared secret (HMAC-SHA256) before they "
-                            "learn any rkey"
-                          : "no shared secret: serving loopback only");
-
-  // Listen first, so a taken port or a missing RDMA device is reported before
-  // a long snapshot. The loop does not run until the table is published:
-  // clients that connect early simply wait in the backlog (within their
-  // --connect-timeout), and never see a half-built table.
-  std::unique_ptr<event_base, void (*)(event_base*)> base(event_base_new(), event_base_free);
-  auto servers = start_servers(base.get(), *config, access);
-  if (!servers.ok()) return fail(servers.status());
-
-  auto t0 = Clock::now();
-  std::unique_ptr<SnapshotSource> source;
-  PsyncSource* psync = nullptr;
-  if (config->source == "scan") {
-    source = std::make_unique<ScanSource>(config->redis, *creds, ScanOptions{config->scan_count});
-    log::info("snapshotting " + config->redis.to_string() + " (SCAN + DUMP)");
-  } else {
-    PsyncOptions opts;
-    opts.link.announce_port = port_of(servers->front().second->address());
-    opts.log_capacity = config->log_size;
-    opts.snapshot_every = config->snapshot_every;
-    opts.corrupt_log_for_test = corrupt_log_for_test();
-    source = std::make_unique<PsyncSource>(config->redis, *creds, opts);
-    psync = static_cast<PsyncSource*>(source.get());
-    log::info("snapshotting " + config->redis.to_string() + " (PSYNC: the master's own RDB)");
-  }
-  TableBuilder builder;
-  auto stats = source->snapshot(builder);
-  if (!stats.ok()) return fail(stats.status());
-  auto table = builder.build(next_epoch());
-  if (!table.ok()) return fail(table.status());
-  corrupt_for_test(**table);
-  if (psync) (*table)->log = psync->log();
-  double build_s = seconds_since(t0);
-  if (Status s = publish_everywhere(*servers, *table); !s.ok()) return fail(s);
-
-  std::string names;
-  for (auto& [name, server] : *servers) names += (names.empty() ? "" : "+") + name;
-  const table::SlotSizeChoice& c = builder.slot_choice();
-  if (stats->vanished || stats->failed)
-    log::warn(std::to_string(stats->vanished) + " keys vanished during the snapshot, " +
-              std::to_string(stats->failed) + " could not be dumped");
-  print_table_line("ready", (*table)->header, *stats, build_s);
-  std::printf(" heap_records=%llu log_bytes=%llu listening=%s transport=%s\n",
-              static_cast<unsigned long long>(c.heap_records),
-              static_cast<unsigned long long>((*table)->log ? (*table)->log->capacity() : 0),
-              servers->front().second->address().c_str(), names.c_str());
-  std::fflush(stdout);
-
-  // PSYNC: keep the replication link on its own thread, appending the stream
-  // to the change log. A full resync there builds the next epoch with a new
-  // log, which the loop publishes; then the old log is marked superseded, so
-  // its followers resync from the new epoch (the old one retires).
-  TablePtr current = *table;  // loop thread
-  std::atomic<bool> stop{false};
-  std::thread follower;
-  std::unique_ptr<LoopMailbox> mailbox;
-  if (psync) {
-    auto box = LoopMailbox::create(base.get());
-    if (!box.ok()) return fail(box.status());
-    mailbox = std::move(*box);
-    follower = std::thread([&] {
-      psync->follow(stop, [&](TableBuilder& next, const SnapshotStats& next_stats,
-                              const ChangeLogPtr& log) {
-        auto t1 = Clock::now();
-        auto built = next.build(next_epoch());
-        if (!built.ok()) return log::error("build the new table: " + built.status().message());
-        corrupt_for_test(**built);
-        (*built)->log = log;
-        double next_build_s = seconds_since(t1);
-        mailbox->post([&servers, &current, table = TablePtr(*built), next_stats, next_build_s] {
-          if (Status s = publish_everywhere(*servers, table); !s.ok()) return log::error(s.message());
-          if (current->log && current->log != table->log) current->log->mark_superseded();
-          current = table;
-          print_table_line("published", table->header, next_stats, next_build_s);
-          std::printf("\n");
-          std::fflush(stdout);
-        });
-      });
-    });
-  }
-
-  event* sigint = evsignal_new(base.get(), SIGINT, on_signal, base.get());
-  event* sigterm = evsignal_new(base.get(), SIGTERM, on_signal, base.get());
-  event* sigusr1 = evsignal_new(base.get(), SIGUSR1, on_snapshot_signal, psync);
-  event_add(sigint, nullptr);
-  event_add(sigterm, nullptr);
-  event_add(sigusr1, nullptr);
-  event_base_dispatch(base.get());
-  event_free(sigint);
-  event_free(sigterm);
-  event_free(sigusr1);
-  stop = true;
-  if (follower.joinable()) follower.join();
-  mailbox.reset();
-  servers->clear();
-  // One more turn lets libevent finish freeing the connections it deferred.
-  event_base_loop(base.get(), EVLOOP_NONBLOCK);
-  return exit_code::kOk;
+  const Status s = serve(*config);
+  if (!s.ok()) log::error(s.message());
+  return exit_code::for_status(s);
 }

@@ -1,0 +1,48 @@
+#include "server/test_hooks.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "common/base/log.h"
+
+namespace rrs::test_hooks {
+namespace {
+
+// The variable's value as a whole decimal number; unset or not a number
+// (said in a warning) is nullopt.
+std::optional<uint64_t> env_u64(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return std::nullopt;
+  const std::string_view text(v);
+  uint64_t n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    log::warn(std::string(name) + "=" + std::string(text) + " is not a whole number: ignored");
+    return std::nullopt;
+  }
+  return n;
+}
+
+}  // namespace
+
+bool no_memory_windows() {
+  const char* v = std::getenv("RRS_TEST_NO_MEMORY_WINDOWS");
+  if (v == nullptr || std::string_view(v) != "1") return false;
+  log::warn("RRS_TEST_NO_MEMORY_WINDOWS: acting as if the RDMA device had no type-2 memory "
+            "windows (a test hook; unset it)");
+  return true;
+}
+
+void corrupt_slot(Table& t) {
+  const auto slot = env_u64("RRS_TEST_CORRUPT_SLOT");
+  if (!slot || *slot >= t.header.slot_count) return;
+  t.bytes.data()[t.header.slot_offset(*slot) + table::kSlotHeaderSize] ^= std::byte{0x40};
+  log::warn("RRS_TEST_CORRUPT_SLOT: flipped a byte of slot " + std::to_string(*slot) +
+            " (a test hook; unset it)");
+}
+
+std::optional<uint64_t> corrupt_log() { return env_u64("RRS_TEST_CORRUPT_LOG"); }
+
+}  // namespace rrs::test_hooks

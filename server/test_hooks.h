@@ -1,0 +1,27 @@
+// Test hooks: environment variables the tests set to reach states that are
+// hard to cause from outside (a flipped byte, a device without memory
+// windows). Each is loud when set, and never meant for production. Program
+// policy, so they live here with rdma-server and nowhere below it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "common/table/table.h"
+
+namespace rrs::test_hooks {
+
+// $RRS_TEST_NO_MEMORY_WINDOWS=1: the verbs server acts as if its device had
+// no type-2 memory windows, so the fallback (a protection domain per client)
+// can be tested on rxe, which has them.
+bool no_memory_windows();
+
+// $RRS_TEST_CORRUPT_SLOT=N: flips one payload byte of slot N after its CRC
+// was taken, as a bad DIMM or a stray DMA would.
+void corrupt_slot(Table& t);
+
+// $RRS_TEST_CORRUPT_LOG=N: the stream byte N bytes into every new change log
+// is flipped once it is sealed.
+std::optional<uint64_t> corrupt_log();
+
+}  // namespace rrs::test_hooks
