@@ -69,6 +69,10 @@ class RedisProcess {
   Reply run(const std::vector<std::string>& argv) { return admin_->run(argv); }
   std::string digest() { return admin_->digest(); }
   Keyspace keyspace() { return admin_->keyspace(); }
+  // One field of an INFO section ("" if absent).
+  std::string info_field(const std::string& section, const std::string& field) {
+    return admin_->info_field(section, field);
+  }
 
  private:
   bool try_start(std::string& error);
