@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds everything with warnings as errors and runs every test: unit,
-# transport conformance, integration with real redis-server processes; the
+# Builds everything with warnings as errors and runs every test: unit
+# (tests/unit/), transport (tests/transport/: each transport in-process),
+# integration and end-to-end (tests/integration/: real redis-server processes,
+# the shipped binaries); the
 # same again built with ASan + UBSan (in <build-dir>-asan); the fuzzers for
 # 60 s each (clang, ASan + UBSan, in <build-dir>-fuzz;
 # tests/fuzz/), then the Soft-RoCE suite (verbs for real, on rxe in a small

@@ -10,11 +10,11 @@
 
 #include <algorithm>
 #include <csignal>
-#include <functional>
 #include <thread>
 
 #include "common/cli/exit_codes.h"
 #include "tests/support/dataset.h"
+#include "tests/support/eventually.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/sidecar.h"
 #include "tests/support/temp_dir.h"
@@ -73,29 +73,8 @@ Rules without(Rules rules, const std::string& right) {
 
 std::string password_of(const std::string& user) { return user + "-pw"; }
 
-std::string str(const Reply& r) { return r && r->str ? std::string(r->str, r->len) : ""; }
-
-std::string info_field(RedisProcess& redis, const std::string& section, const std::string& name) {
-  const std::string info = "\n" + str(redis.command({"INFO", section}));
-  const std::string key = "\n" + name + ":";
-  size_t at = info.find(key);
-  if (at == std::string::npos) return "";
-  at += key.size();
-  return info.substr(at, info.find('\r', at) - at);
-}
-
-std::string repl(RedisProcess& redis, const std::string& name) {
-  return info_field(redis, "replication", name);
-}
-
-bool eventually(const std::function<bool()>& done, std::chrono::milliseconds within) {
-  const auto deadline = std::chrono::steady_clock::now() + within;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(100ms);
-  }
-  return true;
-}
+// How often eventually() asks (DEBUG DIGEST of both sides, INFO).
+constexpr auto kPoll = 100ms;
 
 bool has(const std::string& text, const std::string& needle) {
   return text.find(needle) != std::string::npos;
@@ -150,14 +129,16 @@ class AclTest : public SidecarTest {
     bool ok = eventually(
         [&] {
           const std::string want = master_.digest(), got = target_.digest();
-          const std::string want_offset = same_offset ? repl(master_, "master_repl_offset") : "";
-          const std::string got_offset = same_offset ? repl(target_, "master_repl_offset") : "";
+          const std::string want_offset =
+              same_offset ? master_.info_field("replication", "master_repl_offset") : "";
+          const std::string got_offset =
+              same_offset ? target_.info_field("replication", "master_repl_offset") : "";
           if (want == got && want_offset == got_offset) return true;
           why = "master digest " + want + " offset " + want_offset + ", target digest " + got +
                 " offset " + got_offset;
           return false;
         },
-        20s);
+        20s, kPoll);
     if (!ok) ADD_FAILURE() << "the target did not converge: " << why;
     return ok;
   }
@@ -306,7 +287,7 @@ TEST_F(AclTest, FollowWithoutPublishFails) {
   EXPECT_TRUE(has(err, "refused PUBLISH")) << follower.describe();
   EXPECT_TRUE(has(err, "'publish' command")) << follower.describe();
   EXPECT_TRUE(has(err, "lacks that right")) << follower.describe();
-  EXPECT_EQ(str(target_.command({"GET", "before"})), "1") << "applied up to the PUBLISH";
+  EXPECT_EQ(text(target_.command({"GET", "before"})), "1") << "applied up to the PUBLISH";
 }
 
 // --- rdma-client --mode replica, and --handoff ---
@@ -323,8 +304,10 @@ TEST_F(AclTest, ReplicaUser) {
   EXPECT_EQ(run.exit_code, 0) << run.describe();
   EXPECT_FALSE(has(run.err, "CONFIG GET refused")) << run.describe();
   expect_target_equals_master();
-  EXPECT_EQ(repl(target_, "master_replid"), repl(master_, "master_replid"));
-  EXPECT_EQ(repl(target_, "master_repl_offset"), server.ready_fields().at("offset"));
+  EXPECT_EQ(target_.info_field("replication", "master_replid"),
+            master_.info_field("replication", "master_replid"));
+  EXPECT_EQ(target_.info_field("replication", "master_repl_offset"),
+            server.ready_fields().at("offset"));
 }
 
 TEST_F(AclTest, ReplicaWithoutReplicaofFails) {
@@ -338,7 +321,7 @@ TEST_F(AclTest, ReplicaWithoutReplicaofFails) {
                           30s);
   EXPECT_NE(run.exit_code, 0) << run.describe();
   EXPECT_TRUE(has(run.err, "'replicaof' command")) << run.describe();
-  EXPECT_EQ(repl(target_, "role"), "master");
+  EXPECT_EQ(target_.info_field("replication", "role"), "master");
   EXPECT_EQ(target_.keyspace(), Keyspace{});
 }
 
@@ -371,7 +354,7 @@ TEST_F(AclTest, HandoffUsers) {
   while (writer.rounds() < 20) std::this_thread::sleep_for(10ms);
   SidecarServer server = psync_sidecar();
   ASSERT_TRUE(server.wait_ready()) << server.describe();
-  const std::string full_before = info_field(master_, "stats", "sync_full");
+  const std::string full_before = master_.info_field("stats", "sync_full");
 
   ClientRun run = sync_to(server.port(), target_,
                           {"--mode", "replica", "--handoff", "--master", master_.address(),
@@ -380,8 +363,8 @@ TEST_F(AclTest, HandoffUsers) {
                           {}, 120s);
   ASSERT_EQ(run.exit_code, 0) << run.describe();
   EXPECT_TRUE(has(run.out, "partial_resync=yes")) << run.describe();
-  EXPECT_EQ(repl(target_, "master_port"), std::to_string(master_.port()));
-  EXPECT_EQ(repl(target_, "master_link_status"), "up");
+  EXPECT_EQ(target_.info_field("replication", "master_port"), std::to_string(master_.port()));
+  EXPECT_EQ(target_.info_field("replication", "master_link_status"), "up");
 
   const uint64_t rounds = writer.rounds();
   while (writer.rounds() < rounds + 30) std::this_thread::sleep_for(10ms);
@@ -389,14 +372,18 @@ TEST_F(AclTest, HandoffUsers) {
   EXPECT_EQ(writer.errors(), "");
   EXPECT_TRUE(converged(true)) << run.describe();
   EXPECT_EQ(target_.client().functions(), master_.client().functions());
-  EXPECT_EQ(info_field(master_, "stats", "sync_full"), full_before) << "a partial resync only";
+  EXPECT_EQ(master_.info_field("stats", "sync_full"), full_before) << "a partial resync only";
   // The masteruser's REPLCONF: the master knows the target's port and has
   // its acknowledgement of the last offset (what WAIT and min-replicas-* use).
   const std::string acked = "port=" + std::to_string(target_.port()) + ",state=online,offset=" +
-                            repl(master_, "master_repl_offset") + ",";
-  EXPECT_TRUE(eventually([&] { return has(str(master_.command({"INFO", "replication"})), acked); },
-                         5s))
-      << acked << "\n" << str(master_.command({"INFO", "replication"}));
+                            master_.info_field("replication", "master_repl_offset") + ",";
+  EXPECT_TRUE(eventually(
+      [&] {
+        return has(text(master_.command({"INFO", "replication"})), acked);
+      },
+      5s, kPoll))
+      << acked << "\n"
+      << text(master_.command({"INFO", "replication"}));
 }
 
 TEST_F(AclTest, HandoffMasterUserWithoutInfoFails) {
@@ -415,7 +402,8 @@ TEST_F(AclTest, HandoffMasterUserWithoutInfoFails) {
   EXPECT_EQ(run.exit_code, exit_code::kUnavailable) << run.describe();
   EXPECT_TRUE(has(run.err, "master's INFO")) << run.describe();
   EXPECT_TRUE(has(run.err, "'info' command")) << run.describe();
-  EXPECT_NE(repl(target_, "master_port"), std::to_string(master_.port())) << "not handed off";
+  EXPECT_NE(target_.info_field("replication", "master_port"), std::to_string(master_.port()))
+      << "not handed off";
 }
 
 TEST_F(AclTest, TargetMasteruserWithoutPsyncFails) {

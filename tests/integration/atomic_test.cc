@@ -5,15 +5,14 @@
 // whichever transport the run uses (RRS_TEST_TRANSPORT).
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <csignal>
-#include <mutex>
 #include <random>
 #include <sstream>
 #include <thread>
 
 #include "common/cli/exit_codes.h"
 #include "tests/support/dataset.h"
+#include "tests/support/mix_watch.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/sidecar.h"
 
@@ -21,11 +20,6 @@ namespace rrs::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::string library(const std::string& name, const std::string& function, int returns) {
-  return "#!lua name=" + name + "\nredis.register_function('" + function +
-         "', function(keys, args) return " + std::to_string(returns) + " end)\n";
-}
 
 // "0:10,2:3" -> {0: 10, 2: 3}; "-" -> {}.
 std::map<int, uint64_t> parse_dbs(const std::string& s) {
@@ -45,84 +39,6 @@ std::map<int, uint64_t> key_counts(const Keyspace& ks) {
   return out;
 }
 
-// Watches the DBs a client of the target sees, from a connection of its own:
-// their sizes read in one MULTI/EXEC (one consistent view), over and over,
-// noting each view that is neither the old data nor the new.
-class MixWatch {
- public:
-  MixWatch(const RedisProcess& target, std::vector<int> dbs, std::vector<long long> old_sizes,
-           std::vector<long long> new_sizes)
-      : dbs_(std::move(dbs)), old_(std::move(old_sizes)), new_(std::move(new_sizes)) {
-    auto c = target.connect();
-    if (!c.ok()) {
-      problems_ = "connect: " + c.status().message();
-      return;
-    }
-    thread_ = std::thread([this, c = std::move(*c)]() mutable { run(c); });
-  }
-  ~MixWatch() { stop(); }
-
-  void stop() {
-    stop_.store(true);
-    if (thread_.joinable()) thread_.join();
-  }
-  // Empty when every view was the old data or the new.
-  std::string problems() const {
-    std::lock_guard lock(mu_);
-    return problems_;
-  }
-  uint64_t old_views() const { return old_views_.load(); }
-  uint64_t new_views() const { return new_views_.load(); }
-  // Waits (a while) until it has seen the new data.
-  bool wait_for_new() const {
-    for (int i = 0; i < 10000 && new_views_.load() == 0 && !stop_.load(); ++i)
-      std::this_thread::sleep_for(1ms);
-    return new_views_.load() > 0;
-  }
-
- private:
-  void run(RedisClient& c) {
-    while (!stop_.load()) {
-      c.command({"MULTI"});
-      for (int db : dbs_) {
-        c.command({"SELECT", std::to_string(db)});
-        c.command({"DBSIZE"});
-      }
-      Reply r = c.command({"EXEC"});
-      std::vector<long long> sizes;
-      for (size_t i = 1; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i += 2)
-        sizes.push_back(r->element[i]->integer);
-      if (sizes.size() != dbs_.size()) {
-        note("EXEC: " + to_string(r));
-        return;
-      }
-      if (sizes == old_) {
-        old_views_++;
-      } else if (sizes == new_) {
-        new_views_++;
-      } else {
-        std::string v;
-        for (size_t i = 0; i < dbs_.size(); ++i)
-          v += " db" + std::to_string(dbs_[i]) + "=" + std::to_string(sizes[i]);
-        note("a mix of old and new data:" + v);
-      }
-      std::this_thread::sleep_for(500us);
-    }
-  }
-  void note(const std::string& what) {
-    std::lock_guard lock(mu_);
-    if (problems_.size() < 2000) problems_ += what + "\n";
-  }
-
-  std::vector<int> dbs_;
-  std::vector<long long> old_, new_;
-  std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> old_views_{0}, new_views_{0};
-  mutable std::mutex mu_;
-  std::string problems_;
-  std::thread thread_;
-};
-
 // The master: 6000 keys of 10 KB in DB 0 (60 MB; a client reads about 10 MB
 // ahead of what its target has applied) and 200 small ones in DB 2, and a function library.
 // The target's old data: keys in DBs 0 and 3, and a library of its own.
@@ -140,7 +56,7 @@ class KilledSidecarTest : public SidecarTest {
     ASSERT_TRUE(target_.started()) << target_.start_error();
     fill_strings(master_, 0, "k:", kBigKeys, 10000);
     fill_strings(master_, 2, "m2:", kSmallKeys);
-    master_.run({"FUNCTION", "LOAD", library("newlib", "fnew", 2)});
+    master_.run({"FUNCTION", "LOAD", lua_library("newlib", "fnew", 2)});
     seed_old_data();
     old_digest_ = target_.digest();
     old_functions_ = target_.client().functions();
@@ -152,7 +68,7 @@ class KilledSidecarTest : public SidecarTest {
     target_.run({"FUNCTION", "FLUSH"});
     fill_strings(target_, 0, "old:", kOld0);
     fill_strings(target_, 3, "old3:", kOld3);
-    target_.run({"FUNCTION", "LOAD", library("oldlib", "fold", 1)});
+    target_.run({"FUNCTION", "LOAD", lua_library("oldlib", "fold", 1)});
   }
 
   // With the target's writes held (CLIENT PAUSE WRITE: a loader stops where
@@ -378,7 +294,7 @@ TEST_F(AtomicTest, SeveralDbsAndFunctionsSwapInTogether) {
   ASSERT_TRUE(target.started()) << target.start_error();
   fill_strings(target, 0, "old:", 100);
   fill_strings(target, 7, "old7:", 10);
-  target.run({"FUNCTION", "LOAD", library("mine", "g1", 7)});
+  target.run({"FUNCTION", "LOAD", lua_library("mine", "g1", 7)});
   SidecarServer server(master_.address());
   ASSERT_TRUE(server.wait_ready()) << server.describe();
 
@@ -399,11 +315,11 @@ TEST_F(AtomicTest, SeveralDbsAndFunctionsSwapInTogether) {
 TEST_F(AtomicTest, DefaultPolicyAppendsFunctionsAndRefusesAConflictUpFront) {
   fill_strings(master_, 0, "k:", 300);
   fill_strings(master_, 4, "k4:", 30);
-  master_.run({"FUNCTION", "LOAD", library("lib1", "f1", 1)});
+  master_.run({"FUNCTION", "LOAD", lua_library("lib1", "f1", 1)});
   RedisProcess target;
   ASSERT_TRUE(target.started()) << target.start_error();
-  target.run({"FUNCTION", "LOAD", library("mine", "g1", 7)});
-  target.run({"FUNCTION", "LOAD", library("lib1", "f1", 1)});
+  target.run({"FUNCTION", "LOAD", lua_library("mine", "g1", 7)});
+  target.run({"FUNCTION", "LOAD", lua_library("lib1", "f1", 1)});
   const auto before = target.client().functions();
   SidecarServer server(master_.address());
   ASSERT_TRUE(server.wait_ready()) << server.describe();

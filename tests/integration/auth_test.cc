@@ -13,17 +13,12 @@
 #include "tests/support/redis_process.h"
 #include "tests/support/sidecar.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/text.h"
 
 namespace rrs::test {
 namespace {
 
 constexpr auto kFailFast = std::chrono::seconds(30);
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 bool mentions_auth(const std::string& text) {
   return lower(text).find("auth") != std::string::npos;

@@ -3,17 +3,18 @@
 #include <gtest/gtest.h>
 
 #include <optional>
-#include <random>
 #include <string>
 
 #include "proto/crc64.h"
 #include "proto/dump_payload.h"
 #include "proto/lzf.h"
+#include "tests/support/dataset.h"
 #include "tests/support/redis_process.h"
 
 namespace rrs {
 namespace {
 
+using test::random_bytes;
 using test::RedisProcess;
 
 std::string dump(RedisProcess& redis, const std::string& key) {
@@ -23,13 +24,6 @@ std::string dump(RedisProcess& redis, const std::string& key) {
     return "";
   }
   return std::string(r->str, r->len);
-}
-
-std::string random_bytes(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::string s(n, '\0');
-  for (char& c : s) c = static_cast<char>(rng());
-  return s;
 }
 
 // An RDB length (rdb.h: 00 6-bit, 01 14-bit, 0x80 32-bit BE, 0x81 64-bit BE)

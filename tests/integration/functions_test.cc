@@ -12,11 +12,6 @@
 namespace rrs::test {
 namespace {
 
-std::string library(const std::string& name, const std::string& function, int returns) {
-  return "#!lua name=" + name + "\nredis.register_function('" + function +
-         "', function(keys, args) return " + std::to_string(returns) + " end)\n";
-}
-
 class FunctionsTest : public SidecarTest {
  protected:
   void SetUp() override {
@@ -29,9 +24,9 @@ class FunctionsTest : public SidecarTest {
 
   // The master's two libraries: lib1 (f1 returns 1), lib2 (f2 returns 2, f3 returns 3).
   void load_master_functions() {
-    master_.run({"FUNCTION", "LOAD", library("lib1", "f1", 1)});
+    master_.run({"FUNCTION", "LOAD", lua_library("lib1", "f1", 1)});
     master_.run({"FUNCTION", "LOAD",
-                 library("lib2", "f2", 2) +
+                 lua_library("lib2", "f2", 2) +
                      "redis.register_function('f3', function(keys, args) return 3 end)\n"});
     ASSERT_FALSE(HasFailure());
   }
@@ -76,7 +71,7 @@ TEST_F(FunctionsTest, NoLoadValidatesTheFunctionsAndAppliesNothing) {
 
 TEST_F(FunctionsTest, DefaultPolicyAddsToTheTargetsOtherLibraries) {
   load_master_functions();
-  replica_.run({"FUNCTION", "LOAD", library("mine", "g1", 7)});
+  replica_.run({"FUNCTION", "LOAD", lua_library("mine", "g1", 7)});
   start_server();
   ClientRun run = sync_to(server_->port(), replica_);
   EXPECT_EQ(run.exit_code, 0) << run.describe();
@@ -89,7 +84,7 @@ TEST_F(FunctionsTest, DefaultPolicyAddsToTheTargetsOtherLibraries) {
 
 TEST_F(FunctionsTest, DefaultPolicyRefusesALibraryTheTargetAlreadyHas) {
   load_master_functions();
-  replica_.run({"FUNCTION", "LOAD", library("lib1", "f1", 100)});
+  replica_.run({"FUNCTION", "LOAD", lua_library("lib1", "f1", 100)});
   auto before = replica_.client().functions();
   start_server();
   ClientRun run = sync_to(server_->port(), replica_);
@@ -104,8 +99,8 @@ TEST_F(FunctionsTest, DefaultPolicyRefusesALibraryTheTargetAlreadyHas) {
 
 TEST_F(FunctionsTest, FlushReplacesEveryFunctionOfTheTarget) {
   load_master_functions();
-  replica_.run({"FUNCTION", "LOAD", library("lib1", "f1", 100)});
-  replica_.run({"FUNCTION", "LOAD", library("mine", "g1", 7)});
+  replica_.run({"FUNCTION", "LOAD", lua_library("lib1", "f1", 100)});
+  replica_.run({"FUNCTION", "LOAD", lua_library("mine", "g1", 7)});
   replica_.run({"SET", "extra", "x"});
   start_server();
   ClientRun run = sync_to(server_->port(), replica_, {"--flush"});
@@ -117,7 +112,7 @@ TEST_F(FunctionsTest, FlushReplacesEveryFunctionOfTheTarget) {
 }
 
 TEST_F(FunctionsTest, FlushRemovesTheTargetsFunctionsWhenTheMasterHasNone) {
-  replica_.run({"FUNCTION", "LOAD", library("mine", "g1", 7)});
+  replica_.run({"FUNCTION", "LOAD", lua_library("mine", "g1", 7)});
   start_server();
   ClientRun run = sync_to(server_->port(), replica_, {"--flush"});
   EXPECT_EQ(run.exit_code, 0) << run.describe();
@@ -128,8 +123,8 @@ TEST_F(FunctionsTest, FlushRemovesTheTargetsFunctionsWhenTheMasterHasNone) {
 
 TEST_F(FunctionsTest, MergeReplacesLibrariesOfTheSameNameAndKeepsTheRest) {
   load_master_functions();
-  replica_.run({"FUNCTION", "LOAD", library("lib1", "f1", 100)});
-  replica_.run({"FUNCTION", "LOAD", library("mine", "g1", 7)});
+  replica_.run({"FUNCTION", "LOAD", lua_library("lib1", "f1", 100)});
+  replica_.run({"FUNCTION", "LOAD", lua_library("mine", "g1", 7)});
   start_server();
   ClientRun run = sync_to(server_->port(), replica_, {"--merge"});
   EXPECT_EQ(run.exit_code, 0) << run.describe();
@@ -145,7 +140,7 @@ TEST_F(FunctionsTest, MergeReplacesLibrariesOfTheSameNameAndKeepsTheRest) {
 
 TEST_F(FunctionsTest, MergeRefusesAFunctionNameAnotherLibraryHolds) {
   load_master_functions();
-  replica_.run({"FUNCTION", "LOAD", library("mine", "f1", 100)});
+  replica_.run({"FUNCTION", "LOAD", lua_library("mine", "f1", 100)});
   auto before = replica_.client().functions();
   start_server();
   ClientRun run = sync_to(server_->port(), replica_, {"--merge"});

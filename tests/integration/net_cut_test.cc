@@ -12,23 +12,19 @@
 //   tc: both RDMA ports stay up, as when something between them fails. One
 //   rxe cannot be cut from itself (see tests/vm/net-cut-vms.sh), so over
 //   verbs the cases skip without the VM pair.
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <set>
 #include <sstream>
 #include <thread>
 
 #include "common/cli/exit_codes.h"
+#include "tests/support/net_lab.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/sidecar.h"
@@ -54,31 +50,6 @@ std::string seconds_text(SteadyClock::duration d) {
   return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
 }
 
-// DEBUG DIGEST on a connection of the test's own (30 s timeout: a target
-// busy loading on a loaded 2-core machine).
-std::string digest_of(const RedisProcess& redis) {
-  auto c = redis.connect();
-  if (!c.ok()) return "(no connection: " + c.status().message() + ")";
-  return c->digest();
-}
-
-struct CommandResult {
-  int code = -1;
-  std::string out, error;  // error: the command and its stderr, when code != 0
-};
-
-// Runs a short command (10 s at most).
-CommandResult run_command(std::vector<std::string> argv) {
-  Process p(std::move(argv));
-  CommandResult r;
-  r.code = p.wait(10s);
-  r.out = p.stdout_text();
-  if (r.code != 0)
-    r.error =
-        "$ " + p.command_line() + " (exit " + std::to_string(r.code) + "): " + p.stderr_text();
-  return r;
-}
-
 // ---------------------------------------------------------------------------
 // Where the sidecar runs, and how its link to the client is cut.
 
@@ -100,146 +71,6 @@ class CutSite {
 
 // ---------------------------------------------------------------------------
 // TCP: a network of our own.
-
-// Runs `ip args...`.
-CommandResult run_ip(std::vector<std::string> args) {
-  args.insert(args.begin(), "ip");
-  return run_command(std::move(args));
-}
-
-bool pid_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
-
-// A network namespace for the sidecar, reached from the host over two veth
-// pairs in 10.199.<n>.0/24:
-//   client link:  host rrsnf<n>c 10.199.<n>.1/30  <->  namespace c0 10.199.<n>.2/30
-//   master link:  host rrsnf<n>m 10.199.<n>.5/30  <->  namespace m0 10.199.<n>.6/30
-// The client (on the host) reaches the sidecar over the first, the sidecar
-// reaches the master (on the host, bound to 10.199.<n>.5 too) over the
-// second, and the target Redis stays on the host's loopback. cut() takes c0
-// down inside the namespace: the host keeps its route (marked linkdown), so
-// the client's packets vanish as on a pulled cable, nothing is refused or
-// reset, and the master link stays up.
-//
-// Everything is deleted with the object, also when the test fails. <n> is
-// claimed under a lock file, skipping any 10.199.<n> the host already uses,
-// and namespaces left by a test process that died (named rrs-nf-<n>-<pid>)
-// are removed first: parallel runs (ctest -j) never collide.
-class NetLab {
- public:
-  // Check ok(); if not, cannot() says whether this machine simply cannot
-  // (not root, no iproute2, no namespaces: the test skips), and why() says
-  // what happened.
-  NetLab() { create(); }
-  ~NetLab() { destroy(); }
-  NetLab(const NetLab&) = delete;
-  NetLab& operator=(const NetLab&) = delete;
-
-  bool ok() const { return n_ >= 0; }
-  bool cannot() const { return cannot_; }
-  const std::string& why() const { return why_; }
-
-  const std::string& ns() const { return ns_; }
-  std::string sidecar_addr() const { return prefix() + ".2"; }
-  std::string master_addr() const { return prefix() + ".5"; }
-
-  // "" or what failed.
-  std::string cut() { return run_ip({"-n", ns_, "link", "set", "c0", "down"}).error; }
-  std::string restore() { return run_ip({"-n", ns_, "link", "set", "c0", "up"}).error; }
-
- private:
-  std::string prefix() const { return "10.199." + std::to_string(n_); }
-  static std::string host_end(int n, char which) { return "rrsnf" + std::to_string(n) + which; }
-
-  void create() {
-    if (::geteuid() != 0) return give_up(true, "needs root (network namespaces and veths)");
-    if (CommandResult v = run_ip({"-V"}); v.code != 0)
-      return give_up(true, "iproute2's `ip` is not available (" + v.error + ")");
-
-    const char* lock_path = ::access("/run/lock", W_OK) == 0 ? "/run/lock/rrs-net-fault.lock"
-                                                             : "/tmp/rrs-net-fault.lock";
-    int lock = ::open(lock_path, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
-    if (lock < 0 || ::flock(lock, LOCK_EX) != 0) {
-      if (lock >= 0) ::close(lock);
-      return give_up(false, std::string("lock ") + lock_path + ": " + std::strerror(errno));
-    }
-    claim_and_build();
-    ::close(lock);  // releases the lock
-  }
-
-  void claim_and_build() {
-    std::set<int> used;
-    CommandResult list = run_ip({"netns", "list"});
-    if (list.code != 0) return give_up(true, "`ip netns` does not work here: " + list.error);
-    std::istringstream lines(list.out);
-    for (std::string line; std::getline(lines, line);) {
-      std::string name = line.substr(0, line.find(' '));
-      int n = 0, pid = 0;
-      if (std::sscanf(name.c_str(), "rrs-nf-%d-%d", &n, &pid) != 2) continue;
-      if (pid_alive(pid)) {
-        used.insert(n);
-        continue;
-      }
-      // Left by a test that died: its veths go with their host ends.
-      run_ip({"link", "del", host_end(n, 'c')});
-      run_ip({"link", "del", host_end(n, 'm')});
-      run_ip({"netns", "del", name});
-    }
-    CommandResult addrs = run_ip({"-o", "-4", "addr", "show"});
-    for (size_t at = addrs.out.find("10.199."); at != std::string::npos;
-         at = addrs.out.find("10.199.", at + 1))
-      used.insert(std::atoi(addrs.out.c_str() + at + 7));
-    int n = -1;
-    for (int k = 0; k < 250 && n < 0; ++k) {
-      int candidate = 1 + static_cast<int>((::getpid() + k) % 250);
-      if (!used.contains(candidate)) n = candidate;
-    }
-    if (n < 0) return give_up(false, "no free 10.199.<n>.0/24 left");
-
-    const std::string ns = "rrs-nf-" + std::to_string(n) + "-" + std::to_string(::getpid());
-    if (CommandResult r = run_ip({"netns", "add", ns}); r.code != 0)
-      return give_up(true, "cannot create a network namespace: " + r.error);
-    n_ = n;
-    ns_ = ns;
-    const std::string p = prefix();
-    const std::vector<std::vector<std::string>> steps = {
-        {"link", "add", host_end(n, 'c'), "type", "veth", "peer", "name", "c0", "netns", ns},
-        {"link", "add", host_end(n, 'm'), "type", "veth", "peer", "name", "m0", "netns", ns},
-        {"addr", "add", p + ".1/30", "dev", host_end(n, 'c')},
-        {"addr", "add", p + ".5/30", "dev", host_end(n, 'm')},
-        {"link", "set", host_end(n, 'c'), "up"},
-        {"link", "set", host_end(n, 'm'), "up"},
-        {"-n", ns, "addr", "add", p + ".2/30", "dev", "c0"},
-        {"-n", ns, "addr", "add", p + ".6/30", "dev", "m0"},
-        {"-n", ns, "link", "set", "lo", "up"},
-        {"-n", ns, "link", "set", "c0", "up"},
-        {"-n", ns, "link", "set", "m0", "up"},
-    };
-    for (const auto& step : steps) {
-      if (CommandResult r = run_ip(step); r.code != 0) {
-        destroy();
-        return give_up(false, "set up the test network: " + r.error);
-      }
-    }
-  }
-
-  void give_up(bool cannot, std::string why) {
-    cannot_ = cannot;
-    why_ = std::move(why);
-  }
-
-  void destroy() {
-    if (n_ < 0) return;
-    run_ip({"link", "del", host_end(n_, 'c')});
-    run_ip({"link", "del", host_end(n_, 'm')});
-    run_ip({"netns", "del", ns_});
-    n_ = -1;
-  }
-
-  int n_ = -1;
-  std::string ns_;
-  bool cannot_ = false;
-  std::string why_;
-};
 
 // A master on the host, a sidecar in the namespace, the client on the host.
 class NamespaceSite : public CutSite {

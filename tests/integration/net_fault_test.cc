@@ -15,6 +15,7 @@
 
 #include "common/cli/exit_codes.h"
 #include "tests/support/dataset.h"
+#include "tests/support/eventually.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/sidecar.h"
@@ -26,47 +27,6 @@ namespace {
 using namespace std::chrono_literals;
 using SteadyClock = std::chrono::steady_clock;
 constexpr auto kStderr = Process::Stream::kStderr;
-
-// DEBUG DIGEST and INFO on a connection of the test's own, with RedisClient's
-// default 30 s timeout: the admin connection's 2 s can be too short for the
-// digest of a large dataset, or for a target busy loading, on a loaded
-// 2-core machine.
-std::string digest_of(const RedisProcess& redis) {
-  auto c = redis.connect();
-  if (!c.ok()) return "(no connection: " + c.status().message() + ")";
-  return c->digest();
-}
-
-std::string info_field(const RedisProcess& redis, const std::string& section,
-                       const std::string& field) {
-  auto c = redis.connect();
-  if (!c.ok()) return "";
-  Reply r = c->command({"INFO", section});
-  std::string info = r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "";
-  size_t at = info.find("\n" + field + ":");
-  if (at == std::string::npos) return "";
-  at += field.size() + 2;
-  return info.substr(at, info.find_first_of("\r\n", at) - at);
-}
-
-// SIGKILLs a test's redis-server (our child: its pid cannot be reused before
-// its Process reaps it). The RedisProcess object stays, dead, until its scope ends.
-void kill_redis(RedisProcess& redis) {
-  std::string pid = info_field(redis, "server", "process_id");
-  ASSERT_FALSE(pid.empty()) << "no process_id in INFO server";
-  ASSERT_EQ(::kill(static_cast<pid_t>(std::stol(pid)), SIGKILL), 0) << std::strerror(errno);
-}
-
-// Polls `done` every 20 ms until it holds or `timeout` passes.
-template <class Pred>
-bool eventually(Pred done, std::chrono::milliseconds timeout) {
-  auto deadline = SteadyClock::now() + timeout;
-  while (!done()) {
-    if (SteadyClock::now() >= deadline) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
 
 class KillTest : public SidecarTest {
  protected:
@@ -95,7 +55,7 @@ TEST_F(KillTest, PsyncMasterKilledMidRdbThenBackWithItsData) {
   ASSERT_TRUE(server.process().wait_for_line("began a full resync", 30s, kStderr))
       << server.describe();
   std::this_thread::sleep_for(500ms);
-  kill_redis(master_);
+  master_.kill();
   ASSERT_FALSE(HasFailure());
   ASSERT_TRUE(server.process().wait_for_line("retrying", 15s, kStderr)) << server.describe();
   EXPECT_EQ(server.process().stdout_text().find("ready"), std::string::npos) << server.describe();
@@ -132,7 +92,7 @@ TEST_F(KillTest, PsyncMasterKilledMidRdbAndGoneNeverPublishes) {
   ASSERT_TRUE(server.process().wait_for_line("began a full resync", 30s, kStderr))
       << server.describe();
   std::this_thread::sleep_for(500ms);
-  kill_redis(master_);
+  master_.kill();
   ASSERT_FALSE(HasFailure());
   ASSERT_TRUE(server.process().wait_for_line("retrying", 15s, kStderr)) << server.describe();
   // It keeps retrying with backoff (the master may be restarting), naming
@@ -161,7 +121,7 @@ TEST_F(KillTest, ScanMasterKilledMidScanNeverPublishes) {
       },
       30s);
   ASSERT_TRUE(walking) << server.describe();
-  kill_redis(master_);
+  master_.kill();
   ASSERT_FALSE(HasFailure());
   const int code = server.process().wait(60s);
   // A master gone mid-walk is "unavailable": exit 3, naming it, no table.
@@ -199,13 +159,13 @@ TEST_P(TargetKillTest, TargetKilledMidLoad) {
     ASSERT_TRUE(client.wait_for_line("the target connected", 30s, kStderr)) << client.describe();
     EXPECT_TRUE(eventually(
         [&] {
-          return info_field(target, "persistence", "loading") == "1" ||
-                 info_field(target, "persistence", "async_loading") == "1";
+          return target.fresh_info_field("persistence", "loading") == "1" ||
+                 target.fresh_info_field("persistence", "async_loading") == "1";
         },
         10s))
         << "the target never started loading\n" << client.describe();
     std::this_thread::sleep_for(300ms);
-    kill_redis(target);
+    target.kill();
     ASSERT_FALSE(HasFailure());
     const auto t0 = SteadyClock::now();
     EXPECT_EQ(client.wait(60s), exit_code::kUnavailable) << client.describe();
@@ -219,7 +179,7 @@ TEST_P(TargetKillTest, TargetKilledMidLoad) {
     Process client(args);
     ASSERT_TRUE(client.wait_for_line("table epoch", 30s, kStderr)) << client.describe();
     std::this_thread::sleep_for(500ms);
-    kill_redis(target);
+    target.kill();
     ASSERT_FALSE(HasFailure());
     const auto t0 = SteadyClock::now();
     EXPECT_EQ(client.wait(60s), exit_code::kUnavailable) << client.describe();

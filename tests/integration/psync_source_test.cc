@@ -18,20 +18,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The raw text of a string reply (to_string() quotes and escapes it).
-std::string text(const Reply& r) {
-  return r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "(not a string)";
-}
-
-std::string info_field(RedisProcess& redis, const std::string& section, const std::string& field) {
-  Reply r = redis.command({"INFO", section});
-  std::string info = r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "";
-  size_t at = info.find(field + ":");
-  if (at == std::string::npos) return "";
-  size_t end = info.find_first_of("\r\n", at);
-  return info.substr(at + field.size() + 1, end - at - field.size() - 1);
-}
-
 class PsyncTest : public SidecarTest {
  protected:
   void SetUp() override {
@@ -61,18 +47,19 @@ TEST_F(PsyncTest, EveryTypeAndTheMastersReplicationPosition) {
   ASSERT_TRUE(server.wait_ready()) << server.describe();
   const Fields& f = server.ready_fields();
   EXPECT_EQ(f.at("source"), "psync") << server.ready_line();
-  EXPECT_EQ(f.at("replid"), info_field(master_, "replication", "master_replid"));
-  EXPECT_LE(field_u64(f, "offset"), std::stoull(info_field(master_, "replication", "master_repl_offset")));
+  EXPECT_EQ(f.at("replid"), master_.info_field("replication", "master_replid"));
+  EXPECT_LE(field_u64(f, "offset"),
+            std::stoull(master_.info_field("replication", "master_repl_offset")));
   EXPECT_EQ(field_u64(f, "functions"), master_.client().functions().size());
   expect_replica_equals_master(server.port());
 
   // The sidecar stays attached as a replica that acknowledges the stream.
   master_.run({"SET", "after", "the snapshot"});
-  std::string want = info_field(master_, "replication", "master_repl_offset");
+  std::string want = master_.info_field("replication", "master_repl_offset");
   std::string slave;
   for (int i = 0; i < 50 && slave.find("offset=" + want + ",") == std::string::npos; ++i) {
     std::this_thread::sleep_for(100ms);
-    slave = info_field(master_, "replication", "slave0");
+    slave = master_.info_field("replication", "slave0");
   }
   EXPECT_NE(slave.find("state=online"), std::string::npos) << slave;
   EXPECT_NE(slave.find("port=" + std::to_string(server.port())), std::string::npos) << slave;
@@ -156,8 +143,8 @@ TEST_F(PsyncTest, LinkLostAfterTheTableContinuesWithAPartialResync) {
   master_.run({"CLIENT", "KILL", "TYPE", "replica"});
   EXPECT_TRUE(server.process().wait_for_line("partial resync", 30s, Process::Stream::kStderr))
       << server.describe();
-  EXPECT_EQ(info_field(master_, "stats", "sync_partial_ok"), "1");
-  EXPECT_EQ(info_field(master_, "stats", "sync_full"), "1");
+  EXPECT_EQ(master_.info_field("stats", "sync_partial_ok"), "1");
+  EXPECT_EQ(master_.info_field("stats", "sync_full"), "1");
   EXPECT_EQ(server.process().stdout_text().find("published"), std::string::npos);
 }
 
@@ -172,7 +159,7 @@ TEST_F(PsyncTest, FullResyncOnReconnectPublishesANewEpoch) {
   auto line = server.process().wait_for_line("published", 30s);
   ASSERT_TRUE(line) << server.describe();
   Fields f = parse_fields(*line);
-  EXPECT_EQ(f["replid"], info_field(master_, "replication", "master_replid"));
+  EXPECT_EQ(f["replid"], master_.info_field("replication", "master_replid"));
   EXPECT_NE(f["epoch"], server.ready_fields().at("epoch"));
   std::this_thread::sleep_for(200ms);  // the loop publishes it
   expect_replica_equals_master(server.port());

@@ -15,10 +15,6 @@
 namespace rrs::test {
 namespace {
 
-std::string text(const Reply& r) {
-  return r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "(not a string)";
-}
-
 // SAVE, then the bytes of the RDB file.
 std::string save_rdb(RedisProcess& redis) {
   redis.run({"SAVE"});

@@ -31,10 +31,6 @@ int64_t now_ms() {
       .count();
 }
 
-std::string text(const Reply& r) {
-  return r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "";
-}
-
 // `cmd` followed by `n` items "<prefix><i>", with `paired` each after "<i>" (a score, a field).
 Argv with_items(Argv cmd, const std::string& prefix, int n, bool paired = false) {
   for (int i = 0; i < n; ++i) {
@@ -96,14 +92,6 @@ std::vector<Key> dump_db(RedisClient& c) {
   return keys;
 }
 
-std::string info_field(RedisClient& c, const std::string& section, const std::string& field) {
-  std::string info = text(c.run({"INFO", section}));
-  size_t at = info.find(field + ":");
-  if (at == std::string::npos) return "";
-  at += field.size() + 1;
-  return info.substr(at, info.find('\r', at) - at);
-}
-
 TEST(RdbWriterRedis, RedisLoadsTheWrittenRdb) {
   RedisProcess source;
   ASSERT_TRUE(source.started()) << source.start_error();
@@ -143,7 +131,7 @@ TEST(RdbWriterRedis, RedisLoadsTheWrittenRdb) {
   // Written in small takes, as a stream would be sent.
   rdb::RdbWriter w(*version);
   std::string rdb;
-  w.aux("redis-ver", info_field(src, "server", "redis_version"));
+  w.aux("redis-ver", src.info_field("server", "redis_version"));
   w.aux("redis-bits", "64");
   w.aux("ctime", std::to_string(now_ms() / 1000));
   w.aux("rrs-unknown-field", "a loader skips AUX fields it does not know");

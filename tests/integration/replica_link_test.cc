@@ -16,19 +16,16 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/redis_client.h"
+
 namespace rrs {
 namespace {
 
 using namespace std::chrono_literals;
+using test::resp_command;
 
 constexpr char kTargetId[] = "1111111111111111111111111111111111111111";
 constexpr char kMasterId[] = "2222222222222222222222222222222222222222";
-
-std::string resp(const std::vector<std::string>& args) {
-  std::string s = "*" + std::to_string(args.size()) + "\r\n";
-  for (const auto& a : args) s += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
-  return s;
-}
 
 // A peer that connects to `at`, sends a replica's handshake asking to
 // continue `psync_id`, and returns everything it reads until the link closes
@@ -44,10 +41,11 @@ std::string replica_handshake(const Endpoint& at, const std::string& psync_id,
     ::close(fd);
     return "connect failed";
   }
-  std::string out = resp({"PING"});
+  std::string out = resp_command({"PING"});
   if (!hang_up_early)
-    out += resp({"REPLCONF", "listening-port", "6380"}) +
-           resp({"REPLCONF", "capa", "eof", "capa", "psync2"}) + resp({"PSYNC", psync_id, "1"});
+    out += resp_command({"REPLCONF", "listening-port", "6380"}) +
+           resp_command({"REPLCONF", "capa", "eof", "capa", "psync2"}) +
+           resp_command({"PSYNC", psync_id, "1"});
   (void)!::write(fd, out.data(), out.size());
   std::string got;
   char buf[4096];
@@ -109,7 +107,7 @@ TEST(ReplicaLinkTest, ATargetWithoutCapaEofIsRefused) {
     sa.sin_port = htons(link->endpoint().port);
     inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
     if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) {
-      std::string out = resp({"PING"}) + resp({"PSYNC", kTargetId, "1"});
+      std::string out = resp_command({"PING"}) + resp_command({"PSYNC", kTargetId, "1"});
       (void)!::write(fd, out.data(), out.size());
       char buf[256];
       while (::read(fd, buf, sizeof buf) > 0) {

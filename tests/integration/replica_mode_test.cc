@@ -8,13 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
-#include <functional>
 #include <regex>
 #include <sstream>
 #include <thread>
 
 #include "common/cli/exit_codes.h"
 #include "tests/support/dataset.h"
+#include "tests/support/eventually.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/sidecar.h"
 #include "tests/support/write_load.h"
@@ -26,37 +26,14 @@ using namespace std::chrono_literals;
 
 // How long a target may take to catch up once the writer stops.
 constexpr auto kConvergeWithin = 20s;
-
-std::string str(const Reply& r) { return r && r->str ? std::string(r->str, r->len) : ""; }
-
-// One field of an INFO section ("" if absent).
-std::string info_field(RedisProcess& redis, const std::string& section, const std::string& name) {
-  const std::string info = str(redis.command({"INFO", section}));
-  const std::string key = "\n" + name + ":";
-  size_t at = ("\n" + info).find(key);
-  if (at == std::string::npos) return "";
-  at += key.size() - 1;  // in `info`, past the ':'
-  return info.substr(at, info.find('\r', at) - at);
-}
-
-std::string repl(RedisProcess& redis, const std::string& name) {
-  return info_field(redis, "replication", name);
-}
+// How often eventually() asks (DEBUG DIGEST of both sides, INFO).
+constexpr auto kPoll = 100ms;
 
 struct SyncCounters {
   std::string full, partial_ok;
 };
 SyncCounters sync_counters(RedisProcess& master) {
-  return {info_field(master, "stats", "sync_full"), info_field(master, "stats", "sync_partial_ok")};
-}
-
-bool eventually(const std::function<bool()>& done, std::chrono::milliseconds within) {
-  const auto deadline = std::chrono::steady_clock::now() + within;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(100ms);
-  }
-  return true;
+  return {master.info_field("stats", "sync_full"), master.info_field("stats", "sync_partial_ok")};
 }
 
 class ReplicaModeTest : public SidecarTest {
@@ -84,9 +61,9 @@ class ReplicaModeTest : public SidecarTest {
     std::string why;
     bool ok = eventually(
         [&] {
-          const std::string want_offset = repl(master, "master_repl_offset");
+          const std::string want_offset = master.info_field("replication", "master_repl_offset");
           const std::string want_digest = master.digest();
-          const std::string got_offset = repl(target, "master_repl_offset");
+          const std::string got_offset = target.info_field("replication", "master_repl_offset");
           const std::string got_digest = target.digest();
           if (want_offset == got_offset && want_digest == got_digest) return true;
           std::ostringstream os;
@@ -96,7 +73,7 @@ class ReplicaModeTest : public SidecarTest {
           why = os.str();
           return false;
         },
-        kConvergeWithin);
+        kConvergeWithin, kPoll);
     if (!ok) ADD_FAILURE() << "the target did not converge: " << why;
     return ok;
   }
@@ -140,11 +117,14 @@ TEST_F(ReplicaModeTest, EveryTypeThroughTheReplicaProtocol) {
 
   // The target holds the master's history at the table's offset, as a
   // replica whose master (the client) is gone.
-  EXPECT_EQ(repl(target_, "role"), "slave");
-  EXPECT_EQ(repl(target_, "master_replid"), repl(master_, "master_replid"));
-  EXPECT_EQ(repl(target_, "master_replid"), ready.at("replid"));
-  EXPECT_EQ(repl(target_, "master_repl_offset"), ready.at("offset"));
-  EXPECT_TRUE(eventually([&] { return repl(target_, "master_link_status") == "down"; }, 5s));
+  EXPECT_EQ(target_.info_field("replication", "role"), "slave");
+  EXPECT_EQ(target_.info_field("replication", "master_replid"),
+            master_.info_field("replication", "master_replid"));
+  EXPECT_EQ(target_.info_field("replication", "master_replid"), ready.at("replid"));
+  EXPECT_EQ(target_.info_field("replication", "master_repl_offset"), ready.at("offset"));
+  EXPECT_TRUE(
+      eventually([&] { return target_.info_field("replication", "master_link_status") == "down"; },
+                 5s, kPoll));
 }
 
 TEST_F(ReplicaModeTest, FollowForwardsTheStreamByteForByte) {
@@ -167,22 +147,25 @@ TEST_F(ReplicaModeTest, FollowForwardsTheStreamByteForByte) {
   // the stream went down the link, nothing else did.
   EXPECT_TRUE(converged(master_, target_)) << follower.describe();
   EXPECT_EQ(target_.client().functions(), master_.client().functions());
-  EXPECT_EQ(repl(target_, "master_replid"), repl(master_, "master_replid"));
-  EXPECT_EQ(repl(target_, "master_link_status"), "up");
+  EXPECT_EQ(target_.info_field("replication", "master_replid"),
+            master_.info_field("replication", "master_replid"));
+  EXPECT_EQ(target_.info_field("replication", "master_link_status"), "up");
   // The follower's latest status line reports the master's offset with no
   // lag. Read the master's offset afresh each time: it moves by itself (a
   // 14-byte PING to its replicas every 10 s), possibly between two lines.
   std::string want;
   EXPECT_TRUE(eventually(
       [&] {
-        want = " offset=" + repl(master_, "master_repl_offset") + " lag_bytes=0 lag_ms=0";
+        want = " offset=" + master_.info_field("replication", "master_repl_offset") +
+               " lag_bytes=0 lag_ms=0";
         const std::string out = follower.stdout_text();
         const size_t last = out.rfind("following ");
         return last != std::string::npos &&
                out.substr(last, out.find('\n', last) - last).find(want) != std::string::npos;
       },
-      10s))
-      << want << "\n" << follower.describe();
+      10s, kPoll))
+      << want << "\n"
+      << follower.describe();
   EXPECT_NE(follower.stdout_text().find(" acked="), std::string::npos) << follower.describe();
   EXPECT_FALSE(std::regex_search(follower.stdout_text(), std::regex("resyncs=[1-9]")))
       << follower.describe();
@@ -212,13 +195,14 @@ TEST_F(ReplicaModeTest, CorruptLogIsNeverForwarded) {
   EXPECT_EQ(follower.wait(60s), exit_code::kBadData) << follower.describe();
   EXPECT_NE(follower.stderr_text().find("do not match their checksum"), std::string::npos)
       << follower.describe();
-  const uint64_t target_offset = std::stoull(repl(target_, "master_repl_offset"));
+  const uint64_t target_offset =
+      std::stoull(target_.info_field("replication", "master_repl_offset"));
   EXPECT_LE(target_offset, table_offset + 3000) << follower.describe();
   for (int i = 0; i < 200; ++i) {
     Reply got = target_.command({"GET", "c:" + std::to_string(i)});
     ASSERT_TRUE(got);
     if (got->type == REDIS_REPLY_NIL) continue;
-    EXPECT_EQ(str(got), value) << "c:" << i;
+    EXPECT_EQ(text(got), value) << "c:" << i;
   }
 }
 
@@ -233,9 +217,13 @@ TEST_F(ReplicaModeTest, HandoffContinuesWithAPartialResync) {
   // client must catch up from the change log first.
   const uint64_t table_offset = field_u64(server.ready_fields(), "offset").value_or(0);
   ASSERT_TRUE(eventually(
-      [&] { return std::stoull(repl(master_, "master_repl_offset")) > table_offset + (256 << 10); },
-      30s))
-      << repl(master_, "master_repl_offset") << "\n" << server.ready_line();
+      [&] {
+        return std::stoull(master_.info_field("replication", "master_repl_offset")) >
+               table_offset + (256 << 10);
+      },
+      30s, kPoll))
+      << master_.info_field("replication", "master_repl_offset") << "\n"
+      << server.ready_line();
 
   Process client = start_client(server.port(), target_, {"--handoff", "--master",
                                                          master_.address()});
@@ -271,10 +259,11 @@ TEST_F(ReplicaModeTest, HandoffContinuesWithAPartialResync) {
   while (writer.rounds() < rounds + 50) std::this_thread::sleep_for(10ms);
   writer.stop();
   EXPECT_EQ(writer.errors(), "");
-  EXPECT_EQ(repl(target_, "role"), "slave");
-  EXPECT_EQ(repl(target_, "master_port"), std::to_string(master_.port()));
-  EXPECT_EQ(repl(target_, "master_link_status"), "up");
-  EXPECT_EQ(repl(target_, "master_replid"), repl(master_, "master_replid"));
+  EXPECT_EQ(target_.info_field("replication", "role"), "slave");
+  EXPECT_EQ(target_.info_field("replication", "master_port"), std::to_string(master_.port()));
+  EXPECT_EQ(target_.info_field("replication", "master_link_status"), "up");
+  EXPECT_EQ(target_.info_field("replication", "master_replid"),
+            master_.info_field("replication", "master_replid"));
   EXPECT_TRUE(converged(master_, target_)) << client.describe();
   EXPECT_EQ(target_.client().functions(), master_.client().functions());
   EXPECT_EQ(sync_counters(master_).full, before.full) << "nothing did a full sync meanwhile";
@@ -296,9 +285,10 @@ TEST_F(ReplicaModeTest, HandoffRefusedWhenTheBacklogNoLongerReaches) {
   // second), so the backlog may stay whole for a second.
   fill_strings(master, 0, "later:", 100, 1024);
   const auto deadline = std::chrono::steady_clock::now() + 15s;
-  for (int i = 0; std::stoull(repl(master, "repl_backlog_first_byte_offset")) <= offset + 1;) {
+  for (int i = 0; std::stoull(master.info_field("replication", "repl_backlog_first_byte_offset")) <=
+                  offset + 1;) {
     ASSERT_LT(std::chrono::steady_clock::now(), deadline)
-        << str(master.command({"INFO", "replication"}));
+        << text(master.command({"INFO", "replication"}));
     for (int n = 0; n < 16; ++n, ++i)
       master.run({"SET", "more:" + std::to_string(i % 500), std::string(1024, 'm')});
     std::this_thread::sleep_for(20ms);
@@ -317,10 +307,12 @@ TEST_F(ReplicaModeTest, HandoffRefusedWhenTheBacklogNoLongerReaches) {
   const SyncCounters after = sync_counters(master);
   EXPECT_EQ(after.full, before.full);
   EXPECT_EQ(after.partial_ok, before.partial_ok);
-  EXPECT_EQ(info_field(master, "replication", "connected_slaves"), "1");  // the sidecar
-  EXPECT_EQ(repl(target_, "role"), "slave");
-  EXPECT_NE(repl(target_, "master_port"), std::to_string(master.port()));
-  EXPECT_TRUE(eventually([&] { return repl(target_, "master_link_status") == "down"; }, 5s));
+  EXPECT_EQ(master.info_field("replication", "connected_slaves"), "1");  // the sidecar
+  EXPECT_EQ(target_.info_field("replication", "role"), "slave");
+  EXPECT_NE(target_.info_field("replication", "master_port"), std::to_string(master.port()));
+  EXPECT_TRUE(
+      eventually([&] { return target_.info_field("replication", "master_link_status") == "down"; },
+                 5s, kPoll));
   EXPECT_EQ(target_.digest(), snapshot);
 }
 
@@ -339,13 +331,15 @@ TEST_F(ReplicaModeTest, NonEmptyTargetRefusedUnlessFlush) {
   EXPECT_EQ(refused.exit_code, exit_code::kRefused) << refused.describe();
   EXPECT_NE(refused.err.find("--flush"), std::string::npos) << refused.describe();
   EXPECT_EQ(target_.digest(), before) << "a refused run must not touch the target";
-  EXPECT_EQ(repl(target_, "role"), "master") << "a refused run must not touch the target";
+  EXPECT_EQ(target_.info_field("replication", "role"), "master")
+      << "a refused run must not touch the target";
 
   ClientRun flushed = sync_to(server.port(), target_, {"--mode", "replica", "--flush"});
   EXPECT_EQ(flushed.exit_code, 0) << flushed.describe();
   EXPECT_EQ(target_.digest(), master_.digest());
   EXPECT_EQ(target_.keyspace(), master_.keyspace());
-  EXPECT_EQ(repl(target_, "master_replid"), repl(master_, "master_replid"));
+  EXPECT_EQ(target_.info_field("replication", "master_replid"),
+            master_.info_field("replication", "master_replid"));
 }
 
 TEST_F(ReplicaModeTest, DiskLoadingTargetSyncsWithAWarning) {
@@ -364,7 +358,8 @@ TEST_F(ReplicaModeTest, DiskLoadingTargetSyncsWithAWarning) {
   EXPECT_EQ(target.digest(), master_.digest());
   EXPECT_EQ(target.keyspace(), master_.keyspace());
   EXPECT_EQ(target.client().state_outside_digest(), master_.client().state_outside_digest());
-  EXPECT_EQ(repl(target, "master_repl_offset"), server.ready_fields().at("offset"));
+  EXPECT_EQ(target.info_field("replication", "master_repl_offset"),
+            server.ready_fields().at("offset"));
 }
 
 TEST_F(ReplicaModeTest, Usage) {
@@ -385,7 +380,7 @@ TEST_F(ReplicaModeTest, Usage) {
     EXPECT_EQ(run.exit_code, exit_code::kUsage) << run.describe();
     EXPECT_NE(run.err.find(c.says), std::string::npos) << run.describe();
   }
-  EXPECT_EQ(repl(target_, "role"), "master");
+  EXPECT_EQ(target_.info_field("replication", "role"), "master");
 }
 
 }  // namespace

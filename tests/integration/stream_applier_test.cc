@@ -15,20 +15,15 @@ namespace rrs {
 namespace {
 
 using test::RedisProcess;
-
-std::string resp(const std::vector<std::string>& args) {
-  std::string s = "*" + std::to_string(args.size()) + "\r\n";
-  for (const auto& a : args) s += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
-  return s;
-}
+using test::resp_command;
 
 class StreamApplierTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(target_.started()) << target_.start_error();
-    auto c = RedisClient::connect({"127.0.0.1", target_.port()}, {}, std::chrono::seconds(10));
+    auto c = target_.connect();
     ASSERT_TRUE(c.ok()) << c.status().message();
-    applier_.emplace(std::move(*c), kStart);
+    applier_.emplace(std::move(*c).release(), kStart);
   }
 
   // Feeds `bytes` and adds every complete command, then flushes.
@@ -56,9 +51,10 @@ class StreamApplierTest : public ::testing::Test {
 };
 
 TEST_F(StreamApplierTest, AppliesInOrderAcrossDbs) {
-  std::string stream = resp({"SELECT", "2"}) + resp({"SET", "a", "1"}) + resp({"PING"}) +
-                       resp({"REPLCONF", "GETACK", "*"}) + resp({"INCR", "a"}) +
-                       resp({"SELECT", "0"}) + resp({"SET", "b", "x"});
+  std::string stream = resp_command({"SELECT", "2"}) + resp_command({"SET", "a", "1"}) +
+                       resp_command({"PING"}) + resp_command({"REPLCONF", "GETACK", "*"}) +
+                       resp_command({"INCR", "a"}) + resp_command({"SELECT", "0"}) +
+                       resp_command({"SET", "b", "x"});
   ASSERT_TRUE(apply(stream).ok());
   EXPECT_EQ(applier_->applied(), kStart + stream.size());
   EXPECT_EQ(applier_->db(), 0u);
@@ -68,14 +64,15 @@ TEST_F(StreamApplierTest, AppliesInOrderAcrossDbs) {
 }
 
 TEST_F(StreamApplierTest, HoldsATransactionUntilItsExec) {
-  std::string before = resp({"SET", "t", "0"});
-  std::string first = before + resp({"MULTI"}) + resp({"SET", "t", "1"}) + resp({"SELECT", "3"});
+  std::string before = resp_command({"SET", "t", "0"});
+  std::string first = before + resp_command({"MULTI"}) + resp_command({"SET", "t", "1"}) +
+                      resp_command({"SELECT", "3"});
   ASSERT_TRUE(apply(first).ok());
   EXPECT_TRUE(applier_->in_transaction());
   EXPECT_EQ(applier_->applied(), kStart + before.size());  // the block is not applied yet
   EXPECT_EQ(get(0, "t"), "0");
 
-  std::string second = resp({"SET", "t3", "3"}) + resp({"EXEC"});
+  std::string second = resp_command({"SET", "t3", "3"}) + resp_command({"EXEC"});
   ASSERT_TRUE(apply(second).ok());
   EXPECT_FALSE(applier_->in_transaction());
   EXPECT_EQ(applier_->applied(), kStart + first.size() + second.size());
@@ -86,9 +83,9 @@ TEST_F(StreamApplierTest, HoldsATransactionUntilItsExec) {
 }
 
 TEST_F(StreamApplierTest, ARefusedCommandStopsItWithItsOffset) {
-  std::string good = resp({"SET", "s", "text"});
-  std::string bad = resp({"INCR", "s"});  // not an integer: the target refuses
-  Status s = apply(good + bad + resp({"SET", "after", "1"}));
+  std::string good = resp_command({"SET", "s", "text"});
+  std::string bad = resp_command({"INCR", "s"});  // not an integer: the target refuses
+  Status s = apply(good + bad + resp_command({"SET", "after", "1"}));
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("INCR"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find(std::to_string(kStart + good.size() + bad.size())),
@@ -98,8 +95,8 @@ TEST_F(StreamApplierTest, ARefusedCommandStopsItWithItsOffset) {
 }
 
 TEST_F(StreamApplierTest, AFailedCommandInsideATransactionIsRefusedToo) {
-  Status s = apply(resp({"SET", "s", "text"}) + resp({"MULTI"}) + resp({"INCR", "s"}) +
-                   resp({"EXEC"}));
+  Status s = apply(resp_command({"SET", "s", "text"}) + resp_command({"MULTI"}) +
+                   resp_command({"INCR", "s"}) + resp_command({"EXEC"}));
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("transaction"), std::string::npos) << s.message();
 }

@@ -10,8 +10,6 @@
 namespace rrs::test {
 namespace {
 
-std::string str(const Reply& r) { return r && r->str ? std::string(r->str, r->len) : ""; }
-
 class TargetPolicyTest : public SidecarTest {
  protected:
   void SetUp() override {
@@ -60,10 +58,10 @@ TEST_F(TargetPolicyTest, MergeKeepsExtraKeysAndReplacesShared) {
   EXPECT_EQ(run.count("failed"), 0u) << run.describe();
   EXPECT_EQ(run.count("keys"), master_.client().total_keys()) << run.describe();
 
-  EXPECT_EQ(str(replica_.run({"GET", "extra"})), "only on the target");
-  EXPECT_EQ(str(replica_.run({"GET", "shared"})), "from master");
+  EXPECT_EQ(text(replica_.run({"GET", "extra"})), "only on the target");
+  EXPECT_EQ(text(replica_.run({"GET", "shared"})), "from master");
   replica_.client().select(7);
-  EXPECT_EQ(str(replica_.run({"GET", "extra7"})), "only on the target, DB 7");
+  EXPECT_EQ(text(replica_.run({"GET", "extra7"})), "only on the target, DB 7");
   // Without the target's own keys, the rest is exactly the master's data.
   replica_.run({"DEL", "extra7"});
   replica_.client().select(0);

@@ -16,17 +16,12 @@
 #include "tests/support/ports.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/sidecar.h"
+#include "tests/support/text.h"
 
 namespace rrs::test {
 namespace {
 
 using std::chrono::seconds;
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 // A socket that listens but never accepts or answers: the kernel completes
 // TCP handshakes into the backlog, so connect() succeeds and then silence.

@@ -189,6 +189,11 @@ void functions(RedisClient& c) {
 
 }  // namespace
 
+std::string lua_library(const std::string& name, const std::string& function, int returns) {
+  return "#!lua name=" + name + "\nredis.register_function('" + function +
+         "', function(keys, args) return " + std::to_string(returns) + " end)\n";
+}
+
 std::string random_bytes(size_t n, uint64_t seed) {
   std::mt19937_64 gen(seed);
   std::string s(n, '\0');

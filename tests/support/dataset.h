@@ -25,6 +25,10 @@ void fill_all_types(RedisProcess& redis);
 void fill_strings(RedisProcess& redis, int db, const std::string& prefix, size_t count,
                   size_t value_size = 32);
 
+// A Lua function library `name` with one function `function` returning
+// `returns`, for FUNCTION LOAD.
+std::string lua_library(const std::string& name, const std::string& function, int returns);
+
 // `n` bytes from a generator seeded with `seed`: incompressible and repeatable.
 std::string random_bytes(size_t n, uint64_t seed);
 

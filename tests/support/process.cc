@@ -325,4 +325,15 @@ std::string Process::describe() const {
   return s;
 }
 
+CommandResult run_command(std::vector<std::string> argv) {
+  Process p(std::move(argv));
+  CommandResult r;
+  r.code = p.wait(std::chrono::seconds(10));
+  r.out = p.stdout_text();
+  if (r.code != 0)
+    r.error =
+        "$ " + p.command_line() + " (exit " + std::to_string(r.code) + "): " + p.stderr_text();
+  return r;
+}
+
 }  // namespace rrs::test

@@ -86,4 +86,13 @@ class Process {
   std::thread drain_;  // joined in stop(); reads from *state_, never from *this
 };
 
+// What run_command() saw.
+struct CommandResult {
+  int code = -1;
+  std::string out, error;  // error: the command and its stderr, when code != 0
+};
+
+// Runs a short command (10 s at most; then it is killed and fails).
+CommandResult run_command(std::vector<std::string> argv);
+
 }  // namespace rrs::test

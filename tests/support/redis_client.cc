@@ -1,5 +1,7 @@
 #include "tests/support/redis_client.h"
 
+#include <sys/socket.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -71,41 +73,57 @@ uint64_t total_keys(const Keyspace& k) {
   return n;
 }
 
+std::string text(const Reply& r) {
+  if (!r || !r->str) return "";
+  switch (r->type) {
+    case REDIS_REPLY_STRING:
+    case REDIS_REPLY_STATUS:
+    case REDIS_REPLY_ERROR:
+      return std::string(r->str, r->len);
+  }
+  return "";
+}
+
+std::string resp_command(const std::vector<std::string>& argv) {
+  std::string s = "*" + std::to_string(argv.size()) + "\r\n";
+  for (const auto& a : argv) s += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
+  return s;
+}
+
 Result<RedisClient> RedisClient::connect(uint16_t port, const std::string& password,
                                          std::chrono::milliseconds timeout) {
-  std::string where = "connect to 127.0.0.1:" + std::to_string(port);
-  redisContext* c = redisConnectWithTimeout("127.0.0.1", port, to_timeval(timeout));
-  if (!c) return Status::error(where, "out of memory");
-  RedisClient client(c);
-  if (c->err) return Status::error(where, c->errstr);
-  if (redisSetTimeout(c, to_timeval(timeout)) != REDIS_OK)
-    return Status::error(where, "cannot set the I/O timeout");
-  if (!password.empty()) {
-    std::vector<std::string> auth = {"AUTH"};
-    std::istringstream words(password);
-    for (std::string w; words >> w;) auth.push_back(w);
-    Reply r = client.command(auth);
-    if (!r || r->type == REDIS_REPLY_ERROR)
-      return Status::error(where, "AUTH: " + (r ? to_string(r) : client.last_error()));
+  RedisCredentials creds;
+  creds.origin = "the test";
+  std::istringstream words(password);
+  std::vector<std::string> w;
+  for (std::string word; words >> word;) w.push_back(word);
+  if (w.size() == 1) {
+    creds.password = w[0];
+  } else if (w.size() >= 2) {
+    creds.user = w[0];
+    creds.password = w[1];
   }
-  return client;
+  auto c = rrs::RedisClient::connect(Endpoint{"127.0.0.1", port}, creds, timeout);
+  if (!c.ok()) return c.status();
+  return RedisClient(std::move(*c));
 }
 
 bool RedisClient::set_timeout(std::chrono::milliseconds timeout) {
-  return redisSetTimeout(ctx_.get(), to_timeval(timeout)) == REDIS_OK;
+  // What hiredis's redisSetTimeout does on a blocking connection.
+  const timeval tv = to_timeval(timeout);
+  return ::setsockopt(client_.fd(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0 &&
+         ::setsockopt(client_.fd(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) == 0;
 }
 
 Reply RedisClient::command(const std::vector<std::string>& argv) {
-  std::vector<const char*> ptrs;
-  std::vector<size_t> lens;
-  for (const auto& a : argv) {
-    ptrs.push_back(a.data());
-    lens.push_back(a.size());
+  std::vector<std::string_view> views(argv.begin(), argv.end());
+  client_.append(views);
+  auto r = client_.get_reply();
+  if (!r.ok()) {
+    last_error_ = r.status().message();
+    return nullptr;
   }
-  auto* r = static_cast<redisReply*>(
-      redisCommandArgv(ctx_.get(), static_cast<int>(argv.size()), ptrs.data(), lens.data()));
-  if (!r) last_error_ = ctx_->errstr[0] ? ctx_->errstr : "connection lost";
-  return Reply(r);
+  return std::move(*r);
 }
 
 Reply RedisClient::run(const std::vector<std::string>& argv) {
@@ -129,15 +147,15 @@ Keyspace RedisClient::keyspace() {
   Keyspace ks;
   Reply r = run({"INFO", "keyspace"});
   if (!r || r->type != REDIS_REPLY_STRING) return ks;
-  // Lines look like "db0:keys=12,expires=3,avg_ttl=0".
-  std::istringstream in(std::string(r->str, r->len));
-  for (std::string line; std::getline(in, line);) {
-    int db = 0;
-    unsigned long long keys = 0, expires = 0;
-    if (std::sscanf(line.c_str(), "db%d:keys=%llu,expires=%llu", &db, &keys, &expires) == 3)
-      ks[db] = DbCounts{keys, expires};
-  }
+  for (const KeyspaceDb& db : parse_keyspace(text(r)))
+    ks[static_cast<int>(db.db)] = DbCounts{db.keys, db.expires};
   return ks;
+}
+
+std::string RedisClient::info_field(const std::string& section, const std::string& field) {
+  Reply r = command({"INFO", section});
+  if (!r || r->type != REDIS_REPLY_STRING) return "";
+  return rrs::info_field(text(r), field);
 }
 
 std::map<std::string, std::string> RedisClient::state_outside_digest() {

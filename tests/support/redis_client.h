@@ -1,31 +1,38 @@
-// A blocking hiredis connection for tests: binary-safe argv commands, replies
-// owned by RAII handles, and the few questions tests ask of a whole dataset
-// (DEBUG DIGEST, INFO keyspace).
+// The tests' Redis client: a thin wrapper over the product's rrs::RedisClient
+// (common/redis/redis_client.h) that adds only what tests want: error replies
+// returned as replies, run() recording a gtest failure, and the few questions
+// tests ask of a whole dataset (DEBUG DIGEST, INFO keyspace, what the digest
+// leaves out). Code under test that takes an rrs::RedisClient gets one from
+// product() or release().
 #pragma once
-
-#include <hiredis.h>
 
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "common/base/status.h"
+#include "common/redis/redis_client.h"
 
 namespace rrs::test {
 
-struct ReplyFree {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-};
-using Reply = std::unique_ptr<redisReply, ReplyFree>;
+// Replies as the product's client returns them (REDIS_REPLY_* types and
+// redisReply come with it).
+using Reply = ReplyPtr;
 
 // One-line rendering of a reply ("(error) NOAUTH ...", "(integer) 3", ...) for
 // failure messages. Null renders as "(no reply)".
 std::string to_string(const redisReply* r);
 inline std::string to_string(const Reply& r) { return to_string(r.get()); }
+// The bytes of a string, status or error reply; "" for any other (nil, an
+// integer, an array, no reply).
+std::string text(const Reply& r);
+
+// `argv` as a RESP array of bulk strings: what a client sends, and what a
+// master's replication stream carries.
+std::string resp_command(const std::vector<std::string>& argv);
 
 // One DB's line of INFO keyspace.
 struct DbCounts {
@@ -41,8 +48,11 @@ uint64_t total_keys(const Keyspace& k);
 
 class RedisClient {
  public:
-  // Connects and, if `password` is not empty, AUTHs ("user password" or
-  // "password", as the sidecar's auth variables take them).
+  // Connects to 127.0.0.1:`port` and, if `password` is not empty, AUTHs
+  // ("user password" or "password", as the sidecar's auth variables take
+  // them), then PINGs: a server that wants a password the client lacks is a
+  // failed connect, naming NOAUTH. `timeout` bounds the connect and every
+  // later command.
   static Result<RedisClient> connect(uint16_t port, const std::string& password = "",
                                      std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
@@ -61,6 +71,8 @@ class RedisClient {
   Keyspace keyspace();
   // Sum of DBSIZE over every DB.
   uint64_t total_keys() { return rrs::test::total_keys(keyspace()); }
+  // One field of an INFO section ("" if absent or on failure).
+  std::string info_field(const std::string& section, const std::string& field);
   // What DEBUG DIGEST leaves out: each key's exact expiry (PEXPIRETIME; the
   // digest only notes that one exists), each stream's consumer groups,
   // pending entries and consumers (XINFO STREAM FULL), keyed "db<N>:<key>";
@@ -77,13 +89,14 @@ class RedisClient {
 
   std::string last_error() const { return last_error_; }
 
- private:
-  struct ContextFree {
-    void operator()(redisContext* c) const noexcept { redisFree(c); }
-  };
-  explicit RedisClient(redisContext* c) : ctx_(c) {}
+  // The product's client underneath, for code under test.
+  rrs::RedisClient& product() { return client_; }
+  rrs::RedisClient release() && { return std::move(client_); }
 
-  std::unique_ptr<redisContext, ContextFree> ctx_;
+ private:
+  explicit RedisClient(rrs::RedisClient c) : client_(std::move(c)) {}
+
+  rrs::RedisClient client_;
   std::string last_error_;
 };
 

@@ -1,5 +1,8 @@
 #include "tests/support/redis_process.h"
 
+#include <gtest/gtest.h>
+
+#include <csignal>
 #include <thread>
 
 #include "tests/support/ports.h"
@@ -84,6 +87,26 @@ bool RedisProcess::try_start(std::string& error) {
   server_->terminate(std::chrono::seconds(5));
   server_.reset();
   return false;
+}
+
+std::string RedisProcess::fresh_info_field(const std::string& section,
+                                           const std::string& field) const {
+  auto c = connect();
+  return c.ok() ? c->info_field(section, field) : "";
+}
+
+void RedisProcess::kill() {
+  if (!server_) {
+    ADD_FAILURE() << "kill(): redis-server on port " << port_ << " is not running";
+    return;
+  }
+  server_->signal(SIGKILL);
+}
+
+std::string digest_of(const RedisProcess& redis) {
+  auto c = redis.connect();
+  if (!c.ok()) return "(no connection: " + c.status().message() + ")";
+  return c->digest();
 }
 
 }  // namespace rrs::test

@@ -69,6 +69,17 @@ class RedisProcess {
   Reply run(const std::vector<std::string>& argv) { return admin_->run(argv); }
   std::string digest() { return admin_->digest(); }
   Keyspace keyspace() { return admin_->keyspace(); }
+  // One field of an INFO section ("" if absent).
+  std::string info_field(const std::string& section, const std::string& field) {
+    return admin_->info_field(section, field);
+  }
+  // The same on a connection of the caller's own (RedisClient's default 30 s
+  // timeout): for a server busy loading, or one the test may have killed.
+  std::string fresh_info_field(const std::string& section, const std::string& field) const;
+
+  // SIGKILLs the server (our child: its pid cannot be reused before it is
+  // reaped). The object stays, dead, until its scope ends.
+  void kill();
 
  private:
   bool try_start(std::string& error);
@@ -80,5 +91,10 @@ class RedisProcess {
   uint16_t port_ = 0;
   std::string start_error_;
 };
+
+// DEBUG DIGEST on a connection of the caller's own, with RedisClient's default
+// 30 s timeout: for a target busy loading on a loaded 2-core machine, or a
+// server restarted on the same port; "(no connection: ...)" if there is none.
+std::string digest_of(const RedisProcess& redis);
 
 }  // namespace rrs::test

@@ -1,7 +1,7 @@
 // Tables built by the server decode, record for record, with the client-side
 // decoders alone: the layout is self-describing.
 #include "server/table_builder.h"
-#include "tests/unit/fake_payload.h"
+#include "tests/support/fake_payload.h"
 
 #include <gtest/gtest.h>
 

@@ -26,16 +26,16 @@ run() {
   echo "   ($((SECONDS - t0)) s)"
 }
 
-run "$build/tests/unit/transport_conformance_test" --gtest_filter='*/verbs'
+run "$build/tests/transport/transport_conformance_test" --gtest_filter='*/verbs'
 # Per-client rkeys: memory windows, and a protection domain per client (the
 # fallback, forced with rdma-server's test hook); the READ depth granted.
-run "$build/tests/unit/verbs_protection_test"
+run "$build/tests/transport/verbs_protection_test"
 # Hostile peers on raw rdmacm ends: bad clients of the server (malformed
 # connect data, garbage instead of AUTH, a wrong proof, silence until the
 # handshake timeout, a flood past --max-clients), and a lying server for the
 # reader.
-run "$build/tests/unit/verbs_hostile_peer_test"
-run "$build/tests/unit/verbs_hostile_server_test"
+run "$build/tests/transport/verbs_hostile_peer_test"
+run "$build/tests/transport/verbs_hostile_server_test"
 for t in sync_test target_policy_test auth_test fault_test atomic_test; do
   run "$build/tests/integration/$t"
 done

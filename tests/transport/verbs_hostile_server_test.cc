@@ -1,5 +1,5 @@
 // A server that lies, over real verbs: a scripted rdmacm listener
-// (tests/unit/raw_verbs.h) answers VerbsTableReader::connect with malformed
+// (tests/support/raw_verbs.h) answers VerbsTableReader::connect with malformed
 // accept private data, a descriptor without an RDMA region, garbage, silence
 // or a wrong proof where AUTH_OK belongs. Each must fail connect() with a
 // clear error within its deadline, never be trusted, never hang. The verbs
@@ -9,7 +9,7 @@
 #include "common/auth/auth.h"
 #include "common/transport/verbs/table_reader.h"
 #include "proto/control.h"
-#include "tests/unit/raw_verbs.h"
+#include "tests/support/raw_verbs.h"
 
 namespace rrs {
 namespace {

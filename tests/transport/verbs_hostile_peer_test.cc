@@ -1,5 +1,5 @@
 // Bad clients of VerbsTableServer, over real verbs (Soft-RoCE in the VM):
-// raw rdmacm peers (tests/unit/raw_verbs.h) that connect with malformed
+// raw rdmacm peers (tests/support/raw_verbs.h) that connect with malformed
 // private data, that complete the connect and then SEND garbage instead of
 // AUTH, that prove a wrong secret, that never say anything, or that hold
 // every connection slot. Each must be rejected or dropped, with the server
@@ -20,8 +20,8 @@
 #include "proto/byte_order.h"
 #include "server/table_builder.h"
 #include "tests/support/server_loop.h"
-#include "tests/unit/fake_payload.h"
-#include "tests/unit/raw_verbs.h"
+#include "tests/support/fake_payload.h"
+#include "tests/support/raw_verbs.h"
 
 namespace rrs {
 namespace {

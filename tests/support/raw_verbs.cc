@@ -1,4 +1,4 @@
-#include "tests/unit/raw_verbs.h"
+#include "tests/support/raw_verbs.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

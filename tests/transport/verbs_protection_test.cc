@@ -23,7 +23,7 @@
 #include "common/transport/verbs/table_server.h"
 #include "server/table_builder.h"
 #include "tests/support/server_loop.h"
-#include "tests/unit/fake_payload.h"
+#include "tests/support/fake_payload.h"
 
 namespace rrs {
 

@@ -19,7 +19,7 @@
 #include "proto/byte_order.h"
 #include "server/table_builder.h"
 #include "tests/support/server_loop.h"
-#include "tests/unit/fake_payload.h"
+#include "tests/support/fake_payload.h"
 
 namespace rrs {
 namespace {
