@@ -63,8 +63,10 @@ Result<RedisClient> RedisClient::connect(const Endpoint& at, const RedisCredenti
                            r.status().reason() + " (credentials from " + creds.origin + ")");
   }
   // Fail early, and clearly, if the server wants a password we don't have.
+  // A server loading its data answers -LOADING, but only after its auth
+  // check: the connection is good, and INFO works on it meanwhile.
   auto ping = client.command({"PING"});
-  if (!ping.ok()) {
+  if (!ping.ok() && !ping.status().reason().starts_with("LOADING")) {
     std::string why = ping.status().reason();
     if (why.find("NOAUTH") != std::string::npos)
       why += " (set the password with --redis-auth-file or the environment variable)";
