@@ -7,8 +7,9 @@
 
 namespace rrs {
 
-const char* client_usage() {
-  return R"(Usage: rdma-client <server-ip> <server-port> [options]
+namespace {
+
+constexpr const char* kUsage = R"(Usage: rdma-client <server-ip> <server-port> [options]
 
 Reads the mapping table published by rdma-server and loads every key into a
 local Redis, in one of two ways:
@@ -140,7 +141,38 @@ reaches the target's offset; the target is left untouched); 1 when the master
 answered with a full resync after all; 3 when the target's link to the master
 does not come up.
 )";
+
+// Flags that cannot go together, or need another: the first such problem.
+Status check_combinations(const ClientConfig& c) {
+  const auto bad = [](std::string why) { return Status::error("arguments", std::move(why)); };
+  const bool replica = c.mode == IngestMode::kReplica;
+  if (c.follow && c.no_load) return bad("--follow needs a target: drop --no-load");
+  if (c.follow && c.policy == TargetPolicy::kMerge)
+    return bad("--follow replaces the target's data when it must resync, which --merge "
+               "promises not to do: use --flush or an empty target");
+  if (c.atomic && c.no_load) return bad("--atomic needs a target: drop --no-load");
+  if (c.atomic && c.policy == TargetPolicy::kMerge)
+    return bad("--atomic swaps whole DBs in, which --merge promises not to do (it keeps "
+               "the target's other keys): use --atomic --flush, or --merge alone");
+  if (replica && c.no_load) return bad("--mode replica loads a target: drop --no-load");
+  if (replica && c.policy == TargetPolicy::kMerge)
+    return bad("--mode replica replaces the target's data (it becomes a replica), "
+               "which --merge promises not to do: use --flush, an empty target, or "
+               "--mode restore --merge");
+  if (c.handoff && !replica)
+    return bad("--handoff needs --mode replica: only a target that holds the master's "
+               "replication ID and offset can continue with a partial resync");
+  if (c.handoff && c.master.port == 0)
+    return bad("--handoff needs --master HOST:PORT: the real master, as the target can reach it");
+  if (c.master.port != 0 && !c.handoff)
+    return bad("--master is the address --handoff points the target at: add --handoff, or "
+               "drop --master");
+  return {};
 }
+
+}  // namespace
+
+const char* client_usage() { return kUsage; }
 
 Result<ClientConfig> parse_client_args(int argc, char** argv) {
   ClientConfig c;
@@ -195,35 +227,7 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
   c.connect_timeout = std::chrono::seconds(connect_s);
   c.io_timeout = std::chrono::seconds(io_s);
   if (c.help) return c;
-  if (c.follow && c.no_load) return Status::error("arguments", "--follow needs a target: drop --no-load");
-  if (c.follow && c.policy == TargetPolicy::kMerge)
-    return Status::error("arguments",
-                         "--follow replaces the target's data when it must resync, which --merge "
-                         "promises not to do: use --flush or an empty target");
-  const bool replica = c.mode == IngestMode::kReplica;
-  if (c.atomic && c.no_load)
-    return Status::error("arguments", "--atomic needs a target: drop --no-load");
-  if (c.atomic && c.policy == TargetPolicy::kMerge)
-    return Status::error("arguments",
-                         "--atomic swaps whole DBs in, which --merge promises not to do (it keeps "
-                         "the target's other keys): use --atomic --flush, or --merge alone");
-  if (replica && c.no_load)
-    return Status::error("arguments", "--mode replica loads a target: drop --no-load");
-  if (replica && c.policy == TargetPolicy::kMerge)
-    return Status::error("arguments",
-                         "--mode replica replaces the target's data (it becomes a replica), "
-                         "which --merge promises not to do: use --flush, an empty target, or "
-                         "--mode restore --merge");
-  if (c.handoff && !replica)
-    return Status::error("arguments",
-                         "--handoff needs --mode replica: only a target that holds the master's "
-                         "replication ID and offset can continue with a partial resync");
-  if (c.handoff && c.master.port == 0)
-    return Status::error("arguments", "--handoff needs --master HOST:PORT: the real master, as "
-                                      "the target can reach it");
-  if (c.master.port != 0 && !c.handoff)
-    return Status::error("arguments", "--master is the address --handoff points the target at: "
-                                      "add --handoff, or drop --master");
+  RRS_RETURN_IF_ERROR(check_combinations(c));
   if (positional.size() != 2)
     return Status::error("arguments", "expected <server-ip> <server-port>, got " +
                                           std::to_string(positional.size()) + " positional arguments");

@@ -149,10 +149,12 @@ void PsyncSource::refresh(const std::atomic<bool>& stop, const std::atomic<bool>
                                                                   mib(grown) +
                                                                   " past the table") +
               "; taking a new snapshot on a second link while the log goes on");
-    if (take_fresh_snapshot(current_log, stop, on_snapshot)) {
+    const Status taken = take_fresh_snapshot(current_log, stop, on_snapshot);
+    if (taken.ok()) {
       pause = opts_.retry_first;
       continue;
     }
+    log::warn(taken.message());
     // Do not make the master fork again at once.
     for (auto until = Clock::now() + pause; !stop.load() && Clock::now() < until;)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -160,49 +162,39 @@ void PsyncSource::refresh(const std::atomic<bool>& stop, const std::atomic<bool>
   }
 }
 
-bool PsyncSource::take_fresh_snapshot(const ChangeLogPtr& current_log, const std::atomic<bool>& stop,
-                                      const OnSnapshot& on_snapshot) {
+Status PsyncSource::take_fresh_snapshot(const ChangeLogPtr& current_log,
+                                        const std::atomic<bool>& stop,
+                                        const OnSnapshot& on_snapshot) {
+  const std::string step = "new snapshot";
   auto link = MasterLink::connect(master_, creds_, opts_.link);
-  if (!link.ok()) {
-    log::warn("new snapshot: " + link.status().message());
-    return false;
-  }
-  auto reply = link->psync("?", -1);
-  if (!reply.ok() || reply->kind != PsyncReply::kFull) {
-    log::warn("new snapshot: " + (reply.ok() ? reply->why : reply.status().message()));
-    return false;
-  }
+  if (!link.ok()) return link.status().wrap(step);
+  auto asked = link->psync("?", -1);
+  if (!asked.ok()) return asked.status().wrap(step);
+  const PsyncReply& reply = *asked;
+  if (reply.kind != PsyncReply::kFull) return Status::error(step, reply.why);
   TableBuilder builder;
-  auto stats = receive(*link, *reply, builder, stop);
-  if (!stats.ok()) {
-    log::warn("new snapshot failed: " + stats.status().message() + " (the current table stays)");
-    return false;
-  }
+  auto stats = receive(*link, reply, builder, stop);
+  if (!stats.ok())
+    return Status::error(step + " failed", stats.status().message() + " (the current table stays)");
   // The table must be continued by this log: the same history, and a
   // position the log reaches (the first link may be a moment behind).
-  if (reply->replid != current_log->replid()) {
-    log::warn("new snapshot: the master's replid is now " + reply->replid +
-              ", not the log's; the first link will see the new history");
-    return false;
-  }
-  for (auto until = Clock::now() + opts_.link.repl_timeout; current_log->end() < reply->offset;) {
-    if (stop.load() || Clock::now() >= until) {
-      log::warn("new snapshot: the change log did not reach its offset " +
-                std::to_string(reply->offset));
-      return false;
-    }
+  if (reply.replid != current_log->replid())
+    return Status::error(step, "the master's replid is now " + reply.replid +
+                                   ", not the log's; the first link will see the new history");
+  for (auto until = Clock::now() + opts_.link.repl_timeout; current_log->end() < reply.offset;) {
+    if (stop.load() || Clock::now() >= until)
+      return Status::error(step, "the change log did not reach its offset " +
+                                     std::to_string(reply.offset));
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   {
     std::lock_guard lock(mu_);
-    if (log_ != current_log || current_log->start() > reply->offset) {
-      log::warn("new snapshot: the change log moved on meanwhile; dropping it");
-      return false;
-    }
-    table_offset_ = reply->offset;
+    if (log_ != current_log || current_log->start() > reply.offset)
+      return Status::error(step, "the change log moved on meanwhile; dropping it");
+    table_offset_ = reply.offset;
   }
   on_snapshot(builder, *stats, current_log);
-  return true;
+  return {};
 }
 
 Result<ChangeLogPtr> PsyncSource::new_log(const PsyncReply& reply) {

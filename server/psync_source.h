@@ -84,9 +84,9 @@ class PsyncSource final : public SnapshotSource {
   // `stop` or until the link is given up.
   void refresh(const std::atomic<bool>& stop, const std::atomic<bool>& link_gone,
                const OnSnapshot& on_snapshot);
-  // One new snapshot on a link of its own; false (after saying why) if it
-  // could not be taken or no longer fits the log.
-  bool take_fresh_snapshot(const ChangeLogPtr& current_log, const std::atomic<bool>& stop,
+  // One new snapshot on a link of its own; an error says why it could not
+  // be taken or no longer fits the log (the current table stays).
+  Status take_fresh_snapshot(const ChangeLogPtr& current_log, const std::atomic<bool>& stop,
                            const OnSnapshot& on_snapshot);
   // The change log for the stream that follows `reply`'s RDB.
   Result<ChangeLogPtr> new_log(const PsyncReply& reply);

@@ -287,21 +287,18 @@ void Staging::report_late_writes(RedisClient& c) {
   }
 }
 
-Result<Staging::Swapped> Staging::swap_in(const LoadStats& loaded) {
-  const std::string step = "--atomic: swap the loaded copy in";
-  auto c = connect();
-  if (!c.ok()) return c.status().wrap(step);
-
-  // Each staging DB still ours (WATCHed from here to EXEC) and holding what
-  // was loaded into it: the marker, and every key acknowledged, less keys
-  // with a TTL that may have expired since.
+// Each staging DB still ours (WATCHed from here to EXEC) and holding what
+// was loaded into it; without --flush, no keys written elsewhere meanwhile.
+Status Staging::check_staged(RedisClient& c, const LoadStats& loaded, const std::string& step) {
+  // The marker, and every key acknowledged, less keys with a TTL that may
+  // have expired since.
   for (auto [db, staging] : map_) {
-    c->append({"SELECT", std::to_string(staging)});
-    c->append({"WATCH", kStagingMarker});
-    c->append({"GET", kStagingMarker});
-    c->append({"DBSIZE"});
+    c.append({"SELECT", std::to_string(staging)});
+    c.append({"WATCH", kStagingMarker});
+    c.append({"GET", kStagingMarker});
+    c.append({"DBSIZE"});
   }
-  auto got = replies(*c, 4 * map_.size());
+  auto got = replies(c, 4 * map_.size());
   if (!got.ok()) return got.status().wrap(step);
   size_t i = 0;
   for (auto [db, staging] : map_) {
@@ -331,7 +328,7 @@ Result<Staging::Swapped> Staging::swap_in(const LoadStats& loaded) {
                                      "swapped");
   }
   if (policy_ == TargetPolicy::kRequireEmpty) {
-    auto ks = c->info("keyspace");
+    auto ks = c.info("keyspace");
     if (!ks.ok()) return ks.status().wrap(step);
     std::string held;
     std::set<uint32_t> staging_dbs;
@@ -347,19 +344,23 @@ Result<Staging::Swapped> Staging::swap_in(const LoadStats& loaded) {
     }
   }
 
+  return {};
+}
+
+// Queues MULTI and the swap's commands; what each EXEC reply answers.
+std::vector<std::string> Staging::queue_swap(RedisClient& c) {
   // One transaction: nothing in between is visible to any other client.
   std::vector<std::string> queued;  // what each EXEC reply answers, for messages
   auto add = [&](std::vector<std::string> argv, std::string what) {
     std::vector<std::string_view> v(argv.begin(), argv.end());
-    c->append(v);
+    c.append(v);
     queued.push_back(std::move(what));
   };
-  c->append({"MULTI"});
+  c.append({"MULTI"});
   if (!functions_payload_.empty())
     add({"FUNCTION", "RESTORE", functions_payload_, "FLUSH"}, "FUNCTION RESTORE");
   else if (flush_functions_)
     add({"FUNCTION", "FLUSH", "SYNC"}, "FUNCTION FLUSH");
-  const bool functions_first = !queued.empty();
   for (auto [db, staging] : map_) {
     add({"SELECT", std::to_string(staging)}, "SELECT " + std::to_string(staging));
     add({"DEL", kStagingMarker}, "DEL " + std::string(kStagingMarker));
@@ -379,8 +380,19 @@ Result<Staging::Swapped> Staging::swap_in(const LoadStats& loaded) {
     add({"SELECT", std::to_string(x)}, "SELECT " + std::to_string(x));
     add({"FLUSHDB", "ASYNC"}, "FLUSHDB ASYNC (DB " + std::to_string(x) + ")");
   }
-  c->append({"EXEC"});
-  auto tx = replies(*c, queued.size() + 2);
+  return queued;
+}
+
+Result<Staging::Swapped> Staging::swap_in(const LoadStats& loaded) {
+  const std::string step = "--atomic: swap the loaded copy in";
+  auto connected = connect();
+  if (!connected.ok()) return connected.status().wrap(step);
+  RedisClient& c = *connected;
+  RRS_RETURN_IF_ERROR(check_staged(c, loaded, step));
+  const std::vector<std::string> queued = queue_swap(c);
+  const bool functions_first = !functions_payload_.empty() || flush_functions_;
+  c.append({"EXEC"});
+  auto tx = replies(c, queued.size() + 2);
   if (!tx.ok())
     return tx.status().wrap(step + " (whether EXEC ran is unknown: check the target)");
   const redisReply* exec = tx->back().get();
@@ -412,7 +424,7 @@ Result<Staging::Swapped> Staging::swap_in(const LoadStats& loaded) {
             (policy_ == TargetPolicy::kFlush ? "; the old data went with FLUSHDB ASYNC of every "
                                                "other DB"
                                              : ""));
-  if (policy_ == TargetPolicy::kRequireEmpty) report_late_writes(*c);
+  if (policy_ == TargetPolicy::kRequireEmpty) report_late_writes(c);
   return Swapped{};
 }
 

@@ -81,6 +81,10 @@ class Staging {
   Status rehearse_functions(RedisClient& c, const TableInfo& info);
   Status claim(RedisClient& c);
   void report_late_writes(RedisClient& c);
+  // swap_in()'s steps: the staging DBs still as loaded, then the
+  // transaction queued (what each EXEC reply answers, for messages).
+  Status check_staged(RedisClient& c, const LoadStats& loaded, const std::string& step);
+  std::vector<std::string> queue_swap(RedisClient& c);
 
   Endpoint target_;
   RedisCredentials creds_;
