@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "common/cli/args.h"
+#include "common/cli/cpu_list.h"
 #include "proto/control.h"
 
 namespace rrs {
@@ -98,6 +99,9 @@ Options:
   --master-auth-file FILE --handoff: the master's credentials, for reading its
                           INFO (else $RDMA_CLIENT_MASTER_AUTH); the target
                           itself authenticates with its own masterauth
+  --cpu LIST              run on these CPUs only ("1", "2-3,6"); give the
+                          target Redis other cores: a client sharing the
+                          target's core slows the load (see README, placement)
   --quiet                 no progress output
   -h, --help              this text
 
@@ -205,6 +209,10 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
       c.transport = v;
     } else if (args.flag("--atomic")) {
       c.atomic = true;
+    } else if (args.option("--cpu", v)) {
+      auto cpus = parse_cpu_list("--cpu", v);
+      if (!cpus.ok()) args.fail(cpus.status().message());
+      else c.cpus = std::move(*cpus);
     } else if (args.flag("--quiet")) {
       c.quiet = true;
     } else if (args.flag("--no-load")) {

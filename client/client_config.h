@@ -4,6 +4,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/net/endpoint.h"
 #include "common/base/status.h"
@@ -58,6 +59,9 @@ struct ClientConfig {
   bool no_load = false;
   // --quiet: no progress output, only the summary and errors.
   bool quiet = false;
+  // --cpu LIST: the CPUs every thread of the client runs on (empty: any);
+  // keeps it off the target's core.
+  std::vector<int> cpus;
   // --follow: after the sync, keep applying the master's stream from the
   // sidecar's change log until SIGINT/SIGTERM.
   bool follow = false;

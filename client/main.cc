@@ -13,6 +13,7 @@
 #include "client/sync/sync_driver.h"
 #include "common/auth/auth.h"
 #include "common/base/log.h"
+#include "common/cli/cpu_list.h"
 #include "common/cli/exit_codes.h"
 
 using namespace rrs;
@@ -49,6 +50,10 @@ int main(int argc, char** argv) {
     return exit_code::kOk;
   }
   std::signal(SIGPIPE, SIG_IGN);
+  if (Status s = pin_to_cpus(config->cpus); !s.ok()) {  // before any thread: they inherit it
+    log::error(s.message());
+    return exit_code::for_status(s);
+  }
   auto secret = auth::load_secret(config->auth_file);
   if (!secret.ok()) {
     log::error(secret.status().message());

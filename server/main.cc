@@ -13,6 +13,7 @@
 
 #include "common/auth/auth.h"
 #include "common/base/clock.h"
+#include "common/cli/cpu_list.h"
 #include "common/cli/exit_codes.h"
 #include "common/base/log.h"
 #include "common/transport/verbs/device.h"
@@ -244,6 +245,7 @@ void run_loop(event_base* base, PsyncSource* psync) {
 }
 
 Status serve(const ServerConfig& config) {
+  RRS_RETURN_IF_ERROR(pin_to_cpus(config.cpus));  // before any thread: they inherit it
   RRS_ASSIGN_OR_RETURN(RedisCredentials creds,
                        load_credentials(config.redis_auth_file, kServerAuthEnv));
   RRS_ASSIGN_OR_RETURN(AccessPolicy access, access_policy(config));

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "common/cli/args.h"
+#include "common/cli/cpu_list.h"
 
 namespace rrs {
 
@@ -65,6 +66,8 @@ Options:
                           in the same log; new replicas start from it.
   --retire-grace SECS     verbs: how long a replaced epoch stays registered
                           for clients still connected to it (default 60)
+  --cpu LIST              run on these CPUs only ("1", "2-3,6"): keep the
+                          sidecar off the cores its master serves clients on
   -h, --help              this text
 
 Over verbs the table is registered (pinned) once per epoch: RLIMIT_MEMLOCK
@@ -113,6 +116,9 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
     } else if (args.option("--transport", v)) {
       auto t = parse_transport(v);
       if (t.ok()) c.transport = *t; else args.fail(t.status().message());
+    } else if (args.option("--cpu", v)) {
+      auto cpus = parse_cpu_list("--cpu", v);
+      if (cpus.ok()) c.cpus = std::move(*cpus); else args.fail(cpus.status().message());
     } else {
       args.unknown();
     }

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "common/net/endpoint.h"
 #include "common/base/status.h"
@@ -47,6 +48,8 @@ struct ServerConfig {
   // a client that was given it and is still connected (TCP answers reads
   // already queued). A follower then reconnects and finds its log again.
   std::chrono::seconds retire_grace{60};
+  // --cpu LIST: the CPUs every thread of the sidecar runs on (empty: any).
+  std::vector<int> cpus;
   bool help = false;
 };
 

@@ -52,6 +52,19 @@ TEST_F(SyncTest, FullSyncOfEveryType) {
   EXPECT_EQ(server.process().terminate(std::chrono::seconds(10)), 0) << server.describe();
 }
 
+// --cpu on both programs: each says where it runs, and the sync is the same.
+TEST_F(SyncTest, BothProgramsRunOnTheCpusGiven) {
+  fill_strings(master_, 0, "k:", 300);
+  SidecarServer server(master_.address(), {"--cpu", "0"});
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  EXPECT_NE(server.process().stderr_text().find("running on CPUs 0"), std::string::npos)
+      << server.describe();
+  ClientRun run = sync_to(server.port(), replica_, {"--cpu", "0"});
+  EXPECT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_NE(run.err.find("running on CPUs 0"), std::string::npos) << run.describe();
+  EXPECT_EQ(replica_.digest(), master_.digest());
+}
+
 TEST_F(SyncTest, TwoClientsFromOneSnapshot) {
   fill_strings(master_, 0, "k:", 500);
   fill_strings(master_, 3, "k3:", 50, 20000);

@@ -40,6 +40,21 @@ TEST_F(UsageTest, ServerBadTransport) {
       << err;
 }
 
+// A CPU this process may not use (CPU_SETSIZE is 1024; no test machine has
+// CPU 1000): exit 2, naming the CPUs it may use.
+TEST_F(UsageTest, ServerCpuNotAllowedHere) {
+  std::string err;
+  EXPECT_EQ(run_server({"--redis", "127.0.0.1:1", "--cpu", "1000"}, &err), exit_code::kUsage)
+      << err;
+  EXPECT_NE(err.find("this process may use"), std::string::npos) << err;
+}
+
+TEST_F(UsageTest, ClientCpuNotAllowedHere) {
+  ClientRun run = run_client({"127.0.0.1", "1", "--cpu", "1000"}, {}, seconds(20));
+  EXPECT_EQ(run.exit_code, exit_code::kUsage) << run.describe();
+  EXPECT_NE(run.err.find("this process may use"), std::string::npos) << run.describe();
+}
+
 TEST_F(UsageTest, ClientWithoutArguments) {
   ClientRun run = run_client({}, {}, seconds(20));
   EXPECT_EQ(run.exit_code, exit_code::kUsage) << run.describe();

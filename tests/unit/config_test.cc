@@ -7,6 +7,7 @@
 
 #include "client/client_config.h"
 #include "common/cli/args.h"
+#include "common/cli/cpu_list.h"
 #include "common/net/endpoint.h"
 #include "server/server_config.h"
 
@@ -102,6 +103,33 @@ TEST(ClientConfig, AtomicWithFlushFollowOrReplicaMode) {
   }
 }
 
+TEST(CpuList, RangesAndListsAscendingWithoutRepeats) {
+  for (auto [text, want] : std::vector<std::pair<std::string, std::vector<int>>>{
+           {"1", {1}}, {"0,2", {0, 2}}, {"2-4,8", {2, 3, 4, 8}}, {"3,1,1", {1, 3}},
+           {"5-5", {5}}}) {
+    auto cpus = parse_cpu_list("--cpu", text);
+    ASSERT_TRUE(cpus.ok()) << text << ": " << cpus.status().message();
+    EXPECT_EQ(*cpus, want) << text;
+  }
+  for (std::string bad : {"", "a", "3-1", "1,", "-1", "1-", "2000", "1.5"}) {
+    auto cpus = parse_cpu_list("--cpu", bad);
+    ASSERT_FALSE(cpus.ok()) << bad;
+    EXPECT_EQ(cpus.status().kind(), ErrorKind::kUsage) << bad;
+    EXPECT_NE(cpus.status().message().find("--cpu"), std::string::npos) << bad;
+  }
+}
+
+TEST(ClientConfig, CpuListFlag) {
+  Argv a({"h", "1", "--cpu", "0-1"});
+  auto c = parse_client_args(a.argc(), a.argv());
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->cpus, (std::vector<int>{0, 1}));
+  Argv s({"--cpu", "1"});
+  auto sc = parse_server_args(s.argc(), s.argv());
+  ASSERT_TRUE(sc.ok()) << sc.status().message();
+  EXPECT_EQ(sc->cpus, (std::vector<int>{1}));
+}
+
 TEST(ClientConfig, RejectsBadFlagsWithReasons) {
   for (auto [args, expect] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{}, "expected <server-ip> <server-port>"},
@@ -112,6 +140,7 @@ TEST(ClientConfig, RejectsBadFlagsWithReasons) {
            {{"h", "1", "--atomic", "--no-load"}, "--atomic needs a target"},
            {{"h", "1", "--chunk-size", "1G"}, "--chunk-size"},
            {{"h", "1", "--transport", "ib"}, "auto, tcp or verbs"},
+           {{"h", "1", "--cpu", "x"}, "--cpu: expected CPU numbers"},
            {{"h", "1", "--nope"}, "unknown option"}}) {
     Argv a(args);
     auto c = parse_client_args(a.argc(), a.argv());
