@@ -141,7 +141,9 @@ void print_table_line(const char* what, const table::Header& h, const SnapshotSt
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// An exception escaping main (std::bad_alloc; the code reports errors with
+// Status) ends the process through std::terminate, with its message: right.
+int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   log::set_program("rdma-server");
   auto config = parse_server_args(argc, argv);
   if (!config.ok()) {
