@@ -169,7 +169,7 @@ namespace {
 // client hears "unsupported version", not "bad message".
 Status other_versions(std::span<const std::byte> body) {
   if (body.size() < 4 || body.size() == kHelloSize) return {};
-  return negotiate_version(Hello{load_u16(&body[0]), load_u16(&body[2]), {}}).status();
+  return negotiate_version(Hello{load_u16(body.data()), load_u16(&body[2]), {}}).status();
 }
 
 }  // namespace
@@ -179,7 +179,7 @@ Result<Hello> decode_hello(std::span<const std::byte> body) {
   RRS_RETURN_IF_ERROR(check_size("HELLO", body, kHelloSize));
   if (!all_zero(body.subspan(4, 4))) return bad("HELLO", "reserved flags are set");
   Hello m;
-  m.min_version = load_u16(&body[0]);
+  m.min_version = load_u16(body.data());
   m.max_version = load_u16(&body[2]);
   std::memcpy(m.client_nonce.data(), &body[8], kNonceSize);
   if (m.min_version > m.max_version) return bad("HELLO", "min_version > max_version");
@@ -191,13 +191,13 @@ ErrorCode hello_refusal(std::span<const std::byte> body) {
 }
 
 Result<HelloOk> decode_hello_ok(std::span<const std::byte> body) {
-  if (body.size() >= 2 && load_u16(&body[0]) != kProtocolVersion)
+  if (body.size() >= 2 && load_u16(body.data()) != kProtocolVersion)
     return bad("HELLO_OK", "rdma-server speaks protocol version " +
-                               std::to_string(load_u16(&body[0])) + ", this client " +
+                               std::to_string(load_u16(body.data())) + ", this client " +
                                std::to_string(kProtocolVersion) + ": upgrade them together");
   RRS_RETURN_IF_ERROR(check_size("HELLO_OK", body, kHelloOkSize));
   HelloOk m;
-  m.version = load_u16(&body[0]);
+  m.version = load_u16(body.data());
   const uint16_t flags = load_u16(&body[2]);
   if (flags & ~kHelloOkAuthRequired) return bad("HELLO_OK", "unknown flags are set");
   m.auth_required = flags & kHelloOkAuthRequired;
@@ -221,7 +221,7 @@ Result<Descriptor> decode_descriptor(std::span<const std::byte> body) {
   RRS_RETURN_IF_ERROR(check_size("DESCRIPTOR", body, kDescriptorSize));
   if (!all_zero(body.subspan(60))) return bad("DESCRIPTOR", "reserved bytes are set");
   Descriptor m;
-  m.epoch = load_u64(&body[0]);
+  m.epoch = load_u64(body.data());
   m.table_length = load_u64(&body[8]);
   m.remote_addr = load_u64(&body[16]);
   m.rkey = load_u32(&body[24]);
@@ -243,7 +243,7 @@ Result<Descriptor> decode_descriptor(std::span<const std::byte> body) {
 Result<ReadRequest> decode_read(std::span<const std::byte> body) {
   RRS_RETURN_IF_ERROR(check_size("READ", body, kReadSize));
   ReadRequest m;
-  m.epoch = load_u64(&body[0]);
+  m.epoch = load_u64(body.data());
   m.offset = load_u64(&body[8]);
   m.length = load_u32(&body[16]);
   uint32_t region = load_u32(&body[20]);
@@ -257,7 +257,7 @@ Result<ErrorMsg> decode_error(std::span<const std::byte> body) {
   if (body.size() < kErrorFixedSize || body.size() > kErrorFixedSize + kMaxErrorText)
     return bad("ERROR", "body of " + std::to_string(body.size()) + " bytes");
   ErrorMsg m;
-  m.code = static_cast<ErrorCode>(load_u32(&body[0]));
+  m.code = static_cast<ErrorCode>(load_u32(body.data()));
   m.text.assign(reinterpret_cast<const char*>(body.data()) + kErrorFixedSize,
                 body.size() - kErrorFixedSize);
   for (char& c : m.text)

@@ -106,7 +106,7 @@ __attribute__((target("pclmul,sse4.1"))) uint64_t crc64_pclmul(uint64_t crc,
     return _mm_set_epi64x(static_cast<long long>(c.hi), static_cast<long long>(c.lo));
   };
   __m128i x[8];
-  for (int i = 0; i < 8; ++i) x[i] = load(p + 16 * i);
+  for (size_t i = 0; i < 8; ++i) x[i] = load(p + 16 * i);
   // Continuing from crc == xoring it into the first 8 bytes (init 0, no xorout).
   x[0] = _mm_xor_si128(x[0], _mm_cvtsi64_si128(static_cast<long long>(crc)));
   p += 128;
@@ -114,7 +114,7 @@ __attribute__((target("pclmul,sse4.1"))) uint64_t crc64_pclmul(uint64_t crc,
   const __m128i k1024 = konst(kFold1024);
   while (len >= 128) {
 #pragma GCC unroll 8  // fully unrolled, the lanes stay in registers even at -O2
-    for (int i = 0; i < 8; ++i) x[i] = fold(x[i], k1024, load(p + 16 * i));
+    for (size_t i = 0; i < 8; ++i) x[i] = fold(x[i], k1024, load(p + 16 * i));
     p += 128;
     len -= 128;
   }

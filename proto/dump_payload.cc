@@ -53,11 +53,11 @@ const char* first_redis_for_rdb(uint16_t v) {
   }
 }
 
-std::optional<uint16_t> max_rdb_for_redis(std::string_view v) {
+std::optional<uint16_t> max_rdb_for_redis(std::string_view version) {
   unsigned major = 0, minor = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), major);
-  if (ec != std::errc() || p == v.data() + v.size() || *p != '.') return std::nullopt;
-  std::from_chars(p + 1, v.data() + v.size(), minor);
+  auto [p, ec] = std::from_chars(version.data(), version.data() + version.size(), major);
+  if (ec != std::errc() || p == version.data() + version.size() || *p != '.') return std::nullopt;
+  std::from_chars(p + 1, version.data() + version.size(), minor);
   unsigned m = major * 100 + minor;
   if (m >= 704) return 12;
   if (m >= 702) return 11;

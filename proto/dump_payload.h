@@ -35,6 +35,6 @@ const char* first_redis_for_rdb(uint16_t v);
 
 // The newest RDB version a Redis release reads, from its version string
 // ("7.0.15" -> 10), or nullopt if the string does not parse.
-std::optional<uint16_t> max_rdb_for_redis(std::string_view redis_version);
+std::optional<uint16_t> max_rdb_for_redis(std::string_view version);
 
 }  // namespace rrs::dump

@@ -87,7 +87,7 @@ Result<std::string> MasterLink::read_line(std::chrono::milliseconds timeout,
       }
       return line;
     }
-    if (inbuf_.size() > 64 * 1024)
+    if (inbuf_.size() > size_t{64} * 1024)
       return Status::error("read from master " + master_.to_string(),
                            "a reply line longer than 64 KiB").as(ErrorKind::kBadData);
     if (stop && stop->load()) return Status::error("master link", "stopping");

@@ -106,7 +106,7 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
                args.size("--log-size", 0, uint64_t{1} << 40, c.log_size)) {
     } else if (uint64_t every = 0; args.size("--snapshot-every", 0, uint64_t{1} << 40, every)) {
       snapshot_every = every;
-    } else if (uint64_t idle = 0; args.number("--idle-timeout", 0, 86400 * 7, idle)) {
+    } else if (uint64_t idle = 0; args.number("--idle-timeout", 0, uint64_t{86400} * 7, idle)) {
       c.idle_timeout = std::chrono::seconds(idle);
     } else if (uint64_t grace = 0; args.number("--retire-grace", 0, 86400, grace)) {
       c.retire_grace = std::chrono::seconds(grace);

@@ -158,7 +158,8 @@ std::vector<KeyspaceDb> parse_keyspace(std::string_view info) {
       continue;
     }
     size_t eol = info.find('\n', pos);
-    std::string_view line = info.substr(pos, eol == std::string_view::npos ? info.npos : eol - pos);
+    size_t len = eol == std::string_view::npos ? std::string_view::npos : eol - pos;
+    std::string_view line = info.substr(pos, len);
     KeyspaceDb db;
     auto [end, ec] = std::from_chars(line.data() + 2, line.data() + line.size(), db.db);
     if (ec == std::errc() && end < line.data() + line.size() && *end == ':') {

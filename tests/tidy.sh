@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Runs clang-tidy (.clang-tidy at the top) over the project's own .cc files
+# in a configured build directory's compile_commands.json: proto/, common/,
+# server/, client/, bench/ and tests/{unit,integration,support} (tests/fuzz is
+# built only in the separate clang build and is left out). Headers are
+# checked through the files that include them. Any warning fails the run
+# (WarningsAsErrors in .clang-tidy).
+# Usage: bash tests/tidy.sh <build-dir> [path-prefix...]
+#   after cmake has configured <build-dir>; path prefixes (server/,
+#   proto/rdb_parser.cc) check only the files under them.
+# Takes 5.5 CPU-minutes for the 105 files: about 3 minutes on an idle 2-core
+# machine (two files at a time), 5m40s measured on a busy shared one.
+# Needs clang-tidy 14 (Debian 12's clang-tidy package).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:?usage: tests/tidy.sh <build-dir> [path-prefix...]}
+shift
+
+command -v clang-tidy >/dev/null || {
+  echo "tidy.sh: clang-tidy not found (apt-get install clang-tidy)" >&2
+  exit 2
+}
+db="$build/compile_commands.json"
+[ -f "$db" ] || {
+  echo "tidy.sh: no $db: configure the build first (CMAKE_EXPORT_COMPILE_COMMANDS is on)" >&2
+  exit 2
+}
+
+root=$(pwd)
+mapfile -t files < <(python3 - "$db" "$root" "$@" <<'EOF'
+import json, os, sys
+db, root, prefixes = sys.argv[1], sys.argv[2], sys.argv[3:]
+seen = set()
+for entry in json.load(open(db)):
+    path = os.path.normpath(os.path.join(entry["directory"], entry["file"]))
+    rel = os.path.relpath(path, root)
+    if rel.startswith("..") or rel.startswith("tests/fuzz/") or not rel.endswith(".cc"):
+        continue
+    if prefixes and not any(rel.startswith(p) for p in prefixes):
+        continue
+    if rel not in seen:
+        seen.add(rel)
+        print(rel)
+EOF
+)
+[ ${#files[@]} -gt 0 ] || { echo "tidy.sh: no project sources in $db" >&2; exit 2; }
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+start=$(date +%s)
+# The compile commands are GCC's: clang does not know some of its warning
+# options (-Wno-restrict), which with -Werror would be an error. And clang
+# (not GCC) deprecates, in C++20, `&` between two enum types, which
+# libibverbs' own ibv_reg_mr() macro does (access & IBV_ACCESS_OPTIONAL_RANGE):
+# not in the code, nothing it can mend.
+printf '%s\n' "${files[@]}" | xargs -P 2 -I{} sh -c '
+  log="$2/$(echo "$1" | tr / _).log"
+  clang-tidy -p "$3" --quiet --extra-arg=-Wno-unknown-warning-option \
+    --extra-arg=-Wno-deprecated-enum-enum-conversion "$1" >"$log" 2>&1 ||
+    echo "$1" >>"$2/failed"' _ {} "$out" "$build"
+secs=$(( $(date +%s) - start ))
+
+if [ -s "$out/failed" ]; then
+  # A header's warning is reported once per file that includes it: print
+  # each diagnostic once.
+  cat "$out"/*.log | grep -v -E '^[0-9]+ (warnings?|errors?)( and [0-9]+ errors?)? generated\.$' |
+    awk '/^[^ ].*:[0-9]+:[0-9]+: (warning|error):/ { skip = seen[$0]++ } !skip' >&2
+  echo "tidy.sh: FAILED: clang-tidy found problems in $(wc -l <"$out/failed") of" \
+    "${#files[@]} files (${secs}s)" >&2
+  exit 1
+fi
+echo "tidy.sh: ${#files[@]} files clean (${secs}s)"
