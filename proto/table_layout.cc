@@ -179,16 +179,19 @@ uint32_t encode_scripts(const Scripts& s, std::span<std::byte> out) {
   return crc32c(0, out.data(), static_cast<size_t>(p - out.data()));
 }
 
-Result<Header> decode_header(std::span<const std::byte> bytes, uint64_t region_len) {
+namespace {
+
+// The header as a whole: long enough, ours, a version we read, intact, and
+// ready.
+Status check_header_frame(std::span<const std::byte> bytes) {
   if (bytes.size() < kHeaderSize)
     return bad_header("only " + std::to_string(bytes.size()) + " of 256 header bytes");
   const std::byte* p = bytes.data();
   if (std::memcmp(p + hdr::kMagic, kMagic, sizeof kMagic) != 0)
     return bad_header("bad magic: this is not a mapping table (wrong server or port?)");
-  Header h;
-  h.layout_version = load_u16(p + hdr::kLayoutVersion);
-  if (h.layout_version != kLayoutVersion)
-    return bad_header("layout version " + std::to_string(h.layout_version) +
+  const uint16_t version = load_u16(p + hdr::kLayoutVersion);
+  if (version != kLayoutVersion)
+    return bad_header("layout version " + std::to_string(version) +
                       " is not supported; this client reads version " +
                       std::to_string(kLayoutVersion) + " (upgrade the older side)");
   if (load_u16(p + hdr::kHeaderSize) != kHeaderSize)
@@ -201,6 +204,13 @@ Result<Header> decode_header(std::span<const std::byte> bytes, uint64_t region_l
     return bad_header("table is still being built");
   if (state != static_cast<uint32_t>(State::kReady))
     return bad_header("unknown state " + std::to_string(state));
+  return {};
+}
+
+// Every field, as stored; checked after.
+Header load_header_fields(const std::byte* p) {
+  Header h;
+  h.layout_version = load_u16(p + hdr::kLayoutVersion);
   h.state = State::kReady;
   h.epoch = load_u64(p + hdr::kEpoch);
   h.created_unix_ms = load_u64(p + hdr::kCreatedMs);
@@ -223,12 +233,17 @@ Result<Header> decode_header(std::span<const std::byte> bytes, uint64_t region_l
   h.scripts_offset = load_u64(p + hdr::kScriptsOffset);
   h.scripts_size = load_u64(p + hdr::kScriptsSize);
   h.scripts_crc32c = load_u32(p + hdr::kScriptsCrc);
-  uint32_t source = load_u32(p + hdr::kSourceKind);
-  if (source != static_cast<uint32_t>(SourceKind::kScan) &&
-      source != static_cast<uint32_t>(SourceKind::kPsync))
-    return bad_header("unknown source kind " + std::to_string(source));
-  h.source_kind = static_cast<SourceKind>(source);
+  h.source_kind = static_cast<SourceKind>(load_u32(p + hdr::kSourceKind));
 
+  return h;
+}
+
+// The fields against each other and the published region: sizes, counts and
+// regions in order, inside the table.
+Status check_header_fields(const Header& h, const std::byte* p, uint64_t region_len) {
+  if (h.source_kind != SourceKind::kScan && h.source_kind != SourceKind::kPsync)
+    return bad_header("unknown source kind " +
+                      std::to_string(static_cast<uint32_t>(h.source_kind)));
   if (!wire::is_printable(h.redis_version) || !wire::is_printable(h.source_replid))
     return bad_header("version or replid field is not printable ASCII");
   if (!all_zero(p + hdr::kReserved, hdr::kReservedLen))
@@ -266,6 +281,15 @@ Result<Header> decode_header(std::span<const std::byte> bytes, uint64_t region_l
       !within(h.heap_offset, h.heap_size, heap_limit) ||
       !within(h.scripts_offset, h.scripts_size, h.total_size))
     return bad_header("regions are out of order, overlap or run past the end of the table");
+  return {};
+}
+
+}  // namespace
+
+Result<Header> decode_header(std::span<const std::byte> bytes, uint64_t region_len) {
+  RRS_RETURN_IF_ERROR(check_header_frame(bytes));
+  Header h = load_header_fields(bytes.data());
+  RRS_RETURN_IF_ERROR(check_header_fields(h, bytes.data(), region_len));
   return h;
 }
 
