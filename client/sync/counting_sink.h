@@ -17,7 +17,7 @@ class CountingSink : public LoadSink {
   Status verdict() const override;
   void abandon(const Status&, uint64_t, double) override {}
   LoadCounts counts() const override { return counts_; }
-  const char* verb() const override { return "fetched"; }
+  bool loads() const override { return false; }
 
  private:
   LoadCounts counts_;

@@ -65,8 +65,9 @@ class LoadSink {
   virtual LoadCounts counts() const = 0;
   // Fields of this load path's own for the summary line, " name=value" each.
   virtual std::string summary_fields() const { return ""; }
-  // The summary line's first word: "synced", or "fetched" when nothing loads.
-  virtual const char* verb() const { return "synced"; }
+  // Whether records go anywhere: the summary line is `synced`, else
+  // `fetched` (the transfer alone).
+  virtual bool loads() const { return true; }
 };
 
 }  // namespace rrs

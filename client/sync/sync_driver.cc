@@ -88,10 +88,10 @@ Result<SyncedTable> run_sync(const ClientConfig& config, LoadSink& sink) {
   report.table_bytes = remote->fetcher->bytes_read();
   report.epoch = remote->info.header.epoch;
   report.fields = sink.summary_fields();
-  if (std::string_view(sink.verb()) == "fetched")
-    print_fetched(report);
-  else
+  if (sink.loads())
     print_synced(report);
+  else
+    print_fetched(report);
   RRS_RETURN_IF_ERROR(sink.verdict());
   return SyncedTable{std::move(remote->reader), remote->info.header};
 }
