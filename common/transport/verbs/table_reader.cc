@@ -8,7 +8,6 @@
 #include <cstring>
 #include <thread>
 
-#include "common/auth/auth.h"
 
 namespace rrs {
 namespace {
@@ -27,29 +26,23 @@ void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOC
 
 VerbsTableReader::VerbsTableReader(Endpoint server, std::chrono::milliseconds io_timeout,
                                    std::optional<std::string> secret)
-    : server_(std::move(server)), io_timeout_(io_timeout), secret_(std::move(secret)) {}
+    : server_(std::move(server)), io_timeout_(io_timeout), session_(std::move(secret)) {}
 
 VerbsTableReader::~VerbsTableReader() { close(); }
 
 Status VerbsTableReader::connect(Clock::time_point deadline) {
-  auto backoff = std::chrono::milliseconds(100);
-  for (;;) {
-    bool retryable = false;
-    Status s = attempt(deadline, retryable);
-    if (s.ok()) {
-      for (auto span : registered_spans_) {
-        ibv_mr* mr = ibv_reg_mr(pd_.get(), span.data(), span.size(), IBV_ACCESS_LOCAL_WRITE);
-        if (!mr) return Status::from_errno("register a read buffer");
-        mrs_.emplace_back(mr);
-      }
-      return {};
-    }
-    close();
-    if (!retryable || Clock::now() + backoff >= deadline)
-      return s.wrap("connect to rdma-server at " + server_.to_string() + " over RDMA");
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  Status s = connect_with_backoff(deadline, [&](bool& retry) {
+    Status tried = attempt(deadline, retry);
+    if (!tried.ok()) close();
+    return tried;
+  });
+  if (!s.ok()) return s.wrap("connect to rdma-server at " + server_.to_string() + " over RDMA");
+  for (auto span : registered_spans_) {
+    ibv_mr* mr = ibv_reg_mr(pd_.get(), span.data(), span.size(), IBV_ACCESS_LOCAL_WRITE);
+    if (!mr) return Status::from_errno("register a read buffer");
+    mrs_.emplace_back(mr);
   }
+  return {};
 }
 
 Result<verbs::CmEvent> VerbsTableReader::wait_cm_event(rdma_cm_event_type want,
@@ -75,11 +68,8 @@ Result<verbs::CmEvent> VerbsTableReader::wait_cm_event(rdma_cm_event_type want,
     case RDMA_CM_EVENT_REJECTED: {
       auto err = control::decode_reject(private_data(*ev));
       if (err.ok()) {
-        // The server answered: "not ready" is worth waiting for, the rest is not.
-        retryable = err->code == control::ErrorCode::kNotReady;
-        return Status::error("rdma-server rejected us",
-                             std::string(control::error_code_name(err->code)) + ": " + err->text)
-            .as(control::error_kind(err->code));
+        retryable = ClientSession::worth_retrying(err->code);
+        return ClientSession::server_error(*err);
       }
       retryable = true;  // no listener on that port (yet)
       why += ": nothing is listening for RDMA connections on that port";
@@ -159,9 +149,7 @@ Status VerbsTableReader::attempt(Clock::time_point deadline, bool& retryable) {
   if (ibv_query_port(id->verbs, id->port_num, &port_attr) != 0)
     return Status::from_errno("ibv_query_port");
 
-  control::Hello hello;
-  hello.client_nonce = auth::random_nonce();
-  std::string connect_data = control::encode_connect(hello);
+  std::string connect_data = control::encode_connect(session_.start());
   rdma_conn_param cp{};
   cp.private_data = connect_data.data();
   cp.private_data_len = static_cast<uint8_t>(connect_data.size());
@@ -174,54 +162,28 @@ Status VerbsTableReader::attempt(Clock::time_point deadline, bool& retryable) {
   if (rdma_connect(id, &cp) != 0) return Status::from_errno("rdma_connect").as(ErrorKind::kUnavailable);
   auto ev = wait_cm_event(RDMA_CM_EVENT_ESTABLISHED, left(), retryable);
   if (!ev.ok()) return ev.status();
-  auto accept = control::decode_accept(private_data(**ev));
-  if (!accept.ok()) return accept.status().as(ErrorKind::kBadData);
-  hello_ = accept->hello;
-  auto proof = auth::answer_challenge(secret_, hello_, hello.client_nonce);
+  auto proof = session_.on_accept(private_data(**ev));
   if (!proof.ok()) return proof.status();
-  if (*proof) {
-    RRS_RETURN_IF_ERROR(authenticate(**proof, hello.client_nonce,
-                                     Clock::now() + std::max(left(), io_timeout_)));
-  } else {
-    descriptor_ = *accept->descriptor;
-  }
-  if (descriptor_.transport != control::TransportKind::kVerbs || descriptor_.rkey == 0)
-    return Status::error("read descriptor", "server did not publish an RDMA region")
-        .as(ErrorKind::kBadData);
-  max_in_flight_ = std::min(hello_.max_in_flight, kMaxSendWr);
-  max_read_len_ = std::min<uint32_t>(hello_.max_read_len, port_attr.max_msg_sz);
-  keepalive_interval_ = std::chrono::milliseconds(hello_.keepalive_interval_ms);
+  if (*proof)
+    RRS_RETURN_IF_ERROR(authenticate(**proof, Clock::now() + std::max(left(), io_timeout_)));
+  const control::HelloOk& terms = session_.hello_ok();
+  max_in_flight_ = std::min(terms.max_in_flight, kMaxSendWr);
+  max_read_len_ = std::min<uint32_t>(terms.max_read_len, port_attr.max_msg_sz);
+  keepalive_interval_ = std::chrono::milliseconds(terms.keepalive_interval_ms);
   keepalive_seq_ = keepalive_acked_ = 0;
   heard_at_ = Clock::now();
   broken_ = false;
   return {};
 }
 
-Status VerbsTableReader::authenticate(const control::Proof& proof,
-                                      const control::Nonce& client_nonce,
-                                      Clock::time_point deadline) {
+Status VerbsTableReader::authenticate(const control::Proof& proof, Clock::time_point deadline) {
   std::string msg;
   control::append_auth(msg, 0, control::MsgType::kAuth, proof);
   if (int rc = post_message(msg, kAuthWrId); rc != 0)
     return Status::from_errno("send AUTH", rc).as(ErrorKind::kUnavailable);
-
   auto answer = receive_auth_answer(deadline);
   if (!answer.ok()) return answer.status().wrap("authenticate to rdma-server");
-  const auto bytes = std::as_bytes(std::span(*answer));
-  auto type = control::message_type(bytes);
-  if (!type.ok()) return type.status().as(ErrorKind::kBadData);
-  if (*type == control::MsgType::kError) {
-    auto err = control::decode_reject(bytes);
-    if (!err.ok()) return err.status().as(ErrorKind::kBadData);
-    return Status::error("rdma-server refused us",
-                         std::string(control::error_code_name(err->code)) + ": " + err->text)
-        .as(control::error_kind(err->code));
-  }
-  auto granted = control::decode_auth_granted(bytes);
-  if (!granted.ok()) return granted.status().as(ErrorKind::kBadData);
-  RRS_RETURN_IF_ERROR(auth::check_server(*secret_, client_nonce, hello_, granted->server_proof));
-  descriptor_ = granted->descriptor;
-  return {};
+  return session_.on_auth_answer(std::as_bytes(std::span(*answer)));
 }
 
 // Both completions are taken: the message's RECV and our AUTH SEND's (which
@@ -331,20 +293,14 @@ uint32_t VerbsTableReader::lkey_for(const std::byte* p, size_t len) const {
 
 Status VerbsTableReader::post_reads(std::span<const TableRead> batch) {
   if (broken_) return Status::error("post RDMA READ", "connection is broken").as(ErrorKind::kUnavailable);
-  if (reads_outstanding_ + batch.size() > max_in_flight_)
-    return Status::error("post RDMA READ", "more than max_in_flight reads outstanding");
+  RRS_RETURN_IF_ERROR(
+      session_.check_batch(batch, reads_outstanding_, max_read_len_, max_in_flight_));
   std::vector<ibv_send_wr> wrs(batch.size());
   std::vector<ibv_sge> sges(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
     const TableRead& r = batch[i];
-    const control::Descriptor& d = descriptor_;
+    const control::Descriptor& d = session_.descriptor();
     const bool log = r.region == control::Region::kChangeLog;
-    const uint64_t length = log ? d.log_length : d.table_length;
-    if (r.dst.empty() || r.dst.size() > max_read_len_ || r.offset > length ||
-        r.dst.size() > length - r.offset)
-      return Status::error("post RDMA READ", "range " + std::to_string(r.offset) + "+" +
-                                                 std::to_string(r.dst.size()) + " is outside the " +
-                                                 (log ? "change log" : "published table"));
     uint32_t lkey = lkey_for(r.dst.data(), r.dst.size());
     if (lkey == 0) return Status::error("post RDMA READ", "destination is not a registered buffer");
     sges[i] = {reinterpret_cast<uint64_t>(r.dst.data()), static_cast<uint32_t>(r.dst.size()), lkey};

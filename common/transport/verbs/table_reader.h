@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/net/endpoint.h"
+#include "common/transport/control_session.h"
 #include "common/transport/transport.h"
 #include "common/transport/verbs/owners.h"
 
@@ -40,7 +41,7 @@ class VerbsTableReader final : public TableReader {
   ~VerbsTableReader() override;
 
   Status connect(Clock::time_point deadline) override;
-  const control::Descriptor& descriptor() const override { return descriptor_; }
+  const control::Descriptor& descriptor() const override { return session_.descriptor(); }
   uint32_t max_read_length() const override { return max_read_len_; }
   uint32_t max_in_flight() const override { return max_in_flight_; }
   Status register_buffer(std::span<std::byte> memory) override;
@@ -52,8 +53,8 @@ class VerbsTableReader final : public TableReader {
   // Tests only: read under other rkeys than the server gave us (to show that
   // another client's window does not work from this QP).
   void use_rkeys_for_test(uint32_t rkey, uint32_t log_rkey) {
-    descriptor_.rkey = rkey;
-    descriptor_.log_rkey = log_rkey;
+    session_.descriptor_for_test().rkey = rkey;
+    session_.descriptor_for_test().log_rkey = log_rkey;
   }
   // Tests only: the QP, to see what the connection set it to (ibv_query_qp).
   ibv_qp* qp_for_test() const { return qp_.get(); }
@@ -82,8 +83,7 @@ class VerbsTableReader final : public TableReader {
   int post_message(const std::string& msg, uint64_t wr_id);
   Status attempt(Clock::time_point deadline, bool& retryable);
   // AUTH as one SEND, then the server's one answer: AUTH_OK + DESCRIPTOR, or an ERROR.
-  Status authenticate(const control::Proof& proof, const control::Nonce& client_nonce,
-                      Clock::time_point deadline);
+  Status authenticate(const control::Proof& proof, Clock::time_point deadline);
   // The server's one answer to our AUTH SEND (before any READ is posted).
   Result<std::string> receive_auth_answer(Clock::time_point deadline);
   Result<verbs::CmEvent> wait_cm_event(rdma_cm_event_type want, std::chrono::milliseconds timeout,
@@ -97,9 +97,7 @@ class VerbsTableReader final : public TableReader {
 
   Endpoint server_;
   std::chrono::milliseconds io_timeout_;
-  std::optional<std::string> secret_;
-  control::HelloOk hello_;
-  control::Descriptor descriptor_;
+  ClientSession session_;
   uint32_t max_read_len_ = 0;
   uint32_t max_in_flight_ = 0;
   uint32_t posted_since_signal_ = 0;

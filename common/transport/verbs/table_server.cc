@@ -7,7 +7,6 @@
 #include <cstring>
 #include <optional>
 
-#include "common/auth/auth.h"
 #include "common/base/log.h"
 #include "common/transport/verbs/device.h"
 
@@ -199,63 +198,48 @@ void VerbsTableServer::handle(rdma_cm_event& ev) {
   }
 }
 
-void VerbsTableServer::reject(rdma_cm_id* id, ErrorCode code, const std::string& why) {
-  log::warn("verbs client " + peer_of(id) + ": " + control::error_code_name(code) + ": " + why +
+void VerbsTableServer::reject(rdma_cm_id* id, const Refusal& r) {
+  log::warn("verbs client " + peer_of(id) + ": " + control::error_code_name(r.code) + ": " + r.why +
             "; rejecting it");
-  std::string data = control::encode_reject({code, why});
+  std::string data = control::encode_reject({r.code, r.why});
   rdma_reject(id, data.data(), static_cast<uint8_t>(data.size()));
   rdma_destroy_id(id);
 }
 
 void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param& param) {
-  auto hello = control::decode_connect(private_data(param));
-  if (!hello.ok())
-    return reject(id, control::connect_refusal(private_data(param)), hello.status().reason());
-  auto version = control::negotiate_version(*hello);
-  if (!version.ok()) return reject(id, ErrorCode::kUnsupportedVersion, version.status().reason());
-  if (connections_.size() >= limits_.access.max_clients)
-    return reject(id, ErrorCode::kServerFull,
-                  "already serving " + std::to_string(limits_.access.max_clients) +
-                      " clients (--max-clients); try again later");
-  if (!current_) return reject(id, ErrorCode::kNotReady, "no table published yet");
+  auto c = std::make_unique<Connection>(terms_);
+  auto hello = c->session.on_connect(private_data(param));
+  if (!hello.ok()) return reject(id, hello.refusal());
+  if (auto full = ServerSession::admit(connections_.size(), limits_.access)) return reject(id, *full);
+  if (auto d = ServerSession::describe(current_, control::TransportKind::kVerbs); !d.ok())
+    return reject(id, d.refusal());
   auto reg = registration_for(id->verbs);
-  if (!reg.ok()) return reject(id, ErrorCode::kInternal, reg.status().message());
-  verbs::ProtectionDomain own_pd;
+  if (!reg.ok()) return reject(id, {ErrorCode::kInternal, reg.status().message()});
   ibv_pd* pd = nullptr;
   if ((*reg)->protection == Protection::kPdPerClient) {
-    own_pd.reset(ibv_alloc_pd(id->verbs));
-    if (!own_pd)
-      return reject(id, ErrorCode::kInternal,
-                    std::string("ibv_alloc_pd: ") + std::strerror(errno));
-    pd = own_pd.get();
+    c->own_pd.reset(ibv_alloc_pd(id->verbs));
+    if (!c->own_pd)
+      return reject(id, {ErrorCode::kInternal, std::string("ibv_alloc_pd: ") + std::strerror(errno)});
+    pd = c->own_pd.get();
   } else {
     auto shared = pd_for(id->verbs);
-    if (!shared.ok()) return reject(id, ErrorCode::kInternal, shared.status().message());
+    if (!shared.ok()) return reject(id, {ErrorCode::kInternal, shared.status().message()});
     pd = *shared;
   }
 
-  auto c = std::make_unique<Connection>();
   c->server = this;
   c->id.reset(id);
-  c->own_pd = std::move(own_pd);
   c->peer = peer_of(id);
   c->epoch = current_->epoch();
   c->last_heard = c->connected_at = Clock::now();
-  c->client_nonce = hello->client_nonce;
-  c->server_nonce = auth::random_nonce();
-  c->authenticated = !limits_.access.secret;
   if (!prepare(*c, pd)) return drop_new(std::move(c), "set up its queue pair");
 
   ibv_device_attr dev{};
   ibv_query_device(id->verbs, &dev);
   control::Accept accept;
-  accept.hello.max_read_len = control::kMaxReadLength;
-  accept.hello.max_in_flight = limits_.max_in_flight;
-  accept.hello.keepalive_interval_ms = static_cast<uint32_t>(limits_.keepalive_interval.count());
-  accept.hello.auth_required = !c->authenticated;
-  accept.hello.server_nonce = c->server_nonce;
+  accept.hello = *hello;
   // With a secret, the rkey goes out only after AUTH (answer_auth).
-  if (c->authenticated) accept.descriptor = descriptor_for(**reg);
+  if (c->session.ready()) accept.descriptor = descriptor_for(**reg);
   std::string data = control::encode_accept(accept);
   rdma_conn_param cp{};
   cp.private_data = data.data();
@@ -277,13 +261,10 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
 // fills in the client's.
 control::Descriptor VerbsTableServer::descriptor_for(const Registration& r) const {
   const bool shared = r.protection == Protection::kSharedMr;
-  control::Descriptor d{r.table->epoch(), r.table->header.total_size,
-                        reinterpret_cast<uint64_t>(r.table->bytes.data()),
-                        shared ? r.mr->rkey : 0, r.table->header.layout_version,
-                        control::TransportKind::kVerbs};
+  control::Descriptor d = *ServerSession::describe(r.table, control::TransportKind::kVerbs);
+  d.remote_addr = reinterpret_cast<uint64_t>(r.table->bytes.data());
+  d.rkey = shared ? r.mr->rkey : 0;
   if (const ChangeLogPtr& log = r.table->log) {
-    d.log_id = log->id();
-    d.log_length = log->memory().size();
     d.log_addr = reinterpret_cast<uint64_t>(log->memory().data());
     d.log_rkey = shared ? r.log_mr->rkey : 0;
   }
@@ -329,72 +310,57 @@ std::string VerbsTableServer::take_completions(Connection& c) {
       // A malformed or oversized message, or a peer gone, ends the connection.
       if (wc[i].status != IBV_WC_SUCCESS)
         return std::string("completion error: ") + ibv_wc_status_str(wc[i].status);
-      if (wc[i].wr_id < kRecvSlots) {
-        const auto slot = static_cast<uint32_t>(wc[i].wr_id);
-        auto type = control::message_type(std::span<const std::byte>(
-            c.msgs.data() + slot * kMsgSlot, std::min<size_t>(wc[i].byte_len, kMsgSlot)));
-        if (!type.ok()) return "sent a bad message: " + type.status().reason();
-        std::string why = *type == control::MsgType::kAuth
-                              ? answer_auth(c, slot, wc[i].byte_len)
-                              : answer_keepalive(c, slot, wc[i].byte_len);
-        if (!why.empty()) return why;
-      } else {
+      if (wc[i].wr_id >= kRecvSlots) {
         --c.sends_in_flight;
+        continue;
       }
+      const auto slot = static_cast<uint32_t>(wc[i].wr_id);
+      auto message = c.session.on_message(std::span<const std::byte>(
+          c.msgs.data() + slot * kMsgSlot, std::min<size_t>(wc[i].byte_len, kMsgSlot)));
+      if (!message.ok() && !message.refusal().tell) return message.refusal().why;
+      if (!post_recv(c, slot)) return "could not post a receive";
+      std::string why;
+      if (!message.ok())
+        close_with(c, message.refusal());
+      else if (auto* a = std::get_if<ServerSession::Auth>(&*message))
+        why = answer_auth(c, a->server_proof);
+      else
+        why = answer_keepalive(c, std::get<ServerSession::Keepalive>(*message).seq);
+      if (!why.empty()) return why;
     }
   }
   return n < 0 ? "could not poll its CQ" : "";
 }
 
-std::string VerbsTableServer::answer_keepalive(Connection& c, uint32_t slot, uint32_t length) {
-  if (!c.authenticated) return "sent a keepalive before AUTH";
-  auto seq = control::decode_keepalive(
-      std::span<const std::byte>(c.msgs.data() + slot * kMsgSlot, std::min<size_t>(length, kMsgSlot)),
-      control::MsgType::kKeepalive);
-  if (!seq.ok()) return "sent a bad message: " + seq.status().reason();
+std::string VerbsTableServer::answer_keepalive(Connection& c, uint64_t seq) {
   c.last_heard = Clock::now();
-  if (!post_recv(c, slot)) return "could not post a receive";
   // A client keeps one keepalive outstanding; one that floods us just misses answers.
   if (c.sends_in_flight == kSendSlots) return "";
-  if (!send_message(c, control::encode_keepalive(control::MsgType::kKeepaliveAck, *seq)))
+  if (!send_message(c, control::encode_keepalive(control::MsgType::kKeepaliveAck, seq)))
     return "could not post a send";
   return "";
 }
 
-// The client's proof of the shared secret, against this connection's
-// nonces. Right: AUTH_OK with our own proof and the descriptor (the rkey's
-// first trip). Wrong: logged with the peer, told, and disconnected.
-std::string VerbsTableServer::answer_auth(Connection& c, uint32_t slot, uint32_t length) {
-  if (c.authenticated || c.closing_since) return "sent AUTH when not asked for";
-  auto proof = control::decode_auth_message(
-      std::span<const std::byte>(c.msgs.data() + slot * kMsgSlot, std::min<size_t>(length, kMsgSlot)));
-  if (!proof.ok()) return "sent a bad message: " + proof.status().reason();
-  if (!post_recv(c, slot)) return "could not post a receive";
-  const std::string& secret = *limits_.access.secret;
-  if (!auth::proofs_equal(*proof, auth::client_proof(secret, c.client_nonce, c.server_nonce))) {
-    close_with(c, ErrorCode::kAuthFailed,
-               "wrong shared secret (compare the client's and the server's --auth-file)");
-    return "";
-  }
-  if (!current_) {
-    close_with(c, ErrorCode::kNotReady, "no table published yet");
+// The session has checked the client's proof: AUTH_OK with our own proof and
+// the descriptor (the rkey's first trip), once the client's access is granted.
+std::string VerbsTableServer::answer_auth(Connection& c, const control::Proof& server_proof) {
+  if (auto d = ServerSession::describe(current_, control::TransportKind::kVerbs); !d.ok()) {
+    close_with(c, c.session.refuse(d.refusal().code, d.refusal().why));
     return "";
   }
   auto reg = registration_for(c.id->verbs);
   if (!reg.ok()) {
-    close_with(c, ErrorCode::kInternal, reg.status().message());
+    close_with(c, c.session.refuse(ErrorCode::kInternal, reg.status().message()));
     return "";
   }
-  c.authenticated = true;
   c.epoch = current_->epoch();  // a newer epoch may have been published meanwhile
   c.last_heard = Clock::now();
   control::Descriptor d = descriptor_for(**reg);
   if (Status granted = grant_access(c, **reg, d); !granted.ok()) {
-    close_with(c, ErrorCode::kInternal, granted.message());
+    close_with(c, c.session.refuse(ErrorCode::kInternal, granted.message()));
     return "";
   }
-  if (!send_message(c, control::encode_auth_granted(
-                           {auth::server_proof(secret, c.client_nonce, c.server_nonce), d})))
+  if (!send_message(c, control::encode_auth_granted({server_proof, d})))
     return "could not post a send";
   log::info("verbs client " + c.peer + " authenticated (epoch " + std::to_string(c.epoch) + ")");
   return "";
@@ -496,10 +462,10 @@ bool VerbsTableServer::send_message(Connection& c, const std::string& msg) {
   return true;
 }
 
-void VerbsTableServer::close_with(Connection& c, ErrorCode code, const std::string& why) {
-  log::warn("verbs client " + c.peer + ": " + control::error_code_name(code) + ": " + why +
+void VerbsTableServer::close_with(Connection& c, const Refusal& r) {
+  log::warn("verbs client " + c.peer + ": " + control::error_code_name(r.code) + ": " + r.why +
             "; disconnecting it");
-  send_message(c, control::encode_error_message({code, why}));
+  send_message(c, control::encode_error_message({r.code, r.why}));
   c.closing_since = Clock::now();
   arm_handshake_timer();
 }
@@ -510,7 +476,7 @@ void VerbsTableServer::on_handshake_timer(evutil_socket_t, short, void* arg) {
 
 void VerbsTableServer::arm_handshake_timer() {
   for (const auto& [id, c] : connections_)
-    if (!c->authenticated || c->closing_since) {
+    if (!c->session.ready() || c->closing_since) {
       const timeval tv = to_timeval(std::chrono::milliseconds(5));
       evtimer_add(handshake_timer_.get(), &tv);
       return;
@@ -521,17 +487,15 @@ void VerbsTableServer::sweep_handshakes() {
   const auto now = Clock::now();
   std::vector<std::pair<rdma_cm_id*, std::string>> gone;
   for (auto& [id, c] : connections_) {
-    if (c->authenticated && !c->closing_since) continue;
+    if (c->session.ready() && !c->closing_since) continue;
     std::string why = take_completions(*c);
     if (!why.empty()) {
       gone.emplace_back(id, why + "; dropping it");
     } else if (c->closing_since) {
       if (c->sends_in_flight == 0 || now - *c->closing_since > std::chrono::seconds(1))
         gone.emplace_back(id, "disconnected");
-    } else if (!c->authenticated && now - c->connected_at > limits_.access.handshake_timeout) {
-      close_with(*c, ErrorCode::kIdle,
-                 "no AUTH within " + std::to_string(limits_.access.handshake_timeout.count()) +
-                     " ms");
+    } else if (!c->session.ready() && now - c->connected_at > limits_.access.handshake_timeout) {
+      close_with(*c, c->session.timed_out());
     }
   }
   for (const auto& [id, why] : gone) hang_up(id, why.c_str());
@@ -550,7 +514,7 @@ void VerbsTableServer::sweep() {
   const auto now = Clock::now();
   std::vector<std::pair<rdma_cm_id*, std::string>> gone;
   for (auto& [id, c] : connections_) {
-    if (!c->authenticated || c->closing_since) continue;  // sweep_handshakes() has them
+    if (!c->session.ready() || c->closing_since) continue;  // sweep_handshakes() has them
     std::string why = take_completions(*c);
     if (why.empty() && now - c->last_heard > limit)
       why = "sent no keepalive for " +

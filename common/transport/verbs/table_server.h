@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/net/endpoint.h"
+#include "common/transport/control_session.h"
 #include "common/transport/transport.h"
 #include "common/transport/verbs/owners.h"
 
@@ -113,6 +114,7 @@ class VerbsTableServer final : public TableServer {
   static constexpr uint32_t kRecvSlots = 4, kSendSlots = 4;
   static_assert(control::kKeepaliveMessageSize <= kMsgSlot);
   struct Connection {
+    explicit Connection(const ServerTerms& terms) : session(terms) {}
     VerbsTableServer* server = nullptr;
     // Creation order; destroyed in reverse (grant, QP, MR, CQ, PD, id).
     verbs::CmId id;
@@ -129,9 +131,8 @@ class VerbsTableServer final : public TableServer {
     Clock::time_point last_heard;
     uint32_t sends_in_flight = 0;
     uint32_t next_send_slot = 0;
-    // The handshake: until authenticated, the client knows no rkey.
-    bool authenticated = false;
-    control::Nonce client_nonce{}, server_nonce{};
+    // The handshake: until session.ready(), the client knows no rkey.
+    ServerSession session;
     Clock::time_point connected_at;
     // Told why it must go (an ERROR SEND); disconnected once that is out.
     std::optional<Clock::time_point> closing_since;
@@ -140,7 +141,10 @@ class VerbsTableServer final : public TableServer {
     bool established = false;
   };
 
-  VerbsTableServer(event_base* base, VerbsServerLimits limits) : base_(base), limits_(limits) {}
+  VerbsTableServer(event_base* base, VerbsServerLimits limits)
+      : base_(base),
+        limits_(limits),
+        terms_{limits.access, limits.max_in_flight, limits.keepalive_interval} {}
   static void on_cm_readable(evutil_socket_t, short, void* arg);
   static void on_retire_timer(evutil_socket_t, short, void* arg);
   static void on_keepalive_timer(evutil_socket_t, short, void* arg);
@@ -151,12 +155,12 @@ class VerbsTableServer final : public TableServer {
   // Takes the client's completions and answers its keepalives; why the
   // connection must go, or "" if it may stay.
   std::string take_completions(Connection& c);
-  std::string answer_keepalive(Connection& c, uint32_t slot, uint32_t length);
-  std::string answer_auth(Connection& c, uint32_t slot, uint32_t length);
+  std::string answer_keepalive(Connection& c, uint64_t seq);
+  std::string answer_auth(Connection& c, const control::Proof& server_proof);
   // Posts one message from a send slot; false when none is free or the post fails.
   bool send_message(Connection& c, const std::string& msg);
   // Sends an ERROR, then disconnects once it is out (or after a second).
-  void close_with(Connection& c, control::ErrorCode code, const std::string& why);
+  void close_with(Connection& c, const Refusal& r);
   control::Descriptor descriptor_for(const Registration& r) const;
   // Gives an authenticated client its own rkeys onto `r`, as r.protection
   // says, and puts them in `d` (kSharedMr: `d` has the epoch's already).
@@ -175,7 +179,7 @@ class VerbsTableServer final : public TableServer {
   void arm_handshake_timer();
   void handle(rdma_cm_event& ev);
   void on_connect_request(rdma_cm_id* id, const rdma_conn_param& param);
-  void reject(rdma_cm_id* id, control::ErrorCode code, const std::string& why);
+  void reject(rdma_cm_id* id, const Refusal& r);
   void drop(rdma_cm_id* id, const char* reason);
   // Disconnects a client we give up on, then drops it (see early_drops_).
   void hang_up(rdma_cm_id* id, const char* reason);
@@ -188,6 +192,7 @@ class VerbsTableServer final : public TableServer {
 
   event_base* base_;
   VerbsServerLimits limits_;
+  ServerTerms terms_;  // what every client's ServerSession offers
   Endpoint bound_;
   TablePtr current_;
   // Declared in creation order; destroyed in reverse (connections first,
