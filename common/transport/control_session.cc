@@ -38,6 +38,11 @@ Refusal ServerSession::refuse(ErrorCode code, std::string why) {
   return Refusal{code, std::move(why)};
 }
 
+Refusal ServerSession::not_a_request(MsgType type) {
+  return refuse(ErrorCode::kBadMessage,
+                "message type " + std::to_string(static_cast<int>(type)) + " is not a request");
+}
+
 Verdict<control::HelloOk> ServerSession::on_hello(std::span<const std::byte> body) {
   return hello(control::decode_hello(body), control::hello_refusal(body));
 }

@@ -115,6 +115,8 @@ class ServerSession {
   // Nothing heard for the handshake timeout (before kReady) or the idle
   // timeout (after): what the client is told before it is dropped.
   Refusal timed_out();
+  // A frame of a type no client sends (TCP).
+  Refusal not_a_request(control::MsgType type);
   // Marks the session refused (by the transport, e.g. "not ready" after AUTH).
   Refusal refuse(control::ErrorCode code, std::string why);
 

@@ -130,9 +130,7 @@ class TcpTableServer::Client {
       case MsgType::kRead:
         return handle_read(id, body);
       default:
-        return reject(id, session_.refuse(ErrorCode::kBadMessage,
-                                          "message type " + std::to_string(static_cast<int>(h.type)) +
-                                              " is not a request"));
+        return reject(id, session_.not_a_request(h.type));
     }
   }
 
