@@ -7,7 +7,9 @@
 // completes in order, one completion retires every WR posted before it.
 //
 // Single-threaded, no event loop: poll() sleeps on the completion channel's
-// and the CM channel's fds (no busy-waiting).
+// and the CM channel's fds (no busy-waiting; verbs/completion_wait.h). The
+// handshake's rules are ClientSession's (control_session.h); the data path
+// is verbs/read_queue.h.
 //
 // Keepalive: the server cannot see one-sided READs, so the reader SENDs a
 // KEEPALIVE every interval the server announced (from poll() while reading,

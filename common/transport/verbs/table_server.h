@@ -1,10 +1,11 @@
 // TableServer over RDMA (rdmacm + one-sided READ). The table of each epoch is
 // registered for remote READ only, and each client reads it under the rkeys
-// its Protection gives it (below). A client's CONNECT_REQUEST carries HELLO
+// its Protection gives it (verbs/protection.h). A client's CONNECT_REQUEST carries HELLO
 // in its private data and the accept answers with HELLO_OK, then DESCRIPTOR
 // (address, rkey, length, epoch): in the accept itself without a shared
 // secret, or with one, as a SEND once the client's AUTH (a SEND on the new
-// connection) has been checked.
+// connection) has been checked. What to answer is each connection's
+// ServerSession's decision (control_session.h); this moves bytes and memory.
 // After that the server's CPU does nothing per byte: clients READ directly.
 // The only messages are keepalives (RDMA has no transport keepalive): each
 // client SENDs one per interval, and the server drops a client it has not
