@@ -30,7 +30,8 @@ ALLOWED = {
     REDIS: [BASE, NET],
     TABLE: [BASE, PROTO],
     AUTH: [BASE, PROTO],
-    TRANSPORT: [BASE, PROTO, TABLE],
+    # The control session (transport/control_session.h) checks AUTH proofs.
+    TRANSPORT: [BASE, PROTO, TABLE, AUTH],
     TCP: [BASE, PROTO, TABLE, NET, AUTH, TRANSPORT],
     VERBS: [BASE, PROTO, TABLE, NET, AUTH, TRANSPORT],
     CLI: [BASE, NET],

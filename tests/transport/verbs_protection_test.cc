@@ -36,10 +36,10 @@ class VerbsTableServerTestPeer {
 
   std::set<Protection> protections() const {
     std::set<Protection> p;
-    for (const auto& [device, protection] : s_.protection_) p.insert(protection);
+    for (const auto& [device, protection] : s_.registry_.protections()) p.insert(protection);
     return p;
   }
-  size_t registrations() const { return s_.registrations_.size(); }
+  size_t registrations() const { return s_.registry_.registrations(); }
   struct Held {
     size_t own_pds = 0;  // clients whose QP has a PD of its own
     size_t own_mrs = 0;  // clients holding MRs of their own (kPdPerClient)

@@ -3,9 +3,6 @@
 #include <poll.h>
 
 #include <algorithm>
-#include <thread>
-
-#include "common/auth/auth.h"
 
 namespace rrs {
 
@@ -19,51 +16,43 @@ constexpr uint32_t kMaxServerBody =
 
 TcpTableReader::TcpTableReader(Endpoint server, std::chrono::milliseconds io_timeout,
                                std::optional<std::string> secret)
-    : server_(std::move(server)), io_timeout_(io_timeout), secret_(std::move(secret)) {}
+    : server_(std::move(server)), io_timeout_(io_timeout), session_(std::move(secret)) {}
 
 Status TcpTableReader::connect(Clock::time_point deadline) {
   fd_.reset();
   out_.clear();
   pending_.clear();  // reads of a previous connection are lost with it
-  auto backoff = std::chrono::milliseconds(100);
-  for (;;) {
+  return connect_with_backoff(deadline, [&](bool& retry) -> Status {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     auto attempt = std::clamp(left, std::chrono::milliseconds(100), std::chrono::milliseconds(2000));
     auto fd = tcp_connect(server_, attempt);
-    if (fd.ok()) {
-      fd_ = std::move(*fd);
-      // A peer that accepts but never answers must not outlast --connect-timeout.
-      auto budget = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 deadline - Clock::now()),
-                             std::chrono::milliseconds(1000));
-      return handshake(std::min(budget, io_timeout_))
-          .wrap("handshake with rdma-server at " + server_.to_string());
-    }
-    if (Clock::now() + backoff >= deadline)
+    if (!fd.ok()) {
+      retry = true;
       return fd.status()
           .wrap("could not reach rdma-server (retried until --connect-timeout)")
           .as(ErrorKind::kUnavailable);
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
-  }
+    }
+    fd_ = std::move(*fd);
+    // A peer that accepts but never answers must not outlast --connect-timeout.
+    auto budget = std::max(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
+        std::chrono::milliseconds(1000));
+    return handshake(std::min(budget, io_timeout_))
+        .wrap("handshake with rdma-server at " + server_.to_string());
+  });
 }
 
 // HELLO, then (if the server asks) AUTH, then GET_DESCRIPTOR: the server
-// reveals nothing about the table before the proof is checked.
+// reveals nothing about the table before the proof is checked. The session
+// decides; this only moves frames.
 Status TcpTableReader::handshake(std::chrono::milliseconds timeout) {
-  control::Hello hello_msg;
-  hello_msg.client_nonce = auth::random_nonce();
   std::string out;
-  control::append_hello(out, 0, hello_msg);
+  control::append_hello(out, 0, session_.start());
   RRS_RETURN_IF_ERROR(send_all(fd_.get(), out, timeout).as(ErrorKind::kUnavailable));
 
   std::byte hello[control::kHelloOkSize];
   RRS_RETURN_IF_ERROR(read_expected(MsgType::kHelloOk, hello, timeout));
-  auto h = control::decode_hello_ok(hello);
-  if (!h.ok()) return h.status().as(ErrorKind::kBadData);
-  hello_ = *h;
-
-  auto proof = auth::answer_challenge(secret_, hello_, hello_msg.client_nonce);
+  auto proof = session_.on_hello_ok(hello);
   if (!proof.ok()) return proof.status();
   out.clear();
   if (*proof) control::append_auth(out, 0, MsgType::kAuth, **proof);
@@ -72,17 +61,12 @@ Status TcpTableReader::handshake(std::chrono::milliseconds timeout) {
   if (*proof) {
     std::byte server_proof[control::kAuthSize];
     RRS_RETURN_IF_ERROR(read_expected(MsgType::kAuthOk, server_proof, timeout));
-    auto p = control::decode_auth(server_proof);
-    if (!p.ok()) return p.status().as(ErrorKind::kBadData);
-    RRS_RETURN_IF_ERROR(auth::check_server(*secret_, hello_msg.client_nonce, hello_, *p));
+    RRS_RETURN_IF_ERROR(session_.on_auth_ok(server_proof));
   }
 
   std::byte desc[control::kDescriptorSize];
   RRS_RETURN_IF_ERROR(read_expected(MsgType::kDescriptor, desc, timeout));
-  auto d = control::decode_descriptor(desc);
-  if (!d.ok()) return d.status().as(ErrorKind::kBadData);
-  descriptor_ = *d;
-  return {};
+  return session_.on_descriptor(desc, control::TransportKind::kTcp);
 }
 
 Result<control::FrameHeader> TcpTableReader::read_frame_header(std::chrono::milliseconds timeout) {
@@ -98,11 +82,7 @@ Status TcpTableReader::server_error(uint32_t body_len) {
   std::string body(body_len, '\0');
   auto span = std::as_writable_bytes(std::span(body));
   RRS_RETURN_IF_ERROR(recv_all(fd_.get(), span, io_timeout_).as(ErrorKind::kUnavailable));
-  auto e = control::decode_error(std::as_bytes(std::span(body)));
-  if (!e.ok()) return e.status().as(ErrorKind::kBadData);
-  return Status::error("rdma-server answered",
-                       std::string(control::error_code_name(e->code)) + ": " + e->text)
-      .as(control::error_kind(e->code));
+  return ClientSession::server_error_body(std::as_bytes(std::span(body)));
 }
 
 Status TcpTableReader::read_expected(MsgType want, std::span<std::byte> body,
@@ -122,17 +102,15 @@ Status TcpTableReader::read_expected(MsgType want, std::span<std::byte> body,
 }
 
 Status TcpTableReader::post_reads(std::span<const TableRead> batch) {
+  RRS_RETURN_IF_ERROR(session_.check_batch(batch, pending_.size(), max_read_length(),
+                                           max_in_flight()));
+  const control::Descriptor& d = session_.descriptor();
   for (const TableRead& r : batch) {
-    if (r.dst.size() == 0 || r.dst.size() > hello_.max_read_len)
-      return Status::error("post read", "length " + std::to_string(r.dst.size()) + " outside 1.." +
-                                            std::to_string(hello_.max_read_len));
-    if (pending_.size() >= hello_.max_in_flight)
-      return Status::error("post read", "more than max_in_flight reads outstanding");
     uint32_t rid = next_request_id_++;
     const bool log = r.region == control::Region::kChangeLog;
     control::append_read(out_, rid,
-                         {log ? descriptor_.log_id : descriptor_.epoch, r.offset,
-                          static_cast<uint32_t>(r.dst.size()), r.region});
+                         {log ? d.log_id : d.epoch, r.offset, static_cast<uint32_t>(r.dst.size()),
+                          r.region});
     pending_.emplace(rid, Pending{r.id, r.dst});
   }
   return {};

@@ -9,6 +9,7 @@
 
 #include "common/net/endpoint.h"
 #include "common/net/socket.h"
+#include "common/transport/control_session.h"
 #include "common/transport/transport.h"
 
 namespace rrs {
@@ -21,9 +22,9 @@ class TcpTableReader final : public TableReader {
                  std::optional<std::string> secret = std::nullopt);
 
   Status connect(Clock::time_point deadline) override;
-  const control::Descriptor& descriptor() const override { return descriptor_; }
-  uint32_t max_read_length() const override { return hello_.max_read_len; }
-  uint32_t max_in_flight() const override { return hello_.max_in_flight; }
+  const control::Descriptor& descriptor() const override { return session_.descriptor(); }
+  uint32_t max_read_length() const override { return session_.hello_ok().max_read_len; }
+  uint32_t max_in_flight() const override { return session_.hello_ok().max_in_flight; }
   Status register_buffer(std::span<std::byte>) override { return {}; }
   void unregister_buffer(std::span<std::byte>) override {}
   Status post_reads(std::span<const TableRead> batch) override;
@@ -45,10 +46,8 @@ class TcpTableReader final : public TableReader {
 
   Endpoint server_;
   std::chrono::milliseconds io_timeout_;
-  std::optional<std::string> secret_;
+  ClientSession session_;
   UniqueFd fd_;
-  control::HelloOk hello_;
-  control::Descriptor descriptor_;
   std::string out_;  // requests posted but not yet sent
   std::unordered_map<uint32_t, Pending> pending_;
   uint32_t next_request_id_ = 1;

@@ -7,9 +7,9 @@
 
 #include <cstring>
 
-#include "common/auth/auth.h"
 #include "common/base/log.h"
 #include "common/net/socket.h"
+#include "common/transport/control_session.h"
 
 namespace rrs {
 
@@ -45,11 +45,7 @@ class TcpTableServer::Client {
   }
 
   // A new connection over --max-clients: told why, then closed.
-  void refuse_full() {
-    reject(0, ErrorCode::kServerFull,
-           "already serving " + std::to_string(server_.limits_.access.max_clients) +
-               " clients (--max-clients); try again later");
-  }
+  void refuse(const Refusal& r) { reject(0, r); }
   ~Client() { bufferevent_free(bev_); }
 
  private:
@@ -73,12 +69,7 @@ class TcpTableServer::Client {
   // idle. Either way it is told, and dropped.
   void timed_out() {
     if (closing_) return server_.drop(this);
-    const bool handshaking = !ready();
-    const auto& a = server_.limits_.access;
-    reject(0, ErrorCode::kIdle,
-           handshaking ? "no HELLO/AUTH within " + std::to_string(a.handshake_timeout.count()) + " ms"
-                       : "no request for " + std::to_string(a.idle_timeout.count()) +
-                             " s (--idle-timeout)");
+    reject(0, session_.timed_out());
   }
 
   void set_read_timeout(std::chrono::milliseconds t) {
@@ -89,9 +80,6 @@ class TcpTableServer::Client {
     const timeval tv = to_timeval(t);
     bufferevent_set_timeouts(bev_, &tv, nullptr);
   }
-
-  // HELLO said, and AUTH passed if the server has a secret.
-  bool ready() const { return said_hello_ && (authenticated_ || !server_.limits_.access.secret); }
 
   evbuffer* output() { return bufferevent_get_output(bev_); }
 
@@ -107,7 +95,7 @@ class TcpTableServer::Client {
       std::byte raw[control::kFrameHeaderSize];
       if (evbuffer_copyout(in, raw, sizeof raw) < static_cast<ev_ssize_t>(sizeof raw)) return;
       auto h = control::decode_frame_header(raw, control::kMaxRequestBody);
-      if (!h.ok()) return reject(0, ErrorCode::kBadMessage, h.status().reason());
+      if (!h.ok()) return reject(0, {ErrorCode::kBadMessage, h.status().reason()});
       if (evbuffer_get_length(in) < sizeof raw + h->body_len) return;
       std::byte body[control::kMaxRequestBody];
       evbuffer_drain(in, sizeof raw);
@@ -116,125 +104,58 @@ class TcpTableServer::Client {
     }
   }
 
+  // The session decides; this only moves its answers into the output buffer.
   void handle_frame(const control::FrameHeader& h, std::span<const std::byte> body) {
+    const uint32_t id = h.request_id;
     switch (h.type) {
       case MsgType::kHello: {
-        auto m = control::decode_hello(body);
-        if (!m.ok())
-          return reject(h.request_id, control::hello_refusal(body), m.status().reason());
-        auto v = control::negotiate_version(*m);
-        if (!v.ok())
-          return reject(h.request_id, ErrorCode::kUnsupportedVersion, v.status().reason());
-        if (said_hello_) return reject(h.request_id, ErrorCode::kBadMessage, "a second HELLO");
-        control::HelloOk ok;
-        ok.version = *v;
-        ok.max_read_len = control::kMaxReadLength;
-        ok.max_in_flight = server_.limits_.max_in_flight;
-        ok.auth_required = server_.limits_.access.secret.has_value();
-        ok.server_nonce = auth::random_nonce();
-        client_nonce_ = m->client_nonce;
-        server_nonce_ = ok.server_nonce;
-        said_hello_ = true;
-        if (ready()) set_read_timeout(server_.limits_.access.idle_timeout);
-        return send_frame([&](std::string& o) { control::append_hello_ok(o, h.request_id, ok); });
+        auto ok = session_.on_hello(body);
+        if (!ok.ok()) return reject(id, ok.refusal());
+        if (session_.ready()) set_read_timeout(server_.limits_.access.idle_timeout);
+        return send_frame([&](std::string& o) { control::append_hello_ok(o, id, *ok); });
       }
-      case MsgType::kAuth:
-        return handle_auth(h.request_id, body);
+      case MsgType::kAuth: {
+        auto proof = session_.on_auth(body);
+        if (!proof.ok()) return reject(id, proof.refusal());
+        log::info("client " + peer_ + " authenticated");
+        set_read_timeout(server_.limits_.access.idle_timeout);
+        return send_frame(
+            [&](std::string& o) { control::append_auth(o, id, MsgType::kAuthOk, *proof); });
+      }
       case MsgType::kGetDescriptor: {
-        if (!ready()) return not_ready(h.request_id);
-        if (!body.empty()) return reject(h.request_id, ErrorCode::kBadMessage, "unexpected body");
-        const TablePtr& t = server_.table_;
-        if (!t) return reject(h.request_id, ErrorCode::kNotReady, "no table published yet");
-        control::Descriptor d;
-        d.epoch = t->epoch();
-        d.table_length = t->header.total_size;
-        d.layout_version = t->header.layout_version;
-        d.transport = control::TransportKind::kTcp;
-        if (t->log) {
-          d.log_id = t->log->id();
-          d.log_length = t->log->memory().size();
-        }
-        return send_frame([&](std::string& o) { control::append_descriptor(o, h.request_id, d); });
+        auto d = session_.on_get_descriptor(body, server_.table_);
+        if (!d.ok()) return reject(id, d.refusal());
+        return send_frame([&](std::string& o) { control::append_descriptor(o, id, *d); });
       }
       case MsgType::kRead:
-        if (!ready()) return not_ready(h.request_id);
-        return handle_read(h.request_id, body);
+        return handle_read(id, body);
       default:
-        return reject(h.request_id, ErrorCode::kBadMessage,
-                      "message type " + std::to_string(static_cast<int>(h.type)) +
-                          " is not a request");
+        return reject(id, session_.not_a_request(h.type));
     }
   }
 
-  void not_ready(uint32_t request_id) {
-    if (!said_hello_) return reject(request_id, ErrorCode::kBadMessage, "HELLO first");
-    reject(request_id, ErrorCode::kAuthFailed,
-           "this rdma-server requires the shared secret: the client must AUTH first "
-           "(rdma-client --auth-file)");
-  }
-
-  // The client's proof of the shared secret, against this connection's
-  // nonces. Right: AUTH_OK with our own proof. Wrong: logged with the peer,
-  // and the client is told (nothing else is revealed).
-  void handle_auth(uint32_t request_id, std::span<const std::byte> body) {
-    const auto& secret = server_.limits_.access.secret;
-    if (!said_hello_) return reject(request_id, ErrorCode::kBadMessage, "HELLO first");
-    if (!secret || authenticated_)
-      return reject(request_id, ErrorCode::kBadMessage, "AUTH not asked for");
-    auto proof = control::decode_auth(body);
-    if (!proof.ok()) return reject(request_id, ErrorCode::kBadMessage, proof.status().reason());
-    if (!auth::proofs_equal(*proof, auth::client_proof(*secret, client_nonce_, server_nonce_)))
-      return reject(request_id, ErrorCode::kAuthFailed,
-                    "wrong shared secret (compare the client's and the server's --auth-file)");
-    authenticated_ = true;
-    log::info("client " + peer_ + " authenticated");
-    set_read_timeout(server_.limits_.access.idle_timeout);
-    send_frame([&](std::string& o) {
-      control::append_auth(o, request_id, MsgType::kAuthOk,
-                           auth::server_proof(*secret, client_nonce_, server_nonce_));
-    });
-  }
-
-  // A READ of the current table (sent by reference: it never changes) or of
-  // its change log. The log is being written while we read it: its bytes are
-  // copied now, and the client checks by the seqlock rule that the copy was
-  // intact. A replaced table or log is "epoch gone", not the client's fault:
-  // it may fetch the new descriptor and start over.
+  // Table bytes are sent by reference (a table never changes); change log
+  // bytes are copied now (the log is being written; the client checks by the
+  // seqlock rule that the copy was intact). "epoch gone" leaves the
+  // connection open.
   void handle_read(uint32_t request_id, std::span<const std::byte> body) {
-    auto m = control::decode_read(body);
-    if (!m.ok()) return reject(request_id, ErrorCode::kBadMessage, m.status().reason());
-    const TablePtr& t = server_.table_;
-    if (!t) return reject(request_id, ErrorCode::kNotReady, "no table published yet");
-    const bool log = m->region == control::Region::kChangeLog;
-    if (log ? !t->log || m->epoch != t->log->id() : m->epoch != t->epoch()) {
-      std::string o;
-      control::append_error(
-          o, request_id,
-          {ErrorCode::kEpochGone, (log ? "change log " : "epoch ") + std::to_string(m->epoch) +
-                                      " is no longer served (now epoch " +
-                                      std::to_string(t->epoch()) + ")"});
-      evbuffer_add(output(), o.data(), o.size());
-      return;
+    auto answer = session_.on_read(body, server_.table_);
+    if (!answer.ok()) {
+      if (!session_.closing())
+        return send_frame([&](std::string& o) {
+          control::append_error(o, request_id, {answer.refusal().code, answer.refusal().why});
+        });
+      return reject(request_id, answer.refusal());
     }
-    const std::span<const std::byte> region =
-        log ? t->log->memory() : t->bytes.span().first(t->header.total_size);
-    if (m->length == 0 || m->length > control::kMaxReadLength)
-      return reject(request_id, ErrorCode::kTooLarge,
-                    "read length " + std::to_string(m->length) + " outside 1.." +
-                        std::to_string(control::kMaxReadLength));
-    if (m->offset > region.size() || m->length > region.size() - m->offset)
-      return reject(request_id, ErrorCode::kOutOfRange,
-                    "range " + std::to_string(m->offset) + "+" + std::to_string(m->length) +
-                        " is outside the " + (log ? "change log" : "table") + " of " +
-                        std::to_string(region.size()) + " bytes");
-    std::string o;
-    control::append_read_data_header(o, request_id, m->length);
-    evbuffer_add(output(), o.data(), o.size());
-    if (log)
-      evbuffer_add(output(), region.data() + m->offset, m->length);
+    const auto bytes = answer->bytes;
+    send_frame([&](std::string& o) {
+      control::append_read_data_header(o, request_id, static_cast<uint32_t>(bytes.size()));
+    });
+    if (answer->from_log)
+      evbuffer_add(output(), bytes.data(), bytes.size());
     else
-      evbuffer_add_reference(output(), region.data() + m->offset, m->length, release_table_ref,
-                             new TablePtr(t));
+      evbuffer_add_reference(output(), bytes.data(), bytes.size(), release_table_ref,
+                             new TablePtr(server_.table_));
   }
 
   template <typename Fn>
@@ -246,10 +167,10 @@ class TcpTableServer::Client {
 
   // Answers with an error and closes once it is flushed: a peer that sends
   // garbage gets told why, and nothing more.
-  void reject(uint32_t request_id, ErrorCode code, const std::string& why) {
-    log::warn("client " + peer_ + ": " + control::error_code_name(code) + ": " + why +
+  void reject(uint32_t request_id, const Refusal& r) {
+    log::warn("client " + peer_ + ": " + control::error_code_name(r.code) + ": " + r.why +
               "; disconnecting it");
-    send_frame([&](std::string& o) { control::append_error(o, request_id, {code, why}); });
+    send_frame([&](std::string& o) { control::append_error(o, request_id, {r.code, r.why}); });
     closing_ = true;
     bufferevent_disable(bev_, EV_READ);
     bufferevent_setwatermark(bev_, EV_WRITE, 0, 0);
@@ -261,9 +182,7 @@ class TcpTableServer::Client {
   TcpTableServer& server_;
   bufferevent* bev_;
   std::string peer_;
-  bool said_hello_ = false;
-  bool authenticated_ = false;
-  control::Nonce client_nonce_{}, server_nonce_{};
+  ServerSession session_{server_.terms_};
   bool closing_ = false;
 };
 
@@ -314,9 +233,9 @@ void TcpTableServer::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* ad
     return;
   }
   auto* c = new Client(*self, bev, peer_name(addr));
-  const bool full = self->clients_.size() >= self->limits_.access.max_clients;
+  auto full = ServerSession::admit(self->clients_.size(), self->limits_.access);
   self->clients_.insert(c);
-  if (full) c->refuse_full();
+  if (full) c->refuse(*full);
 }
 
 void TcpTableServer::drop(Client* c) {

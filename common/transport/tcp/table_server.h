@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "common/net/endpoint.h"
+#include "common/transport/control_session.h"
 #include "common/transport/transport.h"
 
 namespace rrs {
@@ -42,13 +43,15 @@ class TcpTableServer final : public TableServer {
   class Client;  // one connection; defined in the .cc
 
  private:
-  TcpTableServer(event_base* base, TcpServerLimits limits) : base_(base), limits_(limits) {}
+  TcpTableServer(event_base* base, TcpServerLimits limits)
+      : base_(base), limits_(limits), terms_{limits.access, limits.max_in_flight} {}
   static void on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* addr, int len, void* arg);
   void drop(Client* c);
 
   friend class Client;
   event_base* base_;
   TcpServerLimits limits_;
+  ServerTerms terms_;  // what every client's ServerSession offers
   Endpoint bound_;
   std::unique_ptr<evconnlistener, void (*)(evconnlistener*)> listener_{nullptr, evconnlistener_free};
   TablePtr table_;

@@ -1,0 +1,293 @@
+#include "common/transport/control_session.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "common/auth/auth.h"
+
+namespace rrs {
+
+using control::ErrorCode;
+using control::MsgType;
+
+// --- Server ------------------------------------------------------------------
+
+std::optional<Refusal> ServerSession::admit(size_t clients, const AccessPolicy& access) {
+  if (clients < access.max_clients) return std::nullopt;
+  return Refusal{ErrorCode::kServerFull, "already serving " + std::to_string(access.max_clients) +
+                                             " clients (--max-clients); try again later"};
+}
+
+Verdict<control::Descriptor> ServerSession::describe(const TablePtr& t,
+                                                     control::TransportKind transport) {
+  if (!t) return Refusal{ErrorCode::kNotReady, "no table published yet"};
+  control::Descriptor d;
+  d.epoch = t->epoch();
+  d.table_length = t->header.total_size;
+  d.layout_version = t->header.layout_version;
+  d.transport = transport;
+  if (t->log) {
+    d.log_id = t->log->id();
+    d.log_length = t->log->memory().size();
+  }
+  return d;
+}
+
+Refusal ServerSession::refuse(ErrorCode code, std::string why) {
+  state_ = State::kClosing;
+  return Refusal{code, std::move(why)};
+}
+
+Refusal ServerSession::not_a_request(MsgType type) {
+  return refuse(ErrorCode::kBadMessage,
+                "message type " + std::to_string(static_cast<int>(type)) + " is not a request");
+}
+
+Verdict<control::HelloOk> ServerSession::on_hello(std::span<const std::byte> body) {
+  return hello(control::decode_hello(body), control::hello_refusal(body));
+}
+
+Verdict<control::HelloOk> ServerSession::on_connect(std::span<const std::byte> private_data) {
+  return hello(control::decode_connect(private_data), control::connect_refusal(private_data));
+}
+
+Verdict<control::HelloOk> ServerSession::hello(const Result<control::Hello>& m,
+                                               ErrorCode refusal) {
+  if (!m.ok()) return refuse(refusal, m.status().reason());
+  auto v = control::negotiate_version(*m);
+  if (!v.ok()) return refuse(ErrorCode::kUnsupportedVersion, v.status().reason());
+  if (state_ != State::kAwaitHello) return refuse(ErrorCode::kBadMessage, "a second HELLO");
+  control::HelloOk ok;
+  ok.version = *v;
+  ok.max_read_len = control::kMaxReadLength;
+  ok.max_in_flight = terms_.max_in_flight;
+  ok.keepalive_interval_ms = static_cast<uint32_t>(terms_.keepalive_interval.count());
+  ok.auth_required = terms_.access.secret.has_value();
+  ok.server_nonce = auth::random_nonce();
+  client_nonce_ = m->client_nonce;
+  server_nonce_ = ok.server_nonce;
+  state_ = ok.auth_required ? State::kAwaitAuth : State::kReady;
+  return ok;
+}
+
+// The client's proof of the shared secret, against this session's nonces.
+// Right: our own proof for AUTH_OK. Wrong: "authentication failed", and
+// nothing else is revealed.
+Verdict<control::Proof> ServerSession::on_auth(std::span<const std::byte> body) {
+  if (state_ == State::kAwaitHello) return refuse(ErrorCode::kBadMessage, "HELLO first");
+  if (state_ != State::kAwaitAuth) return refuse(ErrorCode::kBadMessage, "AUTH not asked for");
+  auto proof = control::decode_auth(body);
+  if (!proof.ok()) return refuse(ErrorCode::kBadMessage, proof.status().reason());
+  return check_proof(*proof);
+}
+
+Verdict<control::Proof> ServerSession::check_proof(const control::Proof& proof) {
+  const std::string& secret = *terms_.access.secret;
+  if (!auth::proofs_equal(proof, auth::client_proof(secret, client_nonce_, server_nonce_)))
+    return refuse(ErrorCode::kAuthFailed,
+                  "wrong shared secret (compare the client's and the server's --auth-file)");
+  state_ = State::kReady;
+  return auth::server_proof(secret, client_nonce_, server_nonce_);
+}
+
+Refusal ServerSession::not_ready() {
+  if (state_ == State::kAwaitHello) return refuse(ErrorCode::kBadMessage, "HELLO first");
+  return refuse(ErrorCode::kAuthFailed,
+                "this rdma-server requires the shared secret: the client must AUTH first "
+                "(rdma-client --auth-file)");
+}
+
+Verdict<control::Descriptor> ServerSession::on_get_descriptor(std::span<const std::byte> body,
+                                                              const TablePtr& table) {
+  if (!ready()) return not_ready();
+  if (!body.empty()) return refuse(ErrorCode::kBadMessage, "unexpected body");
+  auto d = describe(table, control::TransportKind::kTcp);
+  if (!d.ok()) state_ = State::kClosing;
+  return d;
+}
+
+// A READ of the current table or of its change log. A replaced table or log
+// is "epoch gone", not the client's fault: it may fetch the new descriptor
+// and start over, so the session stays open.
+Verdict<ServerSession::ReadAnswer> ServerSession::on_read(std::span<const std::byte> body,
+                                                          const TablePtr& t) {
+  if (!ready()) return not_ready();
+  auto m = control::decode_read(body);
+  if (!m.ok()) return refuse(ErrorCode::kBadMessage, m.status().reason());
+  if (!t) return refuse(ErrorCode::kNotReady, "no table published yet");
+  const bool log = m->region == control::Region::kChangeLog;
+  if (log ? !t->log || m->epoch != t->log->id() : m->epoch != t->epoch())
+    return Refusal{ErrorCode::kEpochGone, (log ? "change log " : "epoch ") +
+                                              std::to_string(m->epoch) +
+                                              " is no longer served (now epoch " +
+                                              std::to_string(t->epoch()) + ")"};
+  const std::span<const std::byte> region =
+      log ? t->log->memory() : t->bytes.span().first(t->header.total_size);
+  if (m->length == 0 || m->length > control::kMaxReadLength)
+    return refuse(ErrorCode::kTooLarge, "read length " + std::to_string(m->length) +
+                                            " outside 1.." +
+                                            std::to_string(control::kMaxReadLength));
+  if (m->offset > region.size() || m->length > region.size() - m->offset)
+    return refuse(ErrorCode::kOutOfRange,
+                  "range " + std::to_string(m->offset) + "+" + std::to_string(m->length) +
+                      " is outside the " + (log ? "change log" : "table") + " of " +
+                      std::to_string(region.size()) + " bytes");
+  return ReadAnswer{region.subspan(m->offset, m->length), log};
+}
+
+// Over verbs a peer that breaks the message protocol is dropped unanswered:
+// rdma-client never does, so there is nobody to tell.
+Verdict<ServerSession::Message> ServerSession::on_message(std::span<const std::byte> message) {
+  auto drop = [this](std::string why) {
+    state_ = State::kClosing;
+    return Refusal{ErrorCode::kBadMessage, std::move(why), /*tell=*/false};
+  };
+  auto type = control::message_type(message);
+  if (!type.ok()) return drop("sent a bad message: " + type.status().reason());
+  if (*type == MsgType::kAuth) {
+    if (state_ != State::kAwaitAuth) return drop("sent AUTH when not asked for");
+    auto proof = control::decode_auth_message(message);
+    if (!proof.ok()) return drop("sent a bad message: " + proof.status().reason());
+    auto mine = check_proof(*proof);
+    if (!mine.ok()) return mine.refusal();
+    return Message{Auth{*mine}};
+  }
+  if (!ready()) return drop("sent a keepalive before AUTH");
+  auto seq = control::decode_keepalive(message, MsgType::kKeepalive);
+  if (!seq.ok()) return drop("sent a bad message: " + seq.status().reason());
+  return Message{Keepalive{*seq}};
+}
+
+Refusal ServerSession::timed_out() {
+  const AccessPolicy& a = terms_.access;
+  if (state_ == State::kReady)
+    return refuse(ErrorCode::kIdle,
+                  "no request for " + std::to_string(a.idle_timeout.count()) + " s (--idle-timeout)");
+  return refuse(ErrorCode::kIdle,
+                std::string(state_ == State::kAwaitAuth ? "no AUTH" : "no HELLO/AUTH") +
+                    " within " + std::to_string(a.handshake_timeout.count()) + " ms");
+}
+
+// --- Client ------------------------------------------------------------------
+
+control::Hello ClientSession::start() {
+  control::Hello hello;
+  hello.client_nonce = client_nonce_ = auth::random_nonce();
+  hello_ok_ = {};
+  descriptor_ = {};
+  return hello;
+}
+
+Result<std::optional<control::Proof>> ClientSession::on_hello_ok(std::span<const std::byte> body) {
+  auto h = control::decode_hello_ok(body);
+  if (!h.ok()) return h.status().as(ErrorKind::kBadData);
+  return accept_hello_ok(*h);
+}
+
+Result<std::optional<control::Proof>> ClientSession::accept_hello_ok(const control::HelloOk& h) {
+  hello_ok_ = h;
+  return auth::answer_challenge(secret_, hello_ok_, client_nonce_);
+}
+
+Status ClientSession::check_server_proof(const control::Proof& proof) const {
+  return auth::check_server(*secret_, client_nonce_, hello_ok_, proof);
+}
+
+Status ClientSession::on_auth_ok(std::span<const std::byte> body) {
+  auto p = control::decode_auth(body);
+  if (!p.ok()) return p.status().as(ErrorKind::kBadData);
+  return check_server_proof(*p);
+}
+
+Status ClientSession::on_descriptor(std::span<const std::byte> body,
+                                    control::TransportKind transport) {
+  auto d = control::decode_descriptor(body);
+  if (!d.ok()) return d.status().as(ErrorKind::kBadData);
+  return accept_descriptor(*d, transport);
+}
+
+Status ClientSession::accept_descriptor(const control::Descriptor& d,
+                                        control::TransportKind transport) {
+  const bool verbs = transport == control::TransportKind::kVerbs;
+  if (d.transport != transport || (verbs && d.rkey == 0))
+    return Status::error("read descriptor", verbs ? "server did not publish an RDMA region"
+                                                  : "server described another transport")
+        .as(ErrorKind::kBadData);
+  descriptor_ = d;
+  return {};
+}
+
+Result<std::optional<control::Proof>> ClientSession::on_accept(
+    std::span<const std::byte> private_data) {
+  auto accept = control::decode_accept(private_data);
+  if (!accept.ok()) return accept.status().as(ErrorKind::kBadData);
+  auto proof = accept_hello_ok(accept->hello);
+  if (!proof.ok() || *proof) return proof;
+  RRS_RETURN_IF_ERROR(accept_descriptor(*accept->descriptor, control::TransportKind::kVerbs));
+  return proof;
+}
+
+Status ClientSession::on_auth_answer(std::span<const std::byte> message) {
+  auto type = control::message_type(message);
+  if (!type.ok()) return type.status().as(ErrorKind::kBadData);
+  if (*type == MsgType::kError) return server_error_frame(message);
+  auto granted = control::decode_auth_granted(message);
+  if (!granted.ok()) return granted.status().as(ErrorKind::kBadData);
+  RRS_RETURN_IF_ERROR(check_server_proof(granted->server_proof));
+  return accept_descriptor(granted->descriptor, control::TransportKind::kVerbs);
+}
+
+Status ClientSession::server_error(const control::ErrorMsg& e) {
+  return Status::error("rdma-server answered",
+                       std::string(control::error_code_name(e.code)) + ": " + e.text)
+      .as(control::error_kind(e.code));
+}
+
+Status ClientSession::server_error_body(std::span<const std::byte> body) {
+  auto e = control::decode_error(body);
+  if (!e.ok()) return e.status().as(ErrorKind::kBadData);
+  return server_error(*e);
+}
+
+Status ClientSession::server_error_frame(std::span<const std::byte> frame) {
+  auto e = control::decode_reject(frame);
+  if (!e.ok()) return e.status().as(ErrorKind::kBadData);
+  return server_error(*e);
+}
+
+Status ClientSession::check_batch(std::span<const TableRead> batch, size_t outstanding,
+                                  uint32_t max_read_len, uint32_t max_in_flight) const {
+  if (outstanding + batch.size() > max_in_flight)
+    return Status::error("post read", "more than max_in_flight reads outstanding");
+  for (const TableRead& r : batch) {
+    const bool log = r.region == control::Region::kChangeLog;
+    const uint64_t length = log ? descriptor_.log_length : descriptor_.table_length;
+    if (r.dst.empty() || r.dst.size() > max_read_len)
+      return Status::error("post read", "length " + std::to_string(r.dst.size()) +
+                                            " outside 1.." + std::to_string(max_read_len));
+    if (r.offset > length || r.dst.size() > length - r.offset)
+      return Status::error("post read", "range " + std::to_string(r.offset) + "+" +
+                                            std::to_string(r.dst.size()) + " is outside the " +
+                                            (log ? "change log" : "published table"));
+  }
+  return {};
+}
+
+// --- Connecting --------------------------------------------------------------
+
+Status connect_with_backoff(Clock::time_point deadline, const ConnectAttempt& attempt) {
+  constexpr auto kFirstBackoff = std::chrono::milliseconds(100);
+  // A server that restarts is back within a second or so; waiting longer
+  // between tries would only delay the client.
+  constexpr auto kMaxBackoff = std::chrono::milliseconds(1000);
+  auto backoff = kFirstBackoff;
+  for (;;) {
+    bool retry = false;
+    Status s = attempt(retry);
+    if (s.ok() || !retry || Clock::now() + backoff >= deadline) return s;
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, kMaxBackoff);
+  }
+}
+
+}  // namespace rrs

@@ -1,0 +1,132 @@
+#include "common/transport/verbs/cm_client.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+
+#include <algorithm>
+
+#include "common/transport/control_session.h"
+#include "common/transport/verbs/queue_depths.h"
+
+namespace rrs::verbs {
+namespace {
+
+std::span<const std::byte> private_data(const rdma_cm_event& ev) {
+  if (!ev.param.conn.private_data) return {};
+  return {static_cast<const std::byte*>(ev.param.conn.private_data), ev.param.conn.private_data_len};
+}
+
+// Each CM step gets at least its own resolve timeout, even past the deadline.
+std::chrono::milliseconds time_left(Clock::time_point deadline) {
+  return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
+                  std::chrono::milliseconds(kResolveTimeoutMs));
+}
+
+// Why an unexpected CM event ended a step, and whether to try again.
+Status unexpected_event(rdma_cm_event_type want, const rdma_cm_event& ev, bool& retry) {
+  std::string why = std::string(rdma_event_str(ev.event)) + " (status " +
+                    std::to_string(ev.status) + ")";
+  switch (ev.event) {
+    case RDMA_CM_EVENT_REJECTED:
+      if (auto err = control::decode_reject(private_data(ev)); err.ok()) {
+        retry = ClientSession::worth_retrying(err->code);  // the server answered
+        return ClientSession::server_error(*err);
+      }
+      retry = true;  // no listener on that port (yet)
+      why += ": nothing is listening for RDMA connections on that port";
+      break;
+    case RDMA_CM_EVENT_UNREACHABLE:
+    case RDMA_CM_EVENT_CONNECT_ERROR:
+      retry = true;
+      break;
+    case RDMA_CM_EVENT_ADDR_ERROR:
+      why += ": no RDMA device can reach that address";
+      break;
+    case RDMA_CM_EVENT_ROUTE_ERROR:
+      why += ": no route to that address over RDMA";
+      break;
+    default:
+      break;
+  }
+  return Status::error(std::string("wait for ") + rdma_event_str(want), why)
+      .as(ErrorKind::kUnavailable);
+}
+
+}  // namespace
+
+Result<CmEvent> CmClient::wait_event(rdma_cm_event_type want, Clock::time_point deadline,
+                                     bool& retry) {
+  pollfd p{channel_->fd, POLLIN, 0};
+  if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(time_left(deadline).count(), 1))) <= 0) {
+    retry = true;
+    return Status::error(std::string("wait for ") + rdma_event_str(want), "timed out", ETIMEDOUT)
+        .as(ErrorKind::kUnavailable);
+  }
+  rdma_cm_event* raw = nullptr;
+  if (rdma_get_cm_event(channel_.get(), &raw) != 0)
+    return Status::from_errno("rdma_get_cm_event").as(ErrorKind::kUnavailable);
+  CmEvent ev(raw);
+  if (ev->event == want) return ev;
+  return unexpected_event(want, *ev, retry);
+}
+
+Status CmClient::resolve(const Endpoint& server, Clock::time_point deadline, bool& retry) {
+  reset();
+  channel_.reset(rdma_create_event_channel());
+  if (!channel_) return Status::from_errno("rdma_create_event_channel");
+  fcntl(channel_->fd, F_SETFL, fcntl(channel_->fd, F_GETFL) | O_NONBLOCK);
+  rdma_cm_id* id = nullptr;
+  if (rdma_create_id(channel_.get(), &id, nullptr, RDMA_PS_TCP) != 0)
+    return Status::from_errno("rdma_create_id");
+  id_.reset(id);
+
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  std::string port = std::to_string(server.port);
+  if (int rc = getaddrinfo(server.host.c_str(), port.c_str(), &hints, &res); rc != 0)
+    return Status::error("resolve " + server.host, gai_strerror(rc));
+  int rc = rdma_resolve_addr(id, nullptr, res->ai_addr, kResolveTimeoutMs);
+  freeaddrinfo(res);
+  if (rc != 0) return Status::from_errno("rdma_resolve_addr").as(ErrorKind::kUnavailable);
+  if (auto ev = wait_event(RDMA_CM_EVENT_ADDR_RESOLVED, deadline, retry); !ev.ok())
+    return ev.status();
+  if (rdma_resolve_route(id, kResolveTimeoutMs) != 0)
+    return Status::from_errno("rdma_resolve_route").as(ErrorKind::kUnavailable);
+  if (auto ev = wait_event(RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, retry); !ev.ok())
+    return ev.status();
+  return {};
+}
+
+Result<CmEvent> CmClient::connect(rdma_conn_param& param, Clock::time_point deadline,
+                                  bool& retry) {
+  if (rdma_connect(id_.get(), &param) != 0)
+    return Status::from_errno("rdma_connect").as(ErrorKind::kUnavailable);
+  return wait_event(RDMA_CM_EVENT_ESTABLISHED, deadline, retry);
+}
+
+Status CmClient::check_events() {
+  rdma_cm_event* raw = nullptr;
+  while (rdma_get_cm_event(channel_.get(), &raw) == 0) {
+    CmEvent ev(raw);
+    // Once established, any of these means the connection is gone (a
+    // REJECTED here is the peer's CM refusing a connection it forgot).
+    const auto e = ev->event;
+    if (e == RDMA_CM_EVENT_DISCONNECTED || e == RDMA_CM_EVENT_DEVICE_REMOVAL ||
+        e == RDMA_CM_EVENT_REJECTED || e == RDMA_CM_EVENT_CONNECT_ERROR ||
+        e == RDMA_CM_EVENT_UNREACHABLE)
+      return Status::error("read from rdma-server",
+                           std::string("connection lost: ") + rdma_event_str(e))
+          .as(ErrorKind::kUnavailable);
+  }
+  return {};
+}
+
+void CmClient::reset() {
+  id_.reset();
+  channel_.reset();
+}
+
+}  // namespace rrs::verbs

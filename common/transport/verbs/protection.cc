@@ -1,0 +1,203 @@
+#include "common/transport/verbs/protection.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "common/base/log.h"
+#include "common/transport/control_session.h"
+#include "common/transport/verbs/work_request.h"
+
+namespace rrs::verbs {
+namespace {
+
+bool has_type2_windows(ibv_context* device) {
+  ibv_device_attr attr{};
+  return ibv_query_device(device, &attr) == 0 &&
+         (attr.device_cap_flags &
+          (IBV_DEVICE_MEM_WINDOW_TYPE_2A | IBV_DEVICE_MEM_WINDOW_TYPE_2B)) != 0;
+}
+
+// An epoch's table and its change log (if any), registered in one PD.
+struct EpochMrs {
+  MemoryRegion table, log;
+};
+
+Result<EpochMrs> register_epoch(ibv_pd* pd, const Table& t, int access, const std::string& where) {
+  EpochMrs mrs;
+  mrs.table.reset(
+      ibv_reg_mr(pd, const_cast<std::byte*>(t.bytes.data()), t.bytes.size(), access));
+  if (!mrs.table)
+    return Status::from_errno("register the " + std::to_string(t.bytes.size() >> 20) +
+                              " MiB table " + where);
+  if (const ChangeLogPtr& log = t.log) {
+    // The sidecar writes the log with the CPU; peers may only read it.
+    mrs.log.reset(ibv_reg_mr(pd, const_cast<std::byte*>(log->memory().data()),
+                             log->memory().size(), access));
+    if (!mrs.log)
+      return Status::from_errno("register the " + std::to_string(log->memory().size() >> 20) +
+                                " MiB change log " + where);
+  }
+  return mrs;
+}
+
+// kWindowPerClient: windows onto r's MRs, bound to the client's QP with
+// BIND_MW work requests ahead of the SEND that reveals their rkeys.
+Status bind_windows(const Registration& r, ibv_qp* qp, Grant& grant, control::Descriptor& d,
+                    uint32_t& posted) {
+  struct Bind {
+    MemoryWindow& window;
+    ibv_mr* mr;
+    uint32_t& rkey;
+  };
+  Bind binds[2] = {{grant.table_window, r.mr.get(), d.rkey},
+                   {grant.log_window, r.log_mr.get(), d.log_rkey}};
+  for (Bind& b : binds) {
+    if (!b.mr) continue;  // no change log
+    b.window.reset(ibv_alloc_mw(qp->pd, IBV_MW_TYPE_2));
+    if (!b.window) return Status::from_errno("allocate a memory window");
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id::kBind;
+    wr.opcode = IBV_WR_BIND_MW;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.bind_mw.mw = b.window.get();
+    wr.bind_mw.rkey = ibv_inc_rkey(b.window->rkey);
+    wr.bind_mw.bind_info.mr = b.mr;
+    wr.bind_mw.bind_info.addr = reinterpret_cast<uint64_t>(b.mr->addr);
+    wr.bind_mw.bind_info.length = b.mr->length;
+    wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+    ibv_send_wr* bad = nullptr;
+    if (int rc = ibv_post_send(qp, &wr, &bad); rc != 0)
+      return Status::from_errno("bind a memory window", rc);
+    ++posted;
+    b.rkey = wr.bind_mw.rkey;
+  }
+  return {};
+}
+
+// kPdPerClient: registers on the event loop, after the client's AUTH: the
+// time it takes grows with the table (every page is pinned again), and so
+// does the locked memory, once per client on top of the others'. That is
+// the fallback's cost.
+Status register_for_client(const Registration& r, ibv_pd* own_pd, Grant& grant,
+                           control::Descriptor& d) {
+  auto mrs = register_epoch(own_pd, *r.table, IBV_ACCESS_REMOTE_READ,
+                            "in a client's own protection domain (each client pins it again: "
+                            "RLIMIT_MEMLOCK must cover it once per client)");
+  if (!mrs.ok()) return mrs.status();
+  grant.table_mr = std::move(mrs->table);
+  grant.log_mr = std::move(mrs->log);
+  d.rkey = grant.table_mr->rkey;
+  if (grant.log_mr) d.log_rkey = grant.log_mr->rkey;
+  return {};
+}
+
+}  // namespace
+
+control::Descriptor describe(const Registration& r) {
+  const bool shared = r.protection == Protection::kSharedMr;
+  control::Descriptor d = *ServerSession::describe(r.table, control::TransportKind::kVerbs);
+  d.remote_addr = reinterpret_cast<uint64_t>(r.table->bytes.data());
+  d.rkey = shared ? r.mr->rkey : 0;
+  if (const ChangeLogPtr& log = r.table->log) {
+    d.log_addr = reinterpret_cast<uint64_t>(log->memory().data());
+    d.log_rkey = shared ? r.log_mr->rkey : 0;
+  }
+  return d;
+}
+
+Status grant_access(const Registration& r, ibv_qp* qp, ibv_pd* own_pd, std::optional<Grant>& grant,
+                    control::Descriptor& d, uint32_t& posted) {
+  if (r.protection == Protection::kSharedMr) return {};
+  grant.emplace();
+  grant->table = r.table;
+  return r.protection == Protection::kWindowPerClient ? bind_windows(r, qp, *grant, d, posted)
+                                                       : register_for_client(r, own_pd, *grant, d);
+}
+
+Protection EpochRegistry::protection_for(ibv_context* device) {
+  if (auto it = protection_.find(device); it != protection_.end()) return it->second;
+  const std::string on = std::string("verbs on ") + ibv_get_device_name(device->device) + ": ";
+  Protection p = Protection::kSharedMr;
+  if (!has_secret_) {
+    log::info(on + "no shared secret, so the clients of an epoch share its rkey");
+  } else if (!test_no_memory_windows_ && has_type2_windows(device)) {
+    p = Protection::kWindowPerClient;
+    log::info(on + "each client reads through memory windows bound to its own queue pair");
+  } else {
+    p = Protection::kPdPerClient;
+    log::warn(on +
+              (test_no_memory_windows_ ? "memory windows turned off by a test hook"
+                                       : "no type-2 memory windows") +
+              ": each client gets a protection domain of its own, and the table and log are "
+              "registered again in it for every client (time and locked memory grow with "
+              "the table, per client)");
+  }
+  protection_.emplace(device, p);
+  return p;
+}
+
+Result<ibv_pd*> EpochRegistry::pd_for(ibv_context* device) {
+  auto& pd = pds_[device];
+  if (!pd) {
+    pd.reset(ibv_alloc_pd(device));
+    if (!pd) return Status::from_errno("ibv_alloc_pd");
+  }
+  return pd.get();
+}
+
+Result<const Registration*> EpochRegistry::registration_for(ibv_context* device,
+                                                            const TablePtr& table) {
+  for (const Registration& r : registrations_)
+    if (r.table == table && r.device == device) return &r;
+  Registration r;
+  r.table = table;
+  r.device = device;
+  r.protection = protection_for(device);
+  // Remote read only: no peer can ever write the table. With windows, not
+  // even that: only the windows bound for each authenticated client's QP
+  // grant it. With a PD per client, nothing to register here: each client's
+  // AUTH registers the epoch in its own PD.
+  if (r.protection != Protection::kPdPerClient) {
+    auto pd = pd_for(device);
+    if (!pd.ok()) return pd.status();
+    const int access =
+        r.protection == Protection::kWindowPerClient ? IBV_ACCESS_MW_BIND : IBV_ACCESS_REMOTE_READ;
+    auto mrs = register_epoch(*pd, *table, access,
+                              std::string("with ") + ibv_get_device_name(device->device));
+    if (!mrs.ok()) return mrs.status();
+    r.mr = std::move(mrs->table);
+    r.log_mr = std::move(mrs->log);
+  }
+  registrations_.push_back(std::move(r));
+  return &registrations_.back();
+}
+
+void EpochRegistry::retire_current(Clock::time_point now) {
+  for (Registration& r : registrations_)
+    if (r.retired_at == Clock::time_point{}) r.retired_at = now;
+}
+
+std::optional<Clock::time_point> EpochRegistry::prune(
+    Clock::time_point now, std::chrono::seconds grace,
+    const std::function<bool(const Registration&)>& in_use,
+    const std::function<void(const Registration&)>& release) {
+  std::erase_if(registrations_, [&](const Registration& r) {
+    if (r.retired_at == Clock::time_point{}) return false;
+    if (in_use(r) && now - r.retired_at < grace) return false;
+    release(r);
+    return true;
+  });
+  std::optional<Clock::time_point> next;
+  for (const Registration& r : registrations_)
+    if (r.retired_at != Clock::time_point{})
+      next = std::min(next.value_or(Clock::time_point::max()), r.retired_at + grace);
+  return next;
+}
+
+void EpochRegistry::clear() {
+  registrations_.clear();
+  pds_.clear();
+  protection_.clear();
+}
+
+}  // namespace rrs::verbs

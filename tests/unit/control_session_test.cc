@@ -1,0 +1,124 @@
+// The control session with no transport at all: a ServerSession and a
+// ClientSession talk through encoded frames, as TCP and verbs carry them.
+#include "common/transport/control_session.h"
+
+#include <gtest/gtest.h>
+
+#include "server/table_builder.h"
+
+namespace rrs {
+namespace {
+
+using control::ErrorCode;
+
+constexpr const char* kSecret = "control-session-secret-0123";
+
+std::span<const std::byte> body_of(const std::string& frame) {
+  return std::as_bytes(std::span(frame)).subspan(control::kFrameHeaderSize);
+}
+
+TablePtr small_table() {
+  TableBuilder b;
+  b.set_source({"7.0.15", table::SourceKind::kScan, 0, {}});
+  b.add(0, "k", "v", -1);
+  auto t = b.build(5);
+  EXPECT_TRUE(t.ok());
+  return *t;
+}
+
+TEST(ControlSession, HandshakeWithASecretThenDescriptorAndRead) {
+  ServerTerms terms;
+  terms.access.secret = kSecret;
+  ServerSession server(terms);
+  ClientSession client(std::string{kSecret});
+  std::string f;
+  control::append_hello(f, 0, client.start());
+  auto hello_ok = server.on_hello(body_of(f));
+  ASSERT_TRUE(hello_ok.ok());
+  EXPECT_EQ(server.state(), ServerSession::State::kAwaitAuth);
+
+  TablePtr t = small_table();
+  auto early = server.on_get_descriptor({}, t);  // before AUTH: refused, closes
+  ASSERT_FALSE(early.ok());
+  EXPECT_EQ(early.refusal().code, ErrorCode::kAuthFailed);
+
+  ServerSession again(terms);
+  f.clear();
+  control::append_hello(f, 0, client.start());
+  hello_ok = again.on_hello(body_of(f));
+  f.clear();
+  control::append_hello_ok(f, 0, *hello_ok);
+  auto proof = client.on_hello_ok(body_of(f));
+  ASSERT_TRUE(proof.ok() && *proof);
+  f.clear();
+  control::append_auth(f, 0, control::MsgType::kAuth, **proof);
+  auto server_proof = again.on_auth(body_of(f));
+  ASSERT_TRUE(server_proof.ok());
+  f.clear();
+  control::append_auth(f, 0, control::MsgType::kAuthOk, *server_proof);
+  ASSERT_TRUE(client.on_auth_ok(body_of(f)).ok());
+
+  auto d = again.on_get_descriptor({}, t);
+  ASSERT_TRUE(d.ok());
+  f.clear();
+  control::append_descriptor(f, 0, *d);
+  ASSERT_TRUE(client.on_descriptor(body_of(f), control::TransportKind::kTcp).ok());
+  EXPECT_EQ(client.descriptor().epoch, 5u);
+
+  f.clear();
+  control::append_read(f, 1, {5, 0, 16, control::Region::kTable});
+  auto read = again.on_read(body_of(f), t);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(read->bytes.size(), 16u);
+  f.clear();
+  control::append_read(f, 2, {4, 0, 16, control::Region::kTable});
+  auto gone = again.on_read(body_of(f), t);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.refusal().code, ErrorCode::kEpochGone);
+  EXPECT_FALSE(again.closing()) << "epoch gone keeps the session open";
+}
+
+TEST(ControlSession, WrongProofAndFullServerAreRefused) {
+  ServerTerms terms;
+  terms.access.secret = kSecret;
+  terms.access.max_clients = 2;
+  EXPECT_FALSE(ServerSession::admit(1, terms.access));
+  auto full = ServerSession::admit(2, terms.access);
+  ASSERT_TRUE(full);
+  EXPECT_EQ(full->code, ErrorCode::kServerFull);
+
+  ServerSession server(terms);
+  ClientSession client(std::string("another-secret-0123456789"));
+  std::string f;
+  control::append_hello(f, 0, client.start());
+  auto hello_ok = server.on_hello(body_of(f));
+  ASSERT_TRUE(hello_ok.ok());
+  f.clear();
+  control::append_hello_ok(f, 0, *hello_ok);
+  auto proof = client.on_hello_ok(body_of(f));
+  ASSERT_TRUE(proof.ok() && *proof);
+  f.clear();
+  control::append_auth(f, 0, control::MsgType::kAuth, **proof);
+  auto refused = server.on_auth(body_of(f));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.refusal().code, ErrorCode::kAuthFailed);
+  EXPECT_TRUE(server.closing());
+}
+
+TEST(ControlSession, ClientChecksBatchesAndMapsErrors) {
+  ClientSession client(std::nullopt);
+  std::vector<std::byte> buf(64);
+  TableRead past{1, 0, buf};  // the descriptor is empty: nothing is in range
+  Status s = client.check_batch({&past, 1}, 0, 1024, 4);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("outside"), std::string::npos) << s.message();
+  std::string e;
+  control::append_error(e, 0, {ErrorCode::kNotReady, "no table published yet"});
+  Status err = ClientSession::server_error_frame(std::as_bytes(std::span(e)));
+  EXPECT_EQ(err.kind(), ErrorKind::kUnavailable);
+  EXPECT_TRUE(ClientSession::worth_retrying(ErrorCode::kNotReady));
+  EXPECT_FALSE(ClientSession::worth_retrying(ErrorCode::kAuthFailed));
+}
+
+}  // namespace
+}  // namespace rrs
