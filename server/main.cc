@@ -50,9 +50,9 @@ Result<Servers> start_servers(event_base* base, const ServerConfig& config,
     at.port = (*tcp)->port();  // --port 0: verbs takes the port TCP was given
     servers.emplace_back("tcp", std::move(*tcp));
   }
-  std::string why;
+  auto device = rdma_device_active();
   if (config.transport == TransportChoice::kVerbs ||
-      (config.transport == TransportChoice::kAuto && rdma_device_active(why))) {
+      (config.transport == TransportChoice::kAuto && device.ok())) {
     VerbsServerLimits limits;
     limits.retire_grace = config.retire_grace;
     limits.access = access;
@@ -66,7 +66,7 @@ Result<Servers> start_servers(event_base* base, const ServerConfig& config,
       log::warn(verbs.status().message() + "; serving over TCP only");
     }
   } else if (config.transport == TransportChoice::kAuto) {
-    log::info("verbs: " + why + "; serving over TCP only");
+    log::info("verbs: " + device.status().reason() + "; serving over TCP only");
   }
   return servers;
 }

@@ -29,8 +29,9 @@ Result<std::unique_ptr<TableReader>> connect_transport(const ClientConfig& confi
     log::info("transport: verbs (--transport verbs)");
     return connect_with(std::make_unique<VerbsTableReader>(config.server, io, config.secret), deadline);
   }
-  std::string why;
-  if (rdma_can_reach(config.server.host, config.server.port, why)) {
+  auto reach = rdma_can_reach(config.server.host, config.server.port);
+  const std::string why = reach.ok() ? *reach : reach.status().reason();
+  if (reach.ok()) {
     auto verbs = connect_with(std::make_unique<VerbsTableReader>(config.server, io, config.secret),
                               std::min(deadline, Clock::now() + kVerbsProbe));
     if (verbs.ok()) {

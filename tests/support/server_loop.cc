@@ -13,8 +13,8 @@ std::string verbs_address() {
 
 std::string verbs_unusable() {
   if (verbs_address().empty()) return "RRS_VERBS_ADDR is not set";
-  std::string why;
-  return rdma_device_active(why) ? "" : why;
+  auto device = rdma_device_active();
+  return device.ok() ? "" : device.status().reason();
 }
 
 ServerLoop::~ServerLoop() {

@@ -146,8 +146,9 @@ ClientRun sync_to(uint16_t server_port, const RedisProcess& target,
 void SidecarTest::SetUp() {
   if (server_binary().empty() || client_binary().empty())
     GTEST_SKIP() << "CMake defines no rdma-server/rdma-client target yet";
-  std::string why;
-  if (test_transport() == "verbs" && !rdma_device_active(why)) {
+  if (test_transport() != "verbs") return;
+  if (auto device = rdma_device_active(); !device.ok()) {
+    const std::string why = device.status().reason();
     if (std::getenv("RRS_REQUIRE_VERBS")) FAIL() << "RRS_REQUIRE_VERBS is set but " << why;
     GTEST_SKIP() << "RRS_TEST_TRANSPORT=verbs but " << why
                  << " (the Soft-RoCE suite runs these: bash tests/vm/run-in-vm.sh)";

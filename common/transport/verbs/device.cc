@@ -5,6 +5,7 @@
 
 #include <netdb.h>
 
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -20,8 +21,12 @@ bool has_ipc_lock() {
   std::string line;
   while (std::getline(status, line)) {
     if (line.rfind("CapEff:", 0) == 0) {
-      uint64_t caps = std::stoull(line.substr(7), nullptr, 16);
-      return caps & (1ull << 14);
+      std::string_view hex(line);
+      hex.remove_prefix(7);
+      while (!hex.empty() && (hex.front() == ' ' || hex.front() == '\t')) hex.remove_prefix(1);
+      uint64_t caps = 0;
+      auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), caps, 16);
+      return ec == std::errc() && (caps & (1ull << 14)) != 0;
     }
   }
   return false;
@@ -29,14 +34,12 @@ bool has_ipc_lock() {
 
 }  // namespace
 
-bool rdma_device_active(std::string& why) {
+Result<std::string> rdma_device_active() {
+  const std::string step = "find an active RDMA port";
   int n = 0;
   std::unique_ptr<ibv_device*, void (*)(ibv_device**)> list(ibv_get_device_list(&n),
                                                             ibv_free_device_list);
-  if (!list || n == 0) {
-    why = "no RDMA devices";
-    return false;
-  }
+  if (!list || n == 0) return Status::error(step, "no RDMA devices").as(ErrorKind::kUnavailable);
   std::string seen;
   for (int i = 0; i < n; ++i) {
     const char* name = ibv_get_device_name(list.get()[i]);
@@ -47,41 +50,35 @@ bool rdma_device_active(std::string& why) {
       for (uint8_t port = 1; port <= attr.phys_port_cnt; ++port) {
         ibv_port_attr pa{};
         if (ibv_query_port(ctx, port, &pa) == 0 && pa.state == IBV_PORT_ACTIVE) {
-          why = std::string(name) + " port " + std::to_string(port) + " is active";
           ibv_close_device(ctx);
-          return true;
+          return std::string(name) + " port " + std::to_string(port) + " is active";
         }
       }
     }
     ibv_close_device(ctx);
     seen += (seen.empty() ? "" : ", ") + std::string(name);
   }
-  why = "RDMA devices (" + seen + ") have no active port";
-  return false;
+  return Status::error(step, "RDMA devices (" + seen + ") have no active port")
+      .as(ErrorKind::kUnavailable);
 }
 
-bool rdma_can_reach(const std::string& host, uint16_t port, std::string& why) {
-  if (!rdma_device_active(why)) return false;
+Result<std::string> rdma_can_reach(const std::string& host, uint16_t port) {
+  RRS_RETURN_IF_ERROR(rdma_device_active().status());
+  const std::string step = "reach " + host + " over RDMA";
+  const auto no = [&](const std::string& why) {
+    return Status::error(step, why).as(ErrorKind::kUnavailable);
+  };
   verbs::EventChannel channel(rdma_create_event_channel());
-  if (!channel) {
-    why = "rdma_create_event_channel failed: " + std::string(std::strerror(errno));
-    return false;
-  }
+  if (!channel) return no("rdma_create_event_channel failed: " + std::string(std::strerror(errno)));
   rdma_cm_id* raw = nullptr;
-  if (rdma_create_id(channel.get(), &raw, nullptr, RDMA_PS_TCP) != 0) {
-    why = "rdma_create_id failed: " + std::string(std::strerror(errno));
-    return false;
-  }
+  if (rdma_create_id(channel.get(), &raw, nullptr, RDMA_PS_TCP) != 0) return no("rdma_create_id failed: " + std::string(std::strerror(errno)));
   verbs::CmId id(raw);
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_NUMERICSERV;
   addrinfo* res = nullptr;
   std::string p = std::to_string(port);
-  if (getaddrinfo(host.c_str(), p.c_str(), &hints, &res) != 0) {
-    why = "cannot resolve " + host;
-    return false;
-  }
+  if (getaddrinfo(host.c_str(), p.c_str(), &hints, &res) != 0) return no("cannot resolve " + host);
   int rc = rdma_resolve_addr(raw, nullptr, res->ai_addr, 1000);
   freeaddrinfo(res);
   auto next = [&](rdma_cm_event_type want) {
@@ -90,16 +87,9 @@ bool rdma_can_reach(const std::string& host, uint16_t port, std::string& why) {
     verbs::CmEvent owned(ev);
     return ev->event == want;
   };
-  if (rc != 0 || !next(RDMA_CM_EVENT_ADDR_RESOLVED)) {
-    why = "no RDMA device reaches " + host;
-    return false;
-  }
-  if (rdma_resolve_route(raw, 1000) != 0 || !next(RDMA_CM_EVENT_ROUTE_RESOLVED)) {
-    why = "no RDMA route to " + host;
-    return false;
-  }
-  why = "RDMA device " + std::string(ibv_get_device_name(raw->verbs->device)) + " reaches " + host;
-  return true;
+  if (rc != 0 || !next(RDMA_CM_EVENT_ADDR_RESOLVED)) return no("no RDMA device reaches " + host);
+  if (rdma_resolve_route(raw, 1000) != 0 || !next(RDMA_CM_EVENT_ROUTE_RESOLVED)) return no("no RDMA route to " + host);
+  return "RDMA device " + std::string(ibv_get_device_name(raw->verbs->device)) + " reaches " + host;
 }
 
 Status check_memlock(uint64_t bytes) {

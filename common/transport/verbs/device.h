@@ -10,13 +10,13 @@
 
 namespace rrs {
 
-// True if some RDMA device has a port in state ACTIVE; `why` says what was
-// found either way ("rxe0 port 1 active", "no RDMA devices", ...).
-bool rdma_device_active(std::string& why);
+// What was found when some RDMA device has a port in state ACTIVE ("rxe0
+// port 1 is active"); else why not ("no RDMA devices", ...), kUnavailable.
+Result<std::string> rdma_device_active();
 
-// True if rdmacm can resolve an address and route to `server` through a local
-// RDMA device (within about a second); `why` explains a "no".
-bool rdma_can_reach(const std::string& host, uint16_t port, std::string& why);
+// Which device reaches `host` when rdmacm can resolve an address and route
+// to it through a local RDMA device (within about a second); else why not.
+Result<std::string> rdma_can_reach(const std::string& host, uint16_t port);
 
 // Checks that `bytes` can be pinned for registration: RLIMIT_MEMLOCK (unless
 // the process has CAP_IPC_LOCK). The error says how to raise the limit.

@@ -36,9 +36,9 @@ std::span<const std::byte> private_data(const rdma_conn_param& p) {
 Result<std::unique_ptr<VerbsTableServer>> VerbsTableServer::listen(event_base* base,
                                                                    const Endpoint& at,
                                                                    VerbsServerLimits limits) {
-  std::string why;
-  if (!rdma_device_active(why))
-    return Status::error("listen for RDMA on " + at.to_string(), why + " (use --transport tcp)")
+  if (auto device = rdma_device_active(); !device.ok())
+    return Status::error("listen for RDMA on " + at.to_string(),
+                         device.status().reason() + " (use --transport tcp)")
         .as(ErrorKind::kUnavailable);
   std::unique_ptr<VerbsTableServer> s(new VerbsTableServer(base, limits));
   RRS_RETURN_IF_ERROR(s->start_listening(at));
