@@ -55,14 +55,14 @@ struct Config {
 };
 
 // Upper bounds that keep one batch buffer reasonable (and sizes in int range).
-constexpr size_t kMaxValueSize = 512u * 1024 * 1024;  // Redis' proto-max-bulk-len default
+constexpr size_t kMaxValueSize = size_t{512} * 1024 * 1024;  // Redis' proto-max-bulk-len default
 constexpr size_t kMaxElements = 1u << 20;
-constexpr size_t kMaxBatchBytes = 256u * 1024 * 1024;
+constexpr size_t kMaxBatchBytes = size_t{256} * 1024 * 1024;
 // The default batch: 256 keys, fewer if that would pass 8 MiB. 1000 x 1 MiB
 // loaded in 1.0-2.4 s with 4-32 MiB per write, 3.5 s with 256 MiB; for 16-byte
 // values 256 to 65536 keys per write made no difference (Redis is the bottleneck).
 constexpr size_t kDefaultBatchKeys = 256;
-constexpr size_t kDefaultBatchBytes = 8u * 1024 * 1024;
+constexpr size_t kDefaultBatchBytes = size_t{8} * 1024 * 1024;
 // Hash fields and set/zset members get at least this many random bytes, so they
 // stay distinct (else tiny --value-size / --elements shares would collide).
 constexpr size_t kMinMember = 8;

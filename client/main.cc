@@ -38,7 +38,9 @@ Status sync_once(const ClientConfig& config) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// An exception escaping main (std::bad_alloc; the code reports errors with
+// Status) ends the process through std::terminate, with its message: right.
+int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   log::set_program("rdma-client");
   auto config = parse_client_args(argc, argv);
   if (!config.ok()) {

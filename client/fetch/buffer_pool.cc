@@ -31,8 +31,10 @@ BufferPool::Lease BufferPool::take(const std::function<void()>& idle) {
   if (cancelled_) return {};
   size_t i = free_.back();
   free_.pop_back();
-  // The deleter runs on whichever thread drops the last copy.
-  std::shared_ptr<void> hold(reinterpret_cast<void*>(i + 1), [this, i](void*) { put(i); });
+  // The deleter runs on whichever thread drops the last copy. The pointer is
+  // only a non-null token (the pool; never used through it): the deleter
+  // returns buffer i.
+  std::shared_ptr<void> hold(static_cast<void*>(this), [this, i](void*) { put(i); });
   return {memory_.span().subspan(i * buffer_size_, buffer_size_), std::move(hold)};
 }
 

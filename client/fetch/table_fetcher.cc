@@ -163,7 +163,7 @@ Status TableFetcher::read_into(uint64_t offset, std::span<std::byte> dst) {
         return Range{offset + i * piece,
                      static_cast<uint32_t>(std::min<uint64_t>(piece, dst.size() - i * piece))};
       },
-      [&](size_t i, BufferPool::Lease lease, uint32_t length) {
+      [&](size_t i, const BufferPool::Lease& lease, uint32_t length) {
         std::memcpy(dst.data() + i * piece, lease.bytes.data(), length);
         return Status();
       });

@@ -25,7 +25,7 @@ constexpr auto kIdleMax = std::chrono::microseconds(2000);
 // --handoff: the target counts as caught up when the log holds at most this
 // much it has not been sent; under a steady stream of writes it may never
 // hold nothing. The master's backlog serves the rest.
-constexpr uint64_t kHandoffSlack = 64 * 1024;
+constexpr uint64_t kHandoffSlack = uint64_t{64} * 1024;
 // Between attempts to reach a sidecar that went away, and the longest one.
 constexpr auto kReconnectPause = std::chrono::seconds(1);
 constexpr auto kAttempt = std::chrono::seconds(5);

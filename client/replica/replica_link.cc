@@ -18,8 +18,8 @@ namespace {
 
 // A replica's whole handshake is a few hundred bytes; a peer that sends this
 // much without a PSYNC is not a Redis replica.
-constexpr size_t kMaxHandshakeBytes = 64 * 1024;
-constexpr size_t kReadChunk = 16 * 1024;
+constexpr size_t kMaxHandshakeBytes = size_t{64} * 1024;
+constexpr size_t kReadChunk = size_t{16} * 1024;
 
 bool is_command(const resp::Command& cmd, std::string_view name) {
   if (cmd.args.empty() || cmd.args[0].size() != name.size()) return false;

@@ -21,7 +21,7 @@ namespace {
 constexpr size_t kMaxPending = 16384;
 constexpr size_t kMaxOutBytes = 8u << 20;
 constexpr size_t kMaxErrorsKept = 10;
-constexpr size_t kReadChunk = 64 * 1024;
+constexpr size_t kReadChunk = size_t{64} * 1024;
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 

@@ -106,10 +106,13 @@ class [[nodiscard]] Result {
 // a Result's value, or returns its Status from the enclosing function.
 #define RRS_ASSIGN_OR_RETURN(lhs, expr) \
   RRS_ASSIGN_OR_RETURN_IMPL(RRS_STATUS_CONCAT(rrs_result_, __LINE__), lhs, expr)
+// NOLINTBEGIN(bugprone-macro-parentheses): `result` is a name being declared
+// and `lhs` a declaration (`auto x`); neither can take parentheses.
 #define RRS_ASSIGN_OR_RETURN_IMPL(result, lhs, expr) \
   auto result = (expr);                              \
   if (!result.ok()) return result.status();          \
   lhs = std::move(result).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 // Propagate a failed Status from an expression returning Status.
 #define RRS_RETURN_IF_ERROR(expr)        \

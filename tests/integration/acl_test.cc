@@ -114,12 +114,13 @@ class AclTest : public SidecarTest {
   }
 
   // rdma-client in the background, into target_.
-  Process start_client(uint16_t server_port, std::vector<std::string> extra, Process::Env env) {
+  Process start_client(uint16_t server_port, std::vector<std::string> extra,
+                       const Process::Env& env) {
     std::vector<std::string> argv = {client_binary(), sidecar_host(), std::to_string(server_port),
                                      "--redis", target_.address(), "--transport",
                                      test_transport(), "--quiet"};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    return Process(argv, std::move(env));
+    return Process(argv, env);
   }
 
   // The target holds the master's data; with `same_offset`, at the master's

@@ -53,7 +53,7 @@ class BadPeerTest : public SidecarTest {
     ASSERT_TRUE(master_.started()) << master_.start_error();
     ASSERT_TRUE(replica_.started()) << replica_.start_error();
     fill_strings(master_, 0, "k:", 300);
-    fill_strings(master_, 0, "big:", 12, 400 * 1024);  // a table past socket buffers
+    fill_strings(master_, 0, "big:", 12, size_t{400} * 1024);  // a table past socket buffers
     ASSERT_FALSE(HasFailure());
     // Raw frames go to the TCP control port, whatever transport the run tests.
     server_.emplace(master_.address(), kTcpOnLoopback);

@@ -46,7 +46,7 @@ TEST(Crc64Redis, DumpTrailersMatchOurCrc64) {
   ASSERT_TRUE(redis.started()) << redis.start_error();
   redis.run({"SET", "short", "hello"});
   redis.run({"SET", "int", "1234567"});  // stored int-encoded
-  redis.run({"SET", "random", random_bytes(100 * 1024, 1)});
+  redis.run({"SET", "random", random_bytes(size_t{100} * 1024, 1)});
   redis.run({"SET", "lzf", std::string(20000, 'x') + "tail"});  // stored LZF-compressed
   redis.run({"HSET", "hash", "f1", "v1", "f2", "2", "f3", std::string(50, 'z')});
   for (const char* key : {"short", "int", "random", "lzf", "hash"}) {

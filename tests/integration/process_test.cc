@@ -13,8 +13,8 @@
 namespace rrs::test {
 namespace {
 
-Process sh(const std::string& script, Process::Env env = {}) {
-  return Process({"/bin/sh", "-c", script}, std::move(env));
+Process sh(const std::string& script, const Process::Env& env = {}) {
+  return Process({"/bin/sh", "-c", script}, env);
 }
 
 TEST(ProcessTest, CapturesStdoutStderrAndExitCode) {

@@ -346,7 +346,7 @@ TEST_F(ReplicaModeTest, DiskLoadingTargetSyncsWithAWarning) {
   RedisProcess target(RedisOptions().with_args({"--repl-diskless-load", "disabled"}));
   ASSERT_TRUE(target.started()) << target.start_error();
   fill_strings(master_, 0, "k:", 300, 100);
-  fill_strings(master_, 2, "big:", 5, 200 * 1024);
+  fill_strings(master_, 2, "big:", 5, size_t{200} * 1024);
   master_.run({"HSET", "h", "f", "v"});
   master_.run({"PEXPIRE", "h", "86400000"});
   SidecarServer server(master_.address());

@@ -134,6 +134,7 @@ TEST_F(RestoreLoaderTest, TargetOutOfMemoryStopsTheLoadWithTheReason) {
   ASSERT_TRUE(loader.ok());
   ASSERT_TRUE(loader->prepare(info_for(10), TargetPolicy::kRequireEmpty).ok());
   std::vector<std::string> keys;
+  keys.reserve(2000);
   for (int i = 0; i < 2000; ++i) keys.push_back("key" + std::to_string(i));
   RecordBatch batch;
   for (uint64_t i = 0; i < keys.size(); ++i) batch.records.push_back({i, 0, -1, keys[i], payload});

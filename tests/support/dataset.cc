@@ -48,7 +48,7 @@ void strings(RedisClient& c) {
   // Records larger than any slot: several ~100 KiB, one > 8 MiB.
   for (int i = 0; i < 5; ++i)
     c.run({"SET", "str:100k:" + std::to_string(i),
-           random_bytes(100 * 1024 + static_cast<size_t>(i) * 7, 100 + static_cast<uint64_t>(i))});
+           random_bytes(size_t{100} * 1024 + static_cast<size_t>(i) * 7, 100 + static_cast<uint64_t>(i))});
   c.run({"SET", "str:9m", random_bytes(9u << 20, 9)});
 }
 
@@ -65,8 +65,8 @@ void lists(RedisClient& c) {
   Argv large = {"RPUSH", "list:large"};
   c.run(append_items(large, "item:", kLarge, false));
   // Big elements end up in their own quicklist nodes.
-  c.run({"RPUSH", "list:bigitems", random_bytes(100 * 1024, 21), "small",
-         random_bytes(70 * 1024, 22)});
+  c.run({"RPUSH", "list:bigitems", random_bytes(size_t{100} * 1024, 21), "small",
+         random_bytes(size_t{70} * 1024, 22)});
 }
 
 void sets(RedisClient& c) {
@@ -148,7 +148,7 @@ void with_ttls(RedisClient& c) {
   c.run({"SET", "ttl:string", "expires later"});
   c.run({"HSET", "ttl:hash", "f", "v"});
   c.run({"XADD", "ttl:stream", "1-1", "f", "v"});
-  c.run({"SET", "ttl:100k", random_bytes(100 * 1024, 31)});
+  c.run({"SET", "ttl:100k", random_bytes(size_t{100} * 1024, 31)});
   for (const char* key : {"ttl:string", "ttl:hash", "ttl:stream", "ttl:100k", "zset:large"})
     c.run({"PEXPIRE", key, kFarTtlMs});
 }

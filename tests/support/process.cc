@@ -17,8 +17,6 @@
 #include <mutex>
 #include <set>
 
-extern char** environ;
-
 namespace rrs::test {
 namespace {
 
@@ -70,6 +68,7 @@ std::vector<std::string> build_env(const Process::Env& extra) {
 
 std::vector<char*> c_strings(std::vector<std::string>& v) {
   std::vector<char*> out;
+  out.reserve(v.size() + 1);
   for (auto& s : v) out.push_back(s.data());
   out.push_back(nullptr);
   return out;
@@ -161,7 +160,7 @@ struct Process::State {
   }
 };
 
-Process::Process(std::vector<std::string> argv, Env env) : state_(std::make_unique<State>()) {
+Process::Process(std::vector<std::string> argv, const Env& env) : state_(std::make_unique<State>()) {
   State& s = *state_;
   s.argv = std::move(argv);
   int out_pipe[2], err_pipe[2];

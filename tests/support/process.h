@@ -42,7 +42,7 @@ class Process {
   static constexpr int kSpawnFailed = 127;
 
   // Spawns argv[0] (searched in PATH if it has no '/') with stdin on /dev/null.
-  explicit Process(std::vector<std::string> argv, Env env = {});
+  explicit Process(std::vector<std::string> argv, const Env& env = {});
   // Stops a child that is still running (SIGTERM, then SIGKILL after 5 s).
   ~Process();
   Process(Process&& other) noexcept;

@@ -83,8 +83,8 @@ std::optional<Fields> incomplete_line(const std::string& out) {
 }
 
 SidecarServer::SidecarServer(const std::string& redis, std::vector<std::string> extra,
-                             Process::Env env)
-    : port_(free_loopback_port()), proc_(server_argv(port_, redis, std::move(extra)), std::move(env)) {}
+                             const Process::Env& env)
+    : port_(free_loopback_port()), proc_(server_argv(port_, redis, std::move(extra)), env) {}
 
 bool SidecarServer::wait_ready(std::chrono::milliseconds timeout) {
   auto line = proc_.wait_for_line("ready", timeout);
@@ -108,11 +108,11 @@ std::string ClientRun::describe() const {
          (err.size() > 8192 ? "[...]" + err.substr(err.size() - 8192) : err);
 }
 
-ClientRun run_client(std::vector<std::string> args, Process::Env env,
+ClientRun run_client(std::vector<std::string> args, const Process::Env& env,
                      std::chrono::milliseconds timeout) {
   args.insert(args.begin(), kClientBin);
   auto start = std::chrono::steady_clock::now();
-  Process p(std::move(args), std::move(env));
+  Process p(std::move(args), env);
   ClientRun r;
   r.exit_code = p.wait(timeout);
   r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -131,7 +131,7 @@ ClientRun run_client(std::vector<std::string> args, Process::Env env,
 }
 
 ClientRun sync_to(uint16_t server_port, const RedisProcess& target,
-                  std::vector<std::string> extra, Process::Env env,
+                  std::vector<std::string> extra, const Process::Env& env,
                   std::chrono::milliseconds timeout) {
   std::vector<std::string> args = {sidecar_host(), std::to_string(server_port), "--redis",
                                    target.address()};
@@ -140,7 +140,7 @@ ClientRun sync_to(uint16_t server_port, const RedisProcess& target,
     args.push_back(test_transport());
   }
   args.insert(args.end(), extra.begin(), extra.end());
-  return run_client(std::move(args), std::move(env), timeout);
+  return run_client(std::move(args), env, timeout);
 }
 
 void SidecarTest::SetUp() {

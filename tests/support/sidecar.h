@@ -44,7 +44,7 @@ std::string sidecar_host();
 class SidecarServer {
  public:
   explicit SidecarServer(const std::string& redis, std::vector<std::string> extra = {},
-                         Process::Env env = {});
+                         const Process::Env& env = {});
 
   // Waits for the `ready` line. On failure returns false; describe() says why.
   bool wait_ready(std::chrono::milliseconds timeout = std::chrono::seconds(60));
@@ -76,13 +76,13 @@ struct ClientRun {
 };
 
 // Runs rdma-client with exactly `args` and waits (killing it after `timeout`).
-ClientRun run_client(std::vector<std::string> args, Process::Env env = {},
+ClientRun run_client(std::vector<std::string> args, const Process::Env& env = {},
                      std::chrono::milliseconds timeout = std::chrono::seconds(90));
 
 // rdma-client <sidecar_host()> <server_port> --redis <target>
 //   [--transport test_transport() unless `extra` names one] <extra...>
 ClientRun sync_to(uint16_t server_port, const RedisProcess& target,
-                  std::vector<std::string> extra = {}, Process::Env env = {},
+                  std::vector<std::string> extra = {}, const Process::Env& env = {},
                   std::chrono::milliseconds timeout = std::chrono::seconds(90));
 
 // Base fixture for tests of the shipped binaries: skips when CMake did not

@@ -65,7 +65,7 @@ void send(int fd, const std::string& bytes) {
 
 // HELLO answered properly (no AUTH), then `after` for GET_DESCRIPTOR.
 std::function<void(int)> hello_then(std::string after) {
-  return [after](int fd) {
+  return [after = std::move(after)](int fd) {
     read_request(fd);
     std::string ok;
     control::append_hello_ok(ok, 0, {.max_in_flight = 16});

@@ -49,7 +49,7 @@ class ServerHarness : public test::ServerLoop {
  public:
   Status start(const std::string& transport, std::chrono::seconds retire_grace,
                std::chrono::milliseconds keepalive = std::chrono::milliseconds(2000),
-               AccessPolicy access = {}) {
+               const AccessPolicy& access = {}) {
     transport_ = transport;
     if (transport == "tcp") {
       host_ = "127.0.0.1";

@@ -41,14 +41,16 @@ control::Descriptor descriptor(uint64_t addr, uint32_t rkey) {
 
 // Accepts every connect with `data`.
 ScriptedVerbsServer::OnConnect accept_with(std::string data) {
-  return [data](const std::string&) { return Answer{Answer::Kind::kAccept, data}; };
+  return [data = std::move(data)](const std::string&) {
+    return Answer{Answer::Kind::kAccept, data};
+  };
 }
 
 // Takes the client's AUTH and answers with `reply(the client's nonce, the connection)`.
 using Reply = std::function<std::string(const control::Nonce& client_nonce,
                                         ScriptedVerbsServer::Connection&)>;
 ScriptedVerbsServer::AfterEstablished answer_auth_with(Reply reply) {
-  return [reply](ScriptedVerbsServer::Connection& c) {
+  return [reply = std::move(reply)](ScriptedVerbsServer::Connection& c) {
     auto auth = c.qp.receive(5s);
     if (!auth.ok()) return;
     auto hello = control::decode_connect(std::as_bytes(std::span(c.connect_data)));

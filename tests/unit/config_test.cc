@@ -93,9 +93,9 @@ TEST(ClientConfig, PositionalsAndFlags) {
 }
 
 TEST(ClientConfig, AtomicWithFlushFollowOrReplicaMode) {
-  for (std::vector<std::string> args : {std::vector<std::string>{"h", "1", "--atomic"},
-                                        {"h", "1", "--atomic", "--flush", "--follow"},
-                                        {"h", "1", "--mode", "replica", "--atomic"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"h", "1", "--atomic"},
+                                               {"h", "1", "--atomic", "--flush", "--follow"},
+                                               {"h", "1", "--mode", "replica", "--atomic"}}) {
     Argv a(args);
     auto c = parse_client_args(a.argc(), a.argv());
     ASSERT_TRUE(c.ok()) << c.status().message();

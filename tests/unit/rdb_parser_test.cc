@@ -141,7 +141,7 @@ struct Sample {
 Sample every_type() {
   RdbWriter w(12);
   std::vector<Seen> want;
-  auto record = [&](uint64_t type, std::string key, int64_t expire = -1, uint32_t db = 0) {
+  auto record = [&](uint64_t type, const std::string& key, int64_t expire = -1, uint32_t db = 0) {
     want.push_back({EventKind::kRecord, std::to_string(db) + ":" + key, w.end_value(), type, expire});
   };
 

@@ -95,7 +95,7 @@ Sample replication_stream() {
   add({"LPUSH", "list", "a", "b", "c"});
   add({"EXEC"});
   add({"PING"});
-  add({"SET", std::string("bin\r\n\0\r\n*1\r\n$4\r\nPING\r\n", 23), ""});
+  add({"SET", std::string("bin\r\n\0\r\n*1\r\n$4\r\nPING\r\n", 22), ""});
   std::string all_bytes;
   for (int i = 0; i < 256; ++i) all_bytes.push_back(static_cast<char>(i));
   add({"HSET", "h", "f", all_bytes});

@@ -30,6 +30,7 @@ TEST(SlotSize, AFewGiantValuesGoToTheHeap) {
 TEST(SlotSize, HoldsTheNinetyFifthPercentileInline) {
   // 90% small, 10% medium: the percentile lands on a medium record.
   std::vector<uint64_t> sizes;
+  sizes.reserve(1000);
   for (int i = 0; i < 900; ++i) sizes.push_back(100);
   for (int i = 0; i < 100; ++i) sizes.push_back(1000);
   SlotSizeChoice c = choose_slot_size(sizes);

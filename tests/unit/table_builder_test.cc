@@ -45,6 +45,7 @@ std::vector<Rec> walk(const Table& t) {
 
 TEST(TableBuilder, RoundTripsInlineAndHeapRecordsAcrossDbs) {
   std::vector<Rec> in;
+  in.reserve(504);
   for (int i = 0; i < 500; ++i)  // DB 0 then DB 5, as an RDB or a scan hands them over
     in.push_back({static_cast<uint32_t>(i < 330 ? 0 : 5), "key:" + std::to_string(i),
                   test::fake_payload(100, static_cast<char>('a' + i % 26)), i % 7 == 0 ? 1700000000000 + i : -1});
@@ -156,7 +157,7 @@ TEST(TableBuilder, WritesFunctionsAndLuaScriptsAfterTheHeap) {
   const std::string payload = function_payload("#!lua name=lib1 ...");
   b.set_function_payload(payload, 2);
   b.add_lua_script("return 1");
-  b.add_lua_script(std::string("return '\0'", 11));
+  b.add_lua_script(std::string("return '\0'", 10));
   auto t = b.build(3);
   ASSERT_TRUE(t.ok()) << t.status().message();
   const table::Header& h = (*t)->header;
@@ -171,7 +172,7 @@ TEST(TableBuilder, WritesFunctionsAndLuaScriptsAfterTheHeap) {
   table::Scripts s = walk_scripts(**t);
   EXPECT_EQ(s.function_payload, payload);
   EXPECT_EQ(s.function_libraries, 2u);
-  EXPECT_EQ(s.lua_scripts, (std::vector<std::string>{"return 1", std::string("return '\0'", 11)}));
+  EXPECT_EQ(s.lua_scripts, (std::vector<std::string>{"return 1", std::string("return '\0'", 10)}));
 
   // A build releases them: the next epoch starts without.
   b.add(0, "k", test::fake_payload(10, 'k'), -1);

@@ -51,7 +51,7 @@ TEST(TableHeader, RoundTrips) {
   EXPECT_EQ(d->slot_size, 128u);
   EXPECT_EQ(d->slots_offset % kRegionAlign, 0u);
   EXPECT_EQ(d->heap_offset, h.heap_offset);
-  EXPECT_EQ(d->slot_offset(2), h.slots_offset + 2 * 128);
+  EXPECT_EQ(d->slot_offset(2), h.slots_offset + uint64_t{2} * 128);
   EXPECT_EQ(d->total_size, h.total_size);
   EXPECT_EQ(d->layout_version, 2u);
   EXPECT_EQ(d->scripts_offset, 0u);
