@@ -188,7 +188,7 @@ class TcpTableServer::Client {
 
 Result<std::unique_ptr<TcpTableServer>> TcpTableServer::listen(event_base* base,
                                                                const Endpoint& at,
-                                                               TcpServerLimits limits) {
+                                                               const TcpServerLimits& limits) {
   std::unique_ptr<TcpTableServer> s(new TcpTableServer(base, limits));
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;

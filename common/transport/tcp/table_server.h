@@ -29,7 +29,7 @@ struct TcpServerLimits {
 class TcpTableServer final : public TableServer {
  public:
   static Result<std::unique_ptr<TcpTableServer>> listen(event_base* base, const Endpoint& at,
-                                                        TcpServerLimits limits = {});
+                                                        const TcpServerLimits& limits = {});
   // Closes every connection. libevent finishes freeing them on the loop's
   // next turn: the owner should run it once more (EVLOOP_NONBLOCK).
   ~TcpTableServer() override;
@@ -43,7 +43,7 @@ class TcpTableServer final : public TableServer {
   class Client;  // one connection; defined in the .cc
 
  private:
-  TcpTableServer(event_base* base, TcpServerLimits limits)
+  TcpTableServer(event_base* base, const TcpServerLimits& limits)
       : base_(base), limits_(limits), terms_{limits.access, limits.max_in_flight} {}
   static void on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* addr, int len, void* arg);
   void drop(Client* c);

@@ -35,7 +35,7 @@ std::span<const std::byte> private_data(const rdma_conn_param& p) {
 
 Result<std::unique_ptr<VerbsTableServer>> VerbsTableServer::listen(event_base* base,
                                                                    const Endpoint& at,
-                                                                   VerbsServerLimits limits) {
+                                                                   const VerbsServerLimits& limits) {
   if (auto device = rdma_device_active(); !device.ok())
     return Status::error("listen for RDMA on " + at.to_string(),
                          device.status().reason() + " (use --transport tcp)")

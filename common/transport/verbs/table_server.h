@@ -56,7 +56,7 @@ class VerbsTableServer final : public TableServer {
   // Binds and listens on `at` (an address of an RDMA-capable interface, or
   // 0.0.0.0). Fails with a clear reason when there is no RDMA device.
   static Result<std::unique_ptr<VerbsTableServer>> listen(event_base* base, const Endpoint& at,
-                                                          VerbsServerLimits limits = {});
+                                                          const VerbsServerLimits& limits = {});
   ~VerbsTableServer() override;
 
   Status publish(TablePtr table) override;
@@ -68,7 +68,7 @@ class VerbsTableServer final : public TableServer {
   friend class VerbsTableServerTestPeer;  // tests/unit/verbs_protection_test.cc
   using Connection = verbs::ServerConnection;
 
-  VerbsTableServer(event_base* base, VerbsServerLimits limits)
+  VerbsTableServer(event_base* base, const VerbsServerLimits& limits)
       : base_(base),
         limits_(limits),
         terms_{limits.access, limits.max_in_flight, limits.keepalive_interval},
