@@ -20,9 +20,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -32,8 +32,8 @@
 #include <string_view>
 #include <vector>
 
-#include "common/cli/exit_codes.h"
 #include "common/base/status.h"
+#include "common/cli/exit_codes.h"
 
 namespace {
 
@@ -44,14 +44,14 @@ enum class DataType { kStrings, kMixed };
 struct Config {
   std::string host = "127.0.0.1";  // --redis HOST:PORT: the Redis to load
   int port = 6379;
-  uint64_t keys = 1000000;     // --keys: how many keys
-  size_t value_size = 1000;    // --value-size: random bytes per key
+  uint64_t keys = 1000000;             // --keys: how many keys
+  size_t value_size = 1000;            // --value-size: random bytes per key
   DataType type = DataType::kStrings;  // --type strings|mixed
-  size_t elements = 10;        // --elements: members per non-string key (--type mixed)
-  int db = 0;                  // --db: logical database to SELECT first
-  uint64_t seed = 1;           // --seed: same seed, same bytes
-  size_t batch = 0;            // --batch: keys per pipelined write, two in flight; 0: by size
-  bool resp_stdout = false;    // --resp: print RESP for `redis-cli --pipe` instead of connecting
+  size_t elements = 10;                // --elements: members per non-string key (--type mixed)
+  int db = 0;                          // --db: logical database to SELECT first
+  uint64_t seed = 1;                   // --seed: same seed, same bytes
+  size_t batch = 0;          // --batch: keys per pipelined write, two in flight; 0: by size
+  bool resp_stdout = false;  // --resp: print RESP for `redis-cli --pipe` instead of connecting
 };
 
 // Upper bounds that keep one batch buffer reasonable (and sizes in int range).
@@ -442,7 +442,8 @@ int main(int argc, char** argv) {
   Encoder enc(cfg);
   const auto t0 = std::chrono::steady_clock::now();  // CLOCK_MONOTONIC
   const Status st = cfg.resp_stdout ? load_via_stdout(cfg, enc) : load_via_hiredis(cfg, enc);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+                             .count();
   if (!st.ok()) {
     std::fprintf(stderr, "gen_dataset: %s\n", st.message().c_str());
     // Unreachable or timed out: 3; Redis refused a command (OOM, bad --db): 1.

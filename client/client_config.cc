@@ -189,8 +189,7 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
       c.help = true;
     } else if (args.endpoint("--redis", c.redis) ||
                args.option("--redis-auth-file", c.redis_auth_file) ||
-               args.option("--auth-file", c.auth_file) ||
-               args.endpoint("--master", c.master) ||
+               args.option("--auth-file", c.auth_file) || args.endpoint("--master", c.master) ||
                args.option("--master-auth-file", c.master_auth_file) ||
                args.number("--connect-timeout", 0, 86400, connect_s) ||
                args.number("--io-timeout", 1, 86400, io_s) ||
@@ -211,8 +210,10 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
       c.atomic = true;
     } else if (args.option("--cpu", v)) {
       auto cpus = parse_cpu_list("--cpu", v);
-      if (!cpus.ok()) args.fail(cpus.status().message());
-      else c.cpus = std::move(*cpus);
+      if (!cpus.ok())
+        args.fail(cpus.status().message());
+      else
+        c.cpus = std::move(*cpus);
     } else if (args.flag("--quiet")) {
       c.quiet = true;
     } else if (args.flag("--no-load")) {
@@ -238,7 +239,8 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
   RRS_RETURN_IF_ERROR(check_combinations(c));
   if (positional.size() != 2)
     return Status::error("arguments", "expected <server-ip> <server-port>, got " +
-                                          std::to_string(positional.size()) + " positional arguments");
+                                          std::to_string(positional.size()) +
+                                          " positional arguments");
   auto port = parse_port(positional[1]);
   if (!port.ok()) return port.status().wrap("<server-port>");
   c.server = {positional[0], *port};

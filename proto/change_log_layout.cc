@@ -41,7 +41,8 @@ Result<Header> decode_header(std::span<const std::byte> bytes) {
     return bad_header("bad magic: this is not a change log");
   if (uint16_t v = wire::load_u16(p + kVersionAt); v != kLayoutVersion)
     return bad_header("layout version " + std::to_string(v) + ", this build reads " +
-                      std::to_string(kLayoutVersion) + ": upgrade rdma-client and rdma-server together");
+                      std::to_string(kLayoutVersion) +
+                      ": upgrade rdma-client and rdma-server together");
   if (wire::load_u16(p + kHeaderSizeAt) != kHeaderSize) return bad_header("bad header size");
   Header h;
   h.capacity = wire::load_u64(p + kCapacityAt);
@@ -97,8 +98,8 @@ Segments seal_segments(const Header& h, uint64_t from, uint64_t to) {
 Result<uint64_t> verify(const Header& h, uint64_t from, uint64_t to,
                         std::span<const std::byte> blocks, std::span<const std::byte> seals) {
   if (from < h.first || to <= from || to >= kMaxPosition)
-    return Status::error("check the change log", "bad range " + std::to_string(from) + ".." +
-                                                     std::to_string(to));
+    return Status::error("check the change log",
+                         "bad range " + std::to_string(from) + ".." + std::to_string(to));
   const uint64_t begin = block_begin(h, from);
   const uint64_t block_total = (blocks_end(h, to) - begin) / kBlockSize;
   if (blocks.size() != block_total * kBlockSize || seals.size() != block_total * kSealSize)

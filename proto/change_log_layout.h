@@ -69,8 +69,8 @@ inline constexpr size_t kSealSize = 8;
 // Field offsets; the writer updates the running fields in place, as aligned
 // 64-bit atomics.
 inline constexpr size_t kMagicAt = 0, kVersionAt = 4, kHeaderSizeAt = 6, kCapacityAt = 8,
-                        kLogIdAt = 16, kStartAt = 24, kEndAt = 32, kFlagsAt = 40,
-                        kEndTimeAt = 48, kReplidAt = 56, kFirstAt = 96, kReservedAt = 104;
+                        kLogIdAt = 16, kStartAt = 24, kEndAt = 32, kFlagsAt = 40, kEndTimeAt = 48,
+                        kReplidAt = 56, kFirstAt = 96, kReservedAt = 104;
 static_assert(kReplidAt + kReplidSize == kFirstAt && kFirstAt + 8 == kReservedAt &&
               kReservedAt + 24 == kHeaderSize);
 static_assert(kStartAt % 8 == 0 && kEndAt % 8 == 0 && kFlagsAt % 8 == 0 && kEndTimeAt % 8 == 0);

@@ -12,8 +12,7 @@ using wire::load_u16;
 using wire::load_u32;
 using wire::load_u64;
 
-void append_frame_header(std::string& out, MsgType type, uint32_t body_len,
-                         uint32_t request_id) {
+void append_frame_header(std::string& out, MsgType type, uint32_t body_len, uint32_t request_id) {
   std::byte h[kFrameHeaderSize] = {};
   std::memcpy(h, kMagic, sizeof kMagic);
   wire::store_u16(h + 4, static_cast<uint16_t>(type));
@@ -138,8 +137,7 @@ void append_error(std::string& out, uint32_t request_id, const ErrorMsg& m) {
   size_t n = std::min<size_t>(m.text.size(), kMaxErrorText);
   std::byte b[kErrorFixedSize] = {};
   wire::store_u32(b + 0, static_cast<uint32_t>(m.code));
-  append_frame_header(out, MsgType::kError, static_cast<uint32_t>(kErrorFixedSize + n),
-                      request_id);
+  append_frame_header(out, MsgType::kError, static_cast<uint32_t>(kErrorFixedSize + n), request_id);
   append_body(out, b);
   out.append(m.text.data(), n);
 }
@@ -329,8 +327,8 @@ std::string encode_accept(const Accept& m) {
 
 std::string encode_reject(const ErrorMsg& m) {
   ErrorMsg cut = m;
-  cut.text.resize(std::min(cut.text.size(),
-                           kRejectPrivateDataMax - kFrameHeaderSize - kErrorFixedSize));
+  cut.text.resize(
+      std::min(cut.text.size(), kRejectPrivateDataMax - kFrameHeaderSize - kErrorFixedSize));
   std::string out;
   append_error(out, 0, cut);
   return out;
@@ -353,7 +351,8 @@ Result<Accept> decode_accept(std::span<const std::byte> private_data) {
   auto h = decode_hello_ok(*hello);
   if (!h.ok()) return h.status();
   if (h->auth_required) return Accept{*h, std::nullopt};  // the descriptor comes after AUTH
-  auto desc = take_frame(private_data, MsgType::kDescriptor, kDescriptorSize, "accept private data");
+  auto desc = take_frame(private_data, MsgType::kDescriptor, kDescriptorSize,
+                         "accept private data");
   if (!desc.ok()) return desc.status();
   auto d = decode_descriptor(*desc);
   if (!d.ok()) return d.status();

@@ -38,8 +38,8 @@
 // needs, in a fixed layout.
 #pragma once
 
-#include <cstddef>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -201,9 +201,9 @@ Result<uint16_t> negotiate_version(const Hello& m);
 // the rkey never travels before the proof is checked. rdma_cm may pad
 // private data with zeros, so decoders ignore bytes after the frames they
 // expect.
-inline constexpr size_t kConnectPrivateDataMax = 56;   // IB CM REQ, less rdma_cm's header
-inline constexpr size_t kAcceptPrivateDataMax = 196;   // IB CM REP
-inline constexpr size_t kRejectPrivateDataMax = 148;   // IB CM REJ
+inline constexpr size_t kConnectPrivateDataMax = 56;  // IB CM REQ, less rdma_cm's header
+inline constexpr size_t kAcceptPrivateDataMax = 196;  // IB CM REP
+inline constexpr size_t kRejectPrivateDataMax = 148;  // IB CM REJ
 // Largest verbs SEND either side makes, and the size of every receive buffer.
 inline constexpr size_t kMaxVerbsMessage = 256;
 static_assert(kFrameHeaderSize + kHelloSize <= kConnectPrivateDataMax);

@@ -86,16 +86,14 @@ constexpr FoldConst fold_const(uint64_t bits) { return {xpow(bits + 63), xpow(bi
 constexpr FoldConst kFold128 = fold_const(128);
 constexpr FoldConst kFold1024 = fold_const(1024);  // 8 lanes of 16 bytes
 
-__attribute__((target("pclmul,sse4.1"))) inline __m128i fold(__m128i x, __m128i k,
-                                                              __m128i next) {
+__attribute__((target("pclmul,sse4.1"))) inline __m128i fold(__m128i x, __m128i k, __m128i next) {
   __m128i h = _mm_clmulepi64_si128(x, k, 0x00);
   __m128i l = _mm_clmulepi64_si128(x, k, 0x11);
   return _mm_xor_si128(_mm_xor_si128(h, l), next);
 }
 
-__attribute__((target("pclmul,sse4.1"))) uint64_t crc64_pclmul(uint64_t crc,
-                                                                const unsigned char* p,
-                                                                size_t len) {
+__attribute__((target("pclmul,sse4.1"))) uint64_t crc64_pclmul(uint64_t crc, const unsigned char* p,
+                                                               size_t len) {
   // Eight independent lanes hide the multiplier's latency; below two rounds
   // of them the tables are as fast.
   if (len < 256) return crc64_slicing8(crc, p, len);

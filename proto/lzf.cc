@@ -67,8 +67,8 @@ Result<std::string> lzf_decompress(std::string_view in, size_t expected_len) {
     op += len;
   }
   if (op != expected_len)
-    return bad(in.size(), "input ends after " + n_bytes(op) + " of output, expected " +
-                              n_bytes(expected_len));
+    return bad(in.size(),
+               "input ends after " + n_bytes(op) + " of output, expected " + n_bytes(expected_len));
   return out;
 }
 

@@ -28,7 +28,8 @@ const char* type_name(uint8_t type) {
     case kSetListpack: return "set listpack";
     case kStreamListpacks3: return "stream v3";
     case kHashMetadataPreGa: return "hash with field TTLs (7.4 release candidate format)";
-    case kHashListpackExPreGa: return "hash listpack with field TTLs (7.4 release candidate format)";
+    case kHashListpackExPreGa:
+      return "hash listpack with field TTLs (7.4 release candidate format)";
     case kHashMetadata: return "hash with field TTLs";
     case kHashListpackEx: return "hash listpack with field TTLs";
     case kOpSlotInfo: return "opcode SLOT_INFO";
@@ -55,10 +56,12 @@ void append_length(std::string& out, uint64_t n) {
     out.push_back(static_cast<char>(n & 0xff));
   } else if (n <= UINT32_MAX) {
     out.push_back(static_cast<char>(kLen32Bit));
-    for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((n >> shift) & 0xff));
+    for (int shift = 24; shift >= 0; shift -= 8)
+      out.push_back(static_cast<char>((n >> shift) & 0xff));
   } else {
     out.push_back(static_cast<char>(kLen64Bit));
-    for (int shift = 56; shift >= 0; shift -= 8) out.push_back(static_cast<char>((n >> shift) & 0xff));
+    for (int shift = 56; shift >= 0; shift -= 8)
+      out.push_back(static_cast<char>((n >> shift) & 0xff));
   }
 }
 

@@ -190,10 +190,8 @@ bool is_blob_type(uint8_t t) {
     case kHashListpack:
     case kZsetListpack:
     case kSetListpack:
-    case kHashListpackExPreGa:
-      return true;
-    default:
-      return false;
+    case kHashListpackExPreGa: return true;
+    default: return false;
   }
 }
 
@@ -270,10 +268,9 @@ Result<RdbParser::Step> RdbParser::parse_header() {
   if (h.substr(0, kMagic.size()) != kMagic || !digits)
     return Status::error("RDB header", "does not start with REDIS and a 4-digit version");
   if (v < kMinVersion || v > kMaxVersion)
-    return Status::error("RDB header", "RDB version " + std::to_string(v) +
-                                           " is outside what this parser knows (" +
-                                           std::to_string(kMinVersion) + " to " +
-                                           std::to_string(kMaxVersion) + ")");
+    return Status::error(
+        "RDB header", "RDB version " + std::to_string(v) + " is outside what this parser knows (" +
+                          std::to_string(kMinVersion) + " to " + std::to_string(kMaxVersion) + ")");
   version_ = v;
   finish_item(kHeaderSize);
   return Step::kConsumed;
@@ -333,16 +330,19 @@ Result<RdbParser::Step> RdbParser::parse_item(Event& ev) {
     case kOpExpireTime: {
       uint64_t t = c.le(op == kOpExpireTimeMs ? 8 : 4);
       if (!c.ok()) return short_or_bad();
-      pending_expire_ = op == kOpExpireTimeMs ? static_cast<int64_t>(t)
-                                              : static_cast<int64_t>(static_cast<int32_t>(t)) * 1000;
+      pending_expire_ = op == kOpExpireTimeMs
+                            ? static_cast<int64_t>(t)
+                            : static_cast<int64_t>(static_cast<int32_t>(t)) * 1000;
       finish_item(c.pos());
       return Step::kConsumed;
     }
     case kOpIdle:
     case kOpFreq:
       // LRU/LFU hints: a replica rebuilds its own.
-      if (op == kOpIdle) c.length();
-      else c.u8();
+      if (op == kOpIdle)
+        c.length();
+      else
+        c.u8();
       if (!c.ok()) return short_or_bad();
       finish_item(c.pos());
       return Step::kConsumed;
@@ -400,8 +400,7 @@ Result<RdbParser::Step> RdbParser::parse_item(Event& ev) {
       progress_.module_id = module_id;
       return walk(ev);
     }
-    default:
-      break;
+    default: break;
   }
 
   auto type_error = [&](const std::string& what) {
@@ -409,7 +408,7 @@ Result<RdbParser::Step> RdbParser::parse_item(Event& ev) {
   };
   if (op == kModulePreGa)
     return type_error("a module value in the Redis 4.0 release-candidate format (type 6), "
-                    "which is not self-describing; resave the data with a GA Redis");
+                      "which is not self-describing; resave the data with a GA Redis");
   const char* name = type_name(op);
   if (!name) return type_error("unknown type or opcode " + hex_byte(op));
   c.read_string(key_);
@@ -518,10 +517,10 @@ Result<RdbParser::Step> RdbParser::walk(Event& ev) {
         p.groups = groups, p.phase = 3, p.pos = c.pos();
       } else if (p.phase == 3) {
         if (p.groups == 0) break;
-        c.skip_string();           // group name
-        c.length();                // last delivered ID: ms
-        c.length();                //   and sequence
-        if (v2) c.length();        // entries read
+        c.skip_string();     // group name
+        c.length();          // last delivered ID: ms
+        c.length();          //   and sequence
+        if (v2) c.length();  // entries read
         uint64_t pel = c.length();
         if (!c.ok()) break;
         p.remaining = pel, p.phase = 4, p.pos = c.pos();
@@ -538,8 +537,8 @@ Result<RdbParser::Step> RdbParser::walk(Event& ev) {
           --p.groups, p.phase = 3;
           continue;
         }
-        c.skip_string();        // consumer name
-        c.skip(v3 ? 16 : 8);    // seen time (and active time, v3)
+        c.skip_string();      // consumer name
+        c.skip(v3 ? 16 : 8);  // seen time (and active time, v3)
         uint64_t pel = c.length();
         if (!c.ok()) break;
         p.remaining = pel, p.phase = 6, p.pos = c.pos();

@@ -113,9 +113,9 @@ class RdbParser {
   struct ValueProgress {
     bool active = false;
     uint8_t type = 0;
-    size_t value_start = 0;  // item-relative
-    size_t pos = 0;          // item-relative, after the last complete element
-    uint64_t remaining = 0;  // elements still to walk in the current phase
+    size_t value_start = 0;              // item-relative
+    size_t pos = 0;                      // item-relative, after the last complete element
+    uint64_t remaining = 0;              // elements still to walk in the current phase
     uint64_t groups = 0, consumers = 0;  // streams: left in the value / in the group
     uint64_t module_id = 0;              // MODULE_AUX
     int phase = 0;

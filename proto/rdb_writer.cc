@@ -72,10 +72,9 @@ Status RdbWriter::key(std::string_view key, std::string_view payload, int64_t ex
     return Status::error("write the RDB", "a DUMP payload of unknown type " + std::to_string(type))
         .as(ErrorKind::kBadData);
   if (auto v = dump::rdb_version(payload); !v || *v > version_)
-    return Status::error("write the RDB", "a DUMP payload of RDB version " +
-                                              std::to_string(v.value_or(0)) +
-                                              ", newer than the stream's " +
-                                              std::to_string(version_))
+    return Status::error("write the RDB",
+                         "a DUMP payload of RDB version " + std::to_string(v.value_or(0)) +
+                             ", newer than the stream's " + std::to_string(version_))
         .as(ErrorKind::kBadData);
   drop_taken();
   if (expire_at_ms >= 0) {

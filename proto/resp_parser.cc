@@ -25,11 +25,16 @@ std::string quote(std::string_view s) {
   std::string out = "'";
   for (char ch : s.substr(0, kMaxLineBytes)) {
     auto c = static_cast<unsigned char>(ch);
-    if (c == '\r') out += "\\r";
-    else if (c == '\n') out += "\\n";
-    else if (c == '\\' || c == '\'') out += {'\\', ch};
-    else if (c >= 0x20 && c < 0x7f) out += ch;
-    else out += {'\\', 'x', digits[c >> 4], digits[c & 15]};
+    if (c == '\r')
+      out += "\\r";
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '\\' || c == '\'')
+      out += {'\\', ch};
+    else if (c >= 0x20 && c < 0x7f)
+      out += ch;
+    else
+      out += {'\\', 'x', digits[c >> 4], digits[c & 15]};
   }
   if (s.size() > kMaxLineBytes) out += "...";
   return out + "'";

@@ -19,8 +19,8 @@ SlotSizeChoice choose_slot_size(std::span<uint64_t> data_sizes) {
   uint64_t s = (kSlotHeaderSize + want + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
   c.slot_size = static_cast<uint32_t>(std::clamp<uint64_t>(s, kMinSlotSize, kMaxSlotSize));
   const uint64_t capacity = c.slot_size - kSlotHeaderSize;
-  c.inline_records =
-      std::upper_bound(data_sizes.begin(), data_sizes.end(), capacity) - data_sizes.begin();
+  c.inline_records = std::upper_bound(data_sizes.begin(), data_sizes.end(), capacity) -
+                     data_sizes.begin();
   c.heap_records = n - c.inline_records;
   for (uint64_t i = c.inline_records; i < n; ++i) c.heap_bytes += heap_footprint(data_sizes[i], 0);
   c.table_bytes = n * c.slot_size + c.heap_bytes;

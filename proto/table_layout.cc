@@ -19,13 +19,9 @@ bool within(uint64_t off, uint64_t len, uint64_t limit) {
   return off <= limit && len <= limit - off;
 }
 
-Status bad_header(const std::string& why) {
-  return Status::error("validate table header", why);
-}
+Status bad_header(const std::string& why) { return Status::error("validate table header", why); }
 
-Status bad_scripts(const std::string& why) {
-  return Status::error("validate scripts region", why);
-}
+Status bad_scripts(const std::string& why) { return Status::error("validate scripts region", why); }
 
 Status bad_record(uint64_t index, const std::string& why) {
   return Status::error("validate record " + std::to_string(index), why);
@@ -321,9 +317,9 @@ Result<std::vector<DbEntry>> decode_db_directory(const Header& h,
     next_slot += e.key_count;
   }
   if (next_slot != h.record_count)
-    return Status::error("validate DB directory",
-                         "DBs hold " + std::to_string(next_slot) + " keys, header says " +
-                             std::to_string(h.record_count));
+    return Status::error("validate DB directory", "DBs hold " + std::to_string(next_slot) +
+                                                      " keys, header says " +
+                                                      std::to_string(h.record_count));
   return dbs;
 }
 
@@ -390,8 +386,8 @@ Status verify_heap_record(uint64_t index, std::span<const std::byte> slot_bytes,
 
 Result<Scripts> decode_scripts(const Header& h, std::span<const std::byte> bytes) {
   if (bytes.size() != h.scripts_size)
-    return bad_scripts("size " + std::to_string(bytes.size()) + " != " +
-                       std::to_string(h.scripts_size));
+    return bad_scripts("size " + std::to_string(bytes.size()) +
+                       " != " + std::to_string(h.scripts_size));
   if (crc32c(0, bytes.data(), bytes.size()) != h.scripts_crc32c)
     return bad_scripts("checksum mismatch");
   Scripts s;

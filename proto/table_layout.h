@@ -111,12 +111,11 @@ static_assert(kScriptEntryHeaderSize % kScriptAlign == 0 && kRegionAlign % kScri
 // Byte offsets of header fields, spelled out so the encoder, the decoder and
 // the drawing above cannot drift apart.
 namespace hdr {
-inline constexpr size_t kMagic = 0, kLayoutVersion = 8, kHeaderSize = 10, kState = 12,
-                        kEpoch = 16, kCreatedMs = 24, kRedisVersion = 32, kRdbVersion = 64,
-                        kDbCount = 68, kRecordCount = 72, kTotalSize = 80, kSlotSize = 88,
-                        kSlotHeaderSize = 92, kSlotCount = 96, kDbdirOffset = 104,
-                        kDbdirSize = 112, kSlotsOffset = 120, kSlotsSize = 128,
-                        kHeapOffset = 136, kHeapSize = 144, kSourceOffset = 152,
+inline constexpr size_t kMagic = 0, kLayoutVersion = 8, kHeaderSize = 10, kState = 12, kEpoch = 16,
+                        kCreatedMs = 24, kRedisVersion = 32, kRdbVersion = 64, kDbCount = 68,
+                        kRecordCount = 72, kTotalSize = 80, kSlotSize = 88, kSlotHeaderSize = 92,
+                        kSlotCount = 96, kDbdirOffset = 104, kDbdirSize = 112, kSlotsOffset = 120,
+                        kSlotsSize = 128, kHeapOffset = 136, kHeapSize = 144, kSourceOffset = 152,
                         kSourceReplid = 160, kDbdirCrc = 200, kSourceKind = 204,
                         kScriptsOffset = 208, kScriptsSize = 216, kScriptsCrc = 224,
                         kReserved = 228, kHeaderCrc = 252;
@@ -259,8 +258,7 @@ uint32_t encode_scripts(const Scripts& s, std::span<std::byte> out);
 Result<Header> decode_header(std::span<const std::byte> bytes, uint64_t region_len);
 
 // Parses the DB directory (dbdir_size bytes at dbdir_offset) against `h`.
-Result<std::vector<DbEntry>> decode_db_directory(const Header& h,
-                                                 std::span<const std::byte> bytes);
+Result<std::vector<DbEntry>> decode_db_directory(const Header& h, std::span<const std::byte> bytes);
 
 // Parses slot `index` (exactly h.slot_size bytes). For an inline slot the CRC
 // is verified here; for a heap slot call verify_heap_record once the bytes at

@@ -10,8 +10,8 @@
 #include <memory>
 #include <mutex>
 
-#include "common/net/socket.h"
 #include "common/base/status.h"
+#include "common/net/socket.h"
 
 namespace rrs {
 

@@ -5,19 +5,19 @@
 #include <atomic>
 #include <charconv>
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <thread>
 
 #include "common/auth/auth.h"
 #include "common/base/clock.h"
+#include "common/base/log.h"
 #include "common/cli/cpu_list.h"
 #include "common/cli/exit_codes.h"
-#include "common/base/log.h"
-#include "common/transport/verbs/device.h"
 #include "common/transport/tcp/table_server.h"
+#include "common/transport/verbs/device.h"
 #include "common/transport/verbs/table_server.h"
 #include "server/loop_mailbox.h"
 #include "server/psync_source.h"
@@ -72,8 +72,10 @@ Result<Servers> start_servers(event_base* base, const ServerConfig& config,
 }
 
 void on_snapshot_signal(evutil_socket_t, short, void* psync) {
-  if (psync) static_cast<PsyncSource*>(psync)->request_snapshot();
-  else log::warn("SIGUSR1 asks for a new snapshot; only --source psync takes them");
+  if (psync)
+    static_cast<PsyncSource*>(psync)->request_snapshot();
+  else
+    log::warn("SIGUSR1 asks for a new snapshot; only --source psync takes them");
 }
 
 void on_signal(evutil_socket_t sig, short, void* base) {
@@ -119,7 +121,8 @@ Result<AccessPolicy> access_policy(const ServerConfig& config) {
     return Status::error("--listen " + config.listen_host,
                          "without a shared secret rdma-server serves loopback only, because "
                          "whoever reads the table reads every key; give --auth-file FILE (or "
-                         "set " + std::string(auth::kSecretEnv) +
+                         "set " +
+                             std::string(auth::kSecretEnv) +
                              ") here and to rdma-client, or --listen 127.0.0.1")
         .as(ErrorKind::kUsage);
   log::info(access.secret ? "clients must prove the shared secret (HMAC-SHA256) before they "

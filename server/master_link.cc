@@ -62,11 +62,13 @@ Result<size_t> MasterLink::read_some(std::chrono::milliseconds wait) {
   char buf[64 * 1024];
   ssize_t got = ::recv(fd_.get(), buf, sizeof buf, 0);
   if (got == 0)
-    return Status::error("read from master " + master_.to_string(), "the master closed the connection")
+    return Status::error("read from master " + master_.to_string(),
+                         "the master closed the connection")
         .as(ErrorKind::kUnavailable);
   if (got < 0) {
     if (errno == EINTR || errno == EAGAIN) return size_t{0};
-    return Status::from_errno("read from master " + master_.to_string()).as(ErrorKind::kUnavailable);
+    return Status::from_errno("read from master " + master_.to_string())
+        .as(ErrorKind::kUnavailable);
   }
   inbuf_.append(buf, static_cast<size_t>(got));
   return static_cast<size_t>(got);
@@ -89,7 +91,8 @@ Result<std::string> MasterLink::read_line(std::chrono::milliseconds timeout,
     }
     if (inbuf_.size() > size_t{64} * 1024)
       return Status::error("read from master " + master_.to_string(),
-                           "a reply line longer than 64 KiB").as(ErrorKind::kBadData);
+                           "a reply line longer than 64 KiB")
+          .as(ErrorKind::kBadData);
     if (stop && stop->load()) return Status::error("master link", "stopping");
     if (Clock::now() >= deadline)
       return Status::error("read from master " + master_.to_string(),
@@ -123,7 +126,8 @@ Result<PsyncReply> MasterLink::psync(std::string_view replid, int64_t next_offse
     std::string_view off = sp == std::string_view::npos ? "" : l.substr(sp + 1);
     auto [p, ec] = std::from_chars(off.data(), off.data() + off.size(), r.offset);
     if (id.size() != 40 || ec != std::errc() || p != off.data() + off.size())
-      return Status::error(step, "malformed reply '" + line->substr(0, 100) + "'").as(ErrorKind::kBadData);
+      return Status::error(step, "malformed reply '" + line->substr(0, 100) + "'")
+          .as(ErrorKind::kBadData);
     r.kind = PsyncReply::kFull;
     r.replid = std::string(id);
   } else if ((l == "+CONTINUE" || l.starts_with("+CONTINUE ")) && next_offset > 0) {
@@ -131,7 +135,8 @@ Result<PsyncReply> MasterLink::psync(std::string_view replid, int64_t next_offse
     r.kind = PsyncReply::kContinue;
     r.replid = l.size() > 10 ? std::string(l.substr(10)) : std::string(replid);
     if (r.replid.size() != 40)
-      return Status::error(step, "malformed reply '" + line->substr(0, 100) + "'").as(ErrorKind::kBadData);
+      return Status::error(step, "malformed reply '" + line->substr(0, 100) + "'")
+          .as(ErrorKind::kBadData);
     r.offset = static_cast<uint64_t>(next_offset) - 1;
   } else if (l.starts_with("-NOMASTERLINK") || l.starts_with("-LOADING")) {
     r.kind = PsyncReply::kNotReady;
@@ -164,8 +169,9 @@ Status MasterLink::receive_rdb(rdb::RdbParser& parser, const OnEvent& on_event,
       return Status::error("RDB preamble", "malformed: '" + line->substr(0, 100) + "'")
           .as(ErrorKind::kBadData);
   } else {
-    return Status::error("RDB preamble", "expected $<len> or $EOF:<mark>, got '" +
-                                             line->substr(0, 100) + "'").as(ErrorKind::kBadData);
+    return Status::error("RDB preamble",
+                         "expected $<len> or $EOF:<mark>, got '" + line->substr(0, 100) + "'")
+        .as(ErrorKind::kBadData);
   }
 
   // Bytes that came with the preamble, then straight into the parser's buffer.
@@ -184,7 +190,8 @@ Status MasterLink::receive_rdb(rdb::RdbParser& parser, const OnEvent& on_event,
     if (rdb_size_ && received >= rdb_size_)
       return Status::error("RDB from " + master_.to_string(),
                            "ended (" + std::to_string(rdb_size_) +
-                               " bytes announced) before its EOF opcode").as(ErrorKind::kBadData);
+                               " bytes announced) before its EOF opcode")
+          .as(ErrorKind::kBadData);
     if (stop.load()) return Status::error("receive the RDB", "stopping");
 
     pollfd p{fd_.get(), POLLIN, 0};
@@ -194,8 +201,8 @@ Status MasterLink::receive_rdb(rdb::RdbParser& parser, const OnEvent& on_event,
       if (Clock::now() - last_byte > opts_.repl_timeout)
         return Status::error("receive the RDB from " + master_.to_string(),
                              "the master sent nothing for " +
-                                 std::to_string(opts_.repl_timeout.count() / 1000) +
-                                 " s after " + std::to_string(received) + " bytes")
+                                 std::to_string(opts_.repl_timeout.count() / 1000) + " s after " +
+                                 std::to_string(received) + " bytes")
             .as(ErrorKind::kUnavailable);
       continue;
     }
@@ -204,7 +211,8 @@ Status MasterLink::receive_rdb(rdb::RdbParser& parser, const OnEvent& on_event,
     if (got == 0)
       return Status::error("receive the RDB from " + master_.to_string(),
                            "the master closed the connection after " + std::to_string(received) +
-                               " bytes").as(ErrorKind::kUnavailable);
+                               " bytes")
+          .as(ErrorKind::kUnavailable);
     if (got < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
       return Status::from_errno("receive the RDB from " + master_.to_string())
@@ -220,7 +228,8 @@ Status MasterLink::receive_rdb(rdb::RdbParser& parser, const OnEvent& on_event,
   if (rdb_size_ && parser.consumed() != rdb_size_)
     return Status::error("RDB from " + master_.to_string(),
                          "its EOF came after " + std::to_string(parser.consumed()) + " bytes, " +
-                             std::to_string(rdb_size_) + " were announced").as(ErrorKind::kBadData);
+                             std::to_string(rdb_size_) + " were announced")
+        .as(ErrorKind::kBadData);
   if (!mark.empty()) {
     auto deadline = Clock::now() + opts_.repl_timeout;
     while (inbuf_.size() < kEofMarkLen) {
@@ -232,15 +241,14 @@ Status MasterLink::receive_rdb(rdb::RdbParser& parser, const OnEvent& on_event,
     }
     if (inbuf_.compare(0, kEofMarkLen, mark) != 0)
       return Status::error("RDB from " + master_.to_string(),
-                           "the end mark does not match the one announced").as(ErrorKind::kBadData);
+                           "the end mark does not match the one announced")
+          .as(ErrorKind::kBadData);
     inbuf_.erase(0, kEofMarkLen);
   }
   return {};
 }
 
-Status MasterLink::send_ack() {
-  return send_command({"REPLCONF", "ACK", std::to_string(offset_)});
-}
+Status MasterLink::send_ack() { return send_command({"REPLCONF", "ACK", std::to_string(offset_)}); }
 
 Status MasterLink::follow(const std::atomic<bool>& stop, const OnBytes& on_bytes) {
   auto take = [&] {

@@ -17,10 +17,10 @@
 #include <string>
 #include <string_view>
 
-#include "common/net/endpoint.h"
-#include "common/redis/redis_client.h"
-#include "common/net/socket.h"
 #include "common/base/status.h"
+#include "common/net/endpoint.h"
+#include "common/net/socket.h"
+#include "common/redis/redis_client.h"
 #include "proto/rdb_parser.h"
 
 namespace rrs {

@@ -15,7 +15,8 @@ std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
 void PsyncSource::back_off(const std::string& why, const std::atomic<bool>& stop) {
   backoff_ = backoff_.count() == 0 ? opts_.retry_first : std::min(backoff_ * 2, opts_.retry_max);
-  log::warn(why + "; retrying in " + std::to_string(static_cast<double>(backoff_.count()) / 1000).substr(0, 4) + " s");
+  log::warn(why + "; retrying in " +
+            std::to_string(static_cast<double>(backoff_.count()) / 1000).substr(0, 4) + " s");
   auto until = Clock::now() + backoff_;
   while (!stop.load() && Clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -92,17 +93,14 @@ Result<SnapshotStats> PsyncSource::receive(MasterLink& link, const PsyncReply& r
           stats.scripts++;
         }
         break;
-      case rdb::EventKind::kFunction:
-        libraries.emplace_back(ev.function_code);
-        break;
+      case rdb::EventKind::kFunction: libraries.emplace_back(ev.function_code); break;
       case rdb::EventKind::kModuleAux:
         stats.module_aux++;
         log::warn("the RDB holds module data that is not a key (module id " +
                   std::to_string(ev.module_id) +
                   "); it cannot be carried: RESTORE has no way to load it");
         break;
-      default:
-        break;
+      default: break;
     }
     return {};
   };
@@ -119,8 +117,8 @@ Result<SnapshotStats> PsyncSource::receive(MasterLink& link, const PsyncReply& r
     into.set_function_payload(dump::function_restore_payload(libraries, parser.version()),
                               static_cast<uint32_t>(libraries.size()));
   into.set_source({redis_version, table::SourceKind::kPsync, reply.offset, reply.replid});
-  log::info("snapshot: RDB complete: " + mib(stats.rdb_bytes) + ", " +
-            std::to_string(stats.keys) + " keys in " + std::to_string(seconds_since(t0)).substr(0, 5) +
+  log::info("snapshot: RDB complete: " + mib(stats.rdb_bytes) + ", " + std::to_string(stats.keys) +
+            " keys in " + std::to_string(seconds_since(t0)).substr(0, 5) +
             " s; the table is the keyspace as of offset " + std::to_string(reply.offset));
   return stats;
 }
@@ -145,9 +143,8 @@ void PsyncSource::refresh(const std::atomic<bool>& stop, const std::atomic<bool>
     }
     const bool asked = snapshot_requested_.exchange(false);
     if (!asked && (opts_.snapshot_every == 0 || grown < opts_.snapshot_every)) continue;
-    log::info(std::string(asked ? "new snapshot requested" : "the change log has grown " +
-                                                                  mib(grown) +
-                                                                  " past the table") +
+    log::info(std::string(asked ? "new snapshot requested"
+                                : "the change log has grown " + mib(grown) + " past the table") +
               "; taking a new snapshot on a second link while the log goes on");
     const Status taken = take_fresh_snapshot(current_log, stop, on_snapshot);
     if (taken.ok()) {
@@ -200,8 +197,8 @@ Status PsyncSource::take_fresh_snapshot(const ChangeLogPtr& current_log,
 Result<ChangeLogPtr> PsyncSource::new_log(const PsyncReply& reply) {
   if (opts_.log_capacity == 0) return ChangeLogPtr();
   // The id only has to differ from every earlier log's, across restarts too.
-  auto log = ChangeLog::create(opts_.log_capacity, static_cast<uint64_t>(unix_us()),
-                               reply.replid, reply.offset);
+  auto log = ChangeLog::create(opts_.log_capacity, static_cast<uint64_t>(unix_us()), reply.replid,
+                               reply.offset);
   if (opts_.corrupt_log_for_test && log.ok()) {
     const uint64_t at = reply.offset + *opts_.corrupt_log_for_test;
     (*log)->corrupt_after_sealing_for_test(at);

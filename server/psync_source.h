@@ -22,9 +22,9 @@
 #include <mutex>
 #include <optional>
 
-#include "common/table/change_log.h"
 #include "common/net/endpoint.h"
 #include "common/redis/redis_client.h"
+#include "common/table/change_log.h"
 #include "proto/rdb_parser.h"
 #include "server/master_link.h"
 #include "server/snapshot_source.h"
@@ -87,7 +87,7 @@ class PsyncSource final : public SnapshotSource {
   // One new snapshot on a link of its own; an error says why it could not
   // be taken or no longer fits the log (the current table stays).
   Status take_fresh_snapshot(const ChangeLogPtr& current_log, const std::atomic<bool>& stop,
-                           const OnSnapshot& on_snapshot);
+                             const OnSnapshot& on_snapshot);
   // The change log for the stream that follows `reply`'s RDB.
   Result<ChangeLogPtr> new_log(const PsyncReply& reply);
   // Says `why` and that we retry, then sleeps for the backoff (waking early

@@ -81,13 +81,14 @@ Result<SnapshotStats> ScanSource::snapshot(TableBuilder& into) {
   for (const KeyspaceDb& db : parse_keyspace(*keyspace)) {
     if (db.keys == 0) continue;
     Status s = scan_db(*redis, db.db, db.keys, absolute_expiry, into, stats);
-    if (!s.ok()) return s.wrap("snapshot DB " + std::to_string(db.db) + " of " + master_.to_string());
+    if (!s.ok())
+      return s.wrap("snapshot DB " + std::to_string(db.db) + " of " + master_.to_string());
   }
   return stats;
 }
 
-Status ScanSource::scan_db(RedisClient& redis, uint32_t db, uint64_t expected,
-                           bool absolute_expiry, TableBuilder& into, SnapshotStats& stats) {
+Status ScanSource::scan_db(RedisClient& redis, uint32_t db, uint64_t expected, bool absolute_expiry,
+                           TableBuilder& into, SnapshotStats& stats) {
   std::string db_text = std::to_string(db);
   RRS_RETURN_IF_ERROR(redis.command({"SELECT", db_text}).status());
 

@@ -11,7 +11,8 @@ Result<TransportChoice> parse_transport(std::string_view text) {
   if (text == "auto") return TransportChoice::kAuto;
   if (text == "tcp") return TransportChoice::kTcp;
   if (text == "verbs") return TransportChoice::kVerbs;
-  return Status::error("--transport", "expected auto, tcp or verbs, got '" + std::string(text) + "'");
+  return Status::error("--transport",
+                       "expected auto, tcp or verbs, got '" + std::string(text) + "'");
 }
 
 const char* server_usage() {
@@ -99,8 +100,7 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
       c.help = true;
     } else if (args.endpoint("--redis", c.redis) || args.port("--port", c.port) ||
                args.option("--redis-auth-file", c.redis_auth_file) ||
-               args.option("--listen", c.listen_host) ||
-               args.option("--auth-file", c.auth_file) ||
+               args.option("--listen", c.listen_host) || args.option("--auth-file", c.auth_file) ||
                args.number("--max-clients", 1, 100000, c.max_clients) ||
                args.number("--scan-count", 1, 1000000, c.scan_count) ||
                args.size("--log-size", 0, uint64_t{1} << 40, c.log_size)) {
@@ -111,14 +111,21 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
     } else if (uint64_t grace = 0; args.number("--retire-grace", 0, 86400, grace)) {
       c.retire_grace = std::chrono::seconds(grace);
     } else if (args.option("--source", v)) {
-      if (v != "scan" && v != "psync") args.fail("--source: expected psync or scan, got '" + v + "'");
+      if (v != "scan" && v != "psync")
+        args.fail("--source: expected psync or scan, got '" + v + "'");
       c.source = v;
     } else if (args.option("--transport", v)) {
       auto t = parse_transport(v);
-      if (t.ok()) c.transport = *t; else args.fail(t.status().message());
+      if (t.ok())
+        c.transport = *t;
+      else
+        args.fail(t.status().message());
     } else if (args.option("--cpu", v)) {
       auto cpus = parse_cpu_list("--cpu", v);
-      if (cpus.ok()) c.cpus = std::move(*cpus); else args.fail(cpus.status().message());
+      if (cpus.ok())
+        c.cpus = std::move(*cpus);
+      else
+        args.fail(cpus.status().message());
     } else {
       args.unknown();
     }

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "common/net/endpoint.h"
 #include "common/base/status.h"
+#include "common/net/endpoint.h"
 
 namespace rrs {
 

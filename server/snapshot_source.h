@@ -10,12 +10,12 @@ namespace rrs {
 
 struct SnapshotStats {
   uint64_t keys = 0;
-  uint64_t vanished = 0;  // listed by SCAN but gone before DUMP
-  uint64_t failed = 0;    // DUMP refused (e.g. a module type without DUMP support)
-  uint64_t functions = 0;     // function libraries carried
-  uint64_t scripts = 0;       // Lua scripts carried (RDBs of Redis < 7.0)
-  uint64_t module_aux = 0;    // module data that is not a key: cannot be carried
-  uint64_t rdb_bytes = 0;     // psync: the RDB's size
+  uint64_t vanished = 0;    // listed by SCAN but gone before DUMP
+  uint64_t failed = 0;      // DUMP refused (e.g. a module type without DUMP support)
+  uint64_t functions = 0;   // function libraries carried
+  uint64_t scripts = 0;     // Lua scripts carried (RDBs of Redis < 7.0)
+  uint64_t module_aux = 0;  // module data that is not a key: cannot be carried
+  uint64_t rdb_bytes = 0;   // psync: the RDB's size
 };
 
 class SnapshotSource {

@@ -44,8 +44,8 @@ void TableBuilder::add_lua_script(std::string body) {
 }
 
 template <typename Write>
-void TableBuilder::append(uint32_t db, uint64_t key_len, uint64_t payload_len,
-                          int64_t expire_at_ms, Write&& write) {
+void TableBuilder::append(uint32_t db, uint64_t key_len, uint64_t payload_len, int64_t expire_at_ms,
+                          Write&& write) {
   data_bytes_ += key_len + payload_len;
   if (slot_size_ != 0) return place(db, key_len, payload_len, expire_at_ms, write);
   Held& held = sample_.emplace_back(Held{db, static_cast<uint32_t>(key_len), expire_at_ms, {}});
@@ -70,7 +70,8 @@ void TableBuilder::choose_slot_size() {
 
 std::byte* TableBuilder::grow(PageBuffer& region, uint64_t& used, uint64_t bytes) {
   if (used + bytes > region.size()) {
-    uint64_t want = std::max<uint64_t>({kFirstRegionBytes, region.size() * 2, page_up(used + bytes)});
+    uint64_t want = std::max<uint64_t>(
+        {kFirstRegionBytes, region.size() * 2, page_up(used + bytes)});
     if (Status s = region.resize(want); !s.ok()) {
       if (error_.ok()) error_ = s;
       return nullptr;
@@ -82,8 +83,8 @@ std::byte* TableBuilder::grow(PageBuffer& region, uint64_t& used, uint64_t bytes
 }
 
 template <typename Write>
-void TableBuilder::place(uint32_t db, uint64_t key_len, uint64_t payload_len,
-                         int64_t expire_at_ms, Write&& write) {
+void TableBuilder::place(uint32_t db, uint64_t key_len, uint64_t payload_len, int64_t expire_at_ms,
+                         Write&& write) {
   if (!error_.ok()) return;
   if (!dbs_.empty() && db < dbs_.back().db) {
     error_ = Status::error("build table", "records of DB " + std::to_string(db) +
@@ -126,11 +127,10 @@ Result<std::shared_ptr<Table>> TableBuilder::build(uint64_t epoch) {
   if (!scripts_.function_payload.empty() &&
       (scripts_.function_libraries == 0 ||
        scripts_.function_payload.size() < table::kMinFunctionPayloadLen))
-    return Status::error("build table", "a function payload of " +
-                                            std::to_string(scripts_.function_payload.size()) +
-                                            " bytes with " +
-                                            std::to_string(scripts_.function_libraries) +
-                                            " libraries is not a FUNCTION DUMP reply");
+    return Status::error(
+        "build table", "a function payload of " + std::to_string(scripts_.function_payload.size()) +
+                           " bytes with " + std::to_string(scripts_.function_libraries) +
+                           " libraries is not a FUNCTION DUMP reply");
   const uint64_t scripts_bytes = table::scripts_region_size(scripts_);
   if (scripts_bytes > table::kMaxScriptsSize)
     return Status::error("build table", "functions and scripts take " +

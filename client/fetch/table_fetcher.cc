@@ -132,15 +132,14 @@ Status TableFetcher::stream(size_t count, const std::function<Range(size_t)>& pl
 }
 
 Status TableFetcher::reconnect(const Status& cause) {
-  if (retries_left_ == 0)
-    return cause.wrap("fetch table (no --retries left)");
+  if (retries_left_ == 0) return cause.wrap("fetch table (no --retries left)");
   --retries_left_;
   log::warn(cause.message() + "; reconnecting (" + std::to_string(retries_left_) +
             " retries left after this one)");
   // The epoch of the lost connection (the header may not be read yet).
   const uint64_t was = reader_.descriptor().epoch;
-  RRS_RETURN_IF_ERROR(reader_.connect(Clock::now() + opts_.reconnect_timeout)
-                          .wrap("reconnect to rdma-server"));
+  RRS_RETURN_IF_ERROR(
+      reader_.connect(Clock::now() + opts_.reconnect_timeout).wrap("reconnect to rdma-server"));
   uint64_t epoch = reader_.descriptor().epoch;
   if (epoch != was)
     return Status::error("resume the sync",
@@ -229,11 +228,13 @@ Status TableFetcher::fetch_slots() {
         return Range{h.slot_offset(first), static_cast<uint32_t>(n * h.slot_size)};
       },
       [&](size_t i, BufferPool::Lease lease, uint32_t length) {
-        return raw.push({i * per_read, std::move(lease), length}, keepalive_)
-                   ? Status()
-                   : cancelled();
+        return raw.push({i * per_read, std::move(lease), length}, keepalive_) ? Status()
+                                                                              : cancelled();
       });
-  if (s.ok()) raw.close(); else raw.cancel();
+  if (s.ok())
+    raw.close();
+  else
+    raw.cancel();
   decoder.join();
   return s;
 }
@@ -243,7 +244,7 @@ Status TableFetcher::fetch_heap() {
   // Group neighbouring heap records into reads of at most one chunk; records
   // bigger than a chunk are read on their own afterwards.
   struct Group {
-    size_t first, last;  // heap_refs_ [first, last)
+    size_t first, last;   // heap_refs_ [first, last)
     uint64_t begin, end;  // heap-relative byte range
   };
   std::vector<Group> groups;
@@ -273,7 +274,8 @@ Status TableFetcher::fetch_heap() {
         RecordBatch batch;
         for (size_t i = groups[g].first; i < groups[g].last; ++i) {
           HeapRef& ref = heap_refs_[i];
-          auto bytes = lease.bytes.subspan(ref.view.heap_ref - groups[g].begin, ref.view.data_len());
+          auto bytes = lease.bytes.subspan(ref.view.heap_ref - groups[g].begin,
+                                           ref.view.data_len());
           if (!table::verify_heap_record(ref.index, ref.slot_header, ref.view, bytes).ok()) {
             retry_.push_back(ref.index);
             continue;

@@ -1,8 +1,8 @@
 #include "client/fetch/transport_choice.h"
 
 #include "common/base/log.h"
-#include "common/transport/verbs/device.h"
 #include "common/transport/tcp/table_reader.h"
+#include "common/transport/verbs/device.h"
 #include "common/transport/verbs/table_reader.h"
 
 namespace rrs {
@@ -23,11 +23,13 @@ Result<std::unique_ptr<TableReader>> connect_transport(const ClientConfig& confi
                                                        Clock::time_point deadline) {
   const auto io = std::chrono::milliseconds(config.io_timeout);
   if (config.transport == "tcp") {
-    return connect_with(std::make_unique<TcpTableReader>(config.server, io, config.secret), deadline);
+    return connect_with(std::make_unique<TcpTableReader>(config.server, io, config.secret),
+                        deadline);
   }
   if (config.transport == "verbs") {
     log::info("transport: verbs (--transport verbs)");
-    return connect_with(std::make_unique<VerbsTableReader>(config.server, io, config.secret), deadline);
+    return connect_with(std::make_unique<VerbsTableReader>(config.server, io, config.secret),
+                        deadline);
   }
   auto reach = rdma_can_reach(config.server.host, config.server.port);
   const std::string why = reach.ok() ? *reach : reach.status().reason();

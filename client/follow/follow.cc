@@ -1,8 +1,8 @@
 #include "client/follow/follow.h"
 
 #include <csignal>
-#include <deque>
 #include <cstdio>
+#include <deque>
 #include <thread>
 
 #include "client/follow/log_tail.h"
@@ -95,13 +95,13 @@ class Follower {
   };
   std::deque<Seen> unapplied_;
   void note_seen(uint64_t end) {
-    if (unapplied_.empty() || unapplied_.back().end < end) unapplied_.push_back({end, Clock::now()});
+    if (unapplied_.empty() || unapplied_.back().end < end)
+      unapplied_.push_back({end, Clock::now()});
   }
   void forget_applied() {
     // Bytes up to an entry's end were all seen by its time, so once the
     // entry before it is applied, the oldest unapplied byte dates from it.
-    while (!unapplied_.empty() && unapplied_.front().end <= sink_.applied())
-      unapplied_.pop_front();
+    while (!unapplied_.empty() && unapplied_.front().end <= sink_.applied()) unapplied_.pop_front();
   }
   Clock::time_point last_report_ = Clock::now();
 };
@@ -148,11 +148,11 @@ void Follower::report(const char* final) {
   last_report_ = Clock::now();
   const uint64_t applied = sink_.applied();
   const uint64_t lag_bytes = header_.end > applied ? header_.end - applied : 0;
-  const long long lag_ms =
-      unapplied_.empty() ? 0
-                         : std::chrono::duration_cast<std::chrono::milliseconds>(
-                               Clock::now() - unapplied_.front().at)
-                               .count();
+  const long long lag_ms = unapplied_.empty()
+                               ? 0
+                               : std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     Clock::now() - unapplied_.front().at)
+                                     .count();
   std::printf("%s offset=%llu lag_bytes=%llu lag_ms=%lld %s resyncs=%llu log_id=%llu\n",
               final ? final : "following", static_cast<unsigned long long>(applied),
               static_cast<unsigned long long>(lag_bytes), lag_ms, sink_.progress().c_str(),
@@ -337,9 +337,11 @@ Status run_follow(const ClientConfig& config) {
     // a newer table mid-transfer.
     if (!synced.ok() && unavailable(synced) && sync_config.policy == TargetPolicy::kFlush &&
         ++failed_rounds < kMaxFailedRounds && !g_stop.load()) {
-      log::warn(synced.message() + "; the sync did not finish; starting it over from the newest "
-                "table (attempt " + std::to_string(failed_rounds + 1) + " of " +
-                std::to_string(kMaxFailedRounds) + ")");
+      log::warn(synced.message() +
+                "; the sync did not finish; starting it over from the newest "
+                "table (attempt " +
+                std::to_string(failed_rounds + 1) + " of " + std::to_string(kMaxFailedRounds) +
+                ")");
       continue;
     }
     RRS_RETURN_IF_ERROR(synced);

@@ -29,9 +29,9 @@ Status LogTail::attach() {
   // A copy is whole blocks: up to a block more at either end of a chunk.
   constexpr uint64_t kSlack = 2 * change_log::kBlockSize;
   if (reader_.max_read_length() <= 2 * kSlack)
-    return Status::error("follow the change log",
-                         "rdma-server allows reads of only " +
-                             std::to_string(reader_.max_read_length()) + " bytes")
+    return Status::error("follow the change log", "rdma-server allows reads of only " +
+                                                      std::to_string(reader_.max_read_length()) +
+                                                      " bytes")
         .as(ErrorKind::kBadData);
   if (!header_buf_.empty()) return {};  // registered before; the reader re-registers
   max_chunk_ = static_cast<uint32_t>(
@@ -78,10 +78,9 @@ Result<change_log::Header> LogTail::decode_checked(std::span<const std::byte> by
 }
 
 Result<LogTail::Copy> LogTail::read(const change_log::Header& before, uint64_t from, uint64_t to) {
-  if (!change_log::holds(before, from) || to < from || to > before.end ||
-      to - from > max_chunk_)
-    return Status::error("read the change log", "bad range " + std::to_string(from) + ".." +
-                                                    std::to_string(to));
+  if (!change_log::holds(before, from) || to < from || to > before.end || to - from > max_chunk_)
+    return Status::error("read the change log",
+                         "bad range " + std::to_string(from) + ".." + std::to_string(to));
   // The seals (one READ, two when they wrap), then the whole blocks (the
   // same; posted behind the seals, so a responder that answers in order
   // copies bytes at least as new as the seals vouch for), then the header,
@@ -94,8 +93,8 @@ Result<LogTail::Copy> LogTail::read(const change_log::Header& before, uint64_t f
   auto add = [&](const change_log::Segments& parts, std::span<std::byte> buf) {
     size_t filled = 0;
     for (size_t i = 0; i < parts.count; ++i) {
-      reads[count] = {count + 1, parts.parts[i].offset,
-                      buf.subspan(filled, parts.parts[i].length), Region::kChangeLog};
+      reads[count] = {count + 1, parts.parts[i].offset, buf.subspan(filled, parts.parts[i].length),
+                      Region::kChangeLog};
       filled += parts.parts[i].length;
       ++count;
     }

@@ -105,8 +105,8 @@ Status StreamApplier::check(const Sent& s, const redisReply* r) const {
     if (r->type != REDIS_REPLY_ARRAY) return refused("EXEC answered " + reply_text(r));
     for (size_t i = 0; i < r->elements; ++i)
       if (r->element[i]->type == REDIS_REPLY_ERROR)
-        return refused("command " + std::to_string(i + 1) + " of the transaction failed: " +
-                       reply_text(r->element[i]));
+        return refused("command " + std::to_string(i + 1) +
+                       " of the transaction failed: " + reply_text(r->element[i]));
   }
   return {};
 }
@@ -124,7 +124,8 @@ Status StreamApplier::collect() {
       continue;
     }
     auto reply = target_.get_reply();
-    if (!reply.ok()) return reply.status().wrap("apply the replication stream").as(ErrorKind::kUnavailable);
+    if (!reply.ok())
+      return reply.status().wrap("apply the replication stream").as(ErrorKind::kUnavailable);
     if (!failed.ok()) continue;  // drain the replies of what was sent after the failure
     if (Status c = check(s, reply->get()); !c.ok()) {
       failed = c;

@@ -56,8 +56,8 @@ class StreamApplier {
   RedisClient target_;
   uint64_t applied_;
   uint64_t commands_ = 0;
-  uint32_t db_ = 0;       // the DB the target is at after what was applied
-  uint32_t sent_db_ = 0;  // ... after what was sent
+  uint32_t db_ = 0;              // the DB the target is at after what was applied
+  uint32_t sent_db_ = 0;         // ... after what was sent
   std::vector<Sent> in_flight_;  // appended, in order; replies not yet read
   // The open MULTI block: owned copies, since the parser's views die with
   // the next feed.

@@ -12,8 +12,8 @@
 #include <span>
 #include <string>
 
-#include "client/replica/replica_link.h"
 #include "client/follow/stream_applier.h"
+#include "client/replica/replica_link.h"
 #include "proto/resp_parser.h"
 
 namespace rrs {

@@ -57,12 +57,12 @@ Status check_backlog(std::string_view repl, std::string_view replid, uint64_t ne
   if (info_field(repl, "repl_backlog_active") != "1" || next < first || next > end + 1) {
     const uint64_t gap = end + 1 > next ? end + 1 - next : 0;
     return Status::error(
-        step, "its backlog holds offsets " + std::to_string(first) + " to " +
-                  std::to_string(end) + ", but the target needs them from " +
-                  std::to_string(next) +
+        step, "its backlog holds offsets " + std::to_string(first) + " to " + std::to_string(end) +
+                  ", but the target needs them from " + std::to_string(next) +
                   ": the master would answer with a full resync, so the target was left as it "
-                  "is (a replica at offset " + std::to_string(next - 1) +
-                  "). Raise the master's repl-backlog-size above " + std::to_string(gap) +
+                  "is (a replica at offset " +
+                  std::to_string(next - 1) + "). Raise the master's repl-backlog-size above " +
+                  std::to_string(gap) +
                   " bytes (CONFIG SET repl-backlog-size), with room for the writes during a "
                   "sync, and run again");
   }
@@ -119,16 +119,19 @@ Status hand_off(const ClientConfig& config, std::string_view replid, ReplicaLink
   auto master_creds = load_credentials(config.master_auth_file, kMasterAuthEnv);
   if (!master_creds.ok()) return (master_creds.status()).as(ErrorKind::kUsage);
   auto target = RedisClient::connect(config.redis, *target_creds, io_timeout);
-  if (!target.ok()) return (target.status().wrap("connect to the target")).as(ErrorKind::kUnavailable);
+  if (!target.ok())
+    return (target.status().wrap("connect to the target")).as(ErrorKind::kUnavailable);
   auto master = RedisClient::connect(config.master, *master_creds, io_timeout);
   if (!master.ok())
     return (master.status().wrap("connect to the master to check its backlog (--master, "
-                                     "--master-auth-file)")).as(ErrorKind::kUnavailable);
+                                 "--master-auth-file)"))
+        .as(ErrorKind::kUnavailable);
 
   auto offset = settled_offset(*target, forwarded);
   if (!offset.ok()) return (offset.status()).as(ErrorKind::kUnavailable);
   auto repl = master->info("replication");
-  if (!repl.ok()) return (repl.status().wrap("read the master's INFO replication")).as(ErrorKind::kUnavailable);
+  if (!repl.ok())
+    return (repl.status().wrap("read the master's INFO replication")).as(ErrorKind::kUnavailable);
   if (Status s = check_backlog(*repl, replid, *offset + 1, config.master); !s.ok())
     return (s).as(ErrorKind::kRefused);
   auto before = sync_counters(*master);
@@ -136,7 +139,8 @@ Status hand_off(const ClientConfig& config, std::string_view replid, ReplicaLink
 
   auto moved = target->command(
       {"REPLICAOF", config.master.host, std::to_string(config.master.port)});
-  if (!moved.ok()) return (moved.status().wrap("point the target at the master")).as(ErrorKind::kFailed);
+  if (!moved.ok())
+    return (moved.status().wrap("point the target at the master")).as(ErrorKind::kFailed);
   link.close();
   if (Status s = wait_link_up(*target, config.master, config.io_timeout); !s.ok())
     return (s).as(ErrorKind::kUnavailable);
@@ -152,20 +156,23 @@ Status hand_off(const ClientConfig& config, std::string_view replid, ReplicaLink
   std::fflush(stdout);
   if (partial == 0)
     return (Status::error("hand off to the master " + config.master.to_string(),
-                              full > 0 ? "it answered with a full resync (sync_full +" +
-                                             std::to_string(full) + "): its backlog moved past "
-                                             "offset " + std::to_string(*offset) +
-                                             " between the check and the PSYNC; raise "
-                                             "repl-backlog-size"
-                                       : "the target's link is up but the master's "
-                                         "sync_partial_ok did not grow, so the partial resync "
-                                         "cannot be confirmed (is --master the master the "
-                                         "target reached?)")).as(ErrorKind::kFailed);
+                          full > 0 ? "it answered with a full resync (sync_full +" +
+                                         std::to_string(full) +
+                                         "): its backlog moved past "
+                                         "offset " +
+                                         std::to_string(*offset) +
+                                         " between the check and the PSYNC; raise "
+                                         "repl-backlog-size"
+                                   : "the target's link is up but the master's "
+                                     "sync_partial_ok did not grow, so the partial resync "
+                                     "cannot be confirmed (is --master the master the "
+                                     "target reached?)"))
+        .as(ErrorKind::kFailed);
   if (full > 0)
     log::warn("the master's sync_full also grew by " + std::to_string(full) +
               " meanwhile: another replica (or the sidecar) did a full sync");
-  log::info("the target is a replica of " + config.master.to_string() +
-            ", continued from offset " + std::to_string(*offset) + " with a partial resync");
+  log::info("the target is a replica of " + config.master.to_string() + ", continued from offset " +
+            std::to_string(*offset) + " with a partial resync");
   return {};
 }
 

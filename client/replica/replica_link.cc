@@ -28,11 +28,10 @@ bool is_command(const resp::Command& cmd, std::string_view name) {
 }
 
 bool equals_nocase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(),
-                    [](char x, char y) { return (x | 0x20) == (y | 0x20); });
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return (x | 0x20) == (y | 0x20);
+         });
 }
-
 
 Status handshake_error(std::string reason) {
   return Status::error("replica handshake with the target", std::move(reason))
@@ -81,7 +80,8 @@ Result<ReplicaLink> ReplicaLink::listen(const std::string& local_ip, std::string
 
 Status ReplicaLink::accept_target(Clock::time_point deadline) {
   while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                            Clock::now());
     if (left.count() <= 0)
       return Status::error("wait for the target to connect to " + endpoint_.to_string(),
                            "it did not connect in time (is this address reachable from it?)")
@@ -105,8 +105,8 @@ Status ReplicaLink::accept_target(Clock::time_point deadline) {
   }
 }
 
-Result<bool> ReplicaLink::answer(const resp::Command& cmd, std::string_view replid,
-                                 uint64_t offset, std::string_view target_replid) {
+Result<bool> ReplicaLink::answer(const resp::Command& cmd, std::string_view replid, uint64_t offset,
+                                 std::string_view target_replid) {
   std::string reply;
   bool done = false;
   if (is_command(cmd, "ping")) {
@@ -122,18 +122,17 @@ Result<bool> ReplicaLink::answer(const resp::Command& cmd, std::string_view repl
   } else if (is_command(cmd, "psync") && cmd.args.size() == 3) {
     psync_request_ = "PSYNC " + log::printable(cmd.args[1]) + " " + log::printable(cmd.args[2]);
     if (cmd.args[1] != target_replid && cmd.args[1] != "?")
-      return Status::error("replica handshake",
-                           "a connection asked for " + psync_request_ +
-                               ", but the target's replication ID is " +
-                               std::string(target_replid) + ": not the target")
+      return Status::error("replica handshake", "a connection asked for " + psync_request_ +
+                                                    ", but the target's replication ID is " +
+                                                    std::string(target_replid) + ": not the target")
           .as(ErrorKind::kUnavailable);
     if (!capa_eof_)
       return handshake_error(
           "the target did not offer REPLCONF capa eof (Redis older than 2.8.18?), so it cannot "
           "take an RDB streamed as it is written; use --mode restore");
     eof_mark_ = random_run_id();
-    reply = "+FULLRESYNC " + std::string(replid) + " " + std::to_string(offset) + "\r\n$EOF:" +
-            eof_mark_ + "\r\n";
+    reply = "+FULLRESYNC " + std::string(replid) + " " + std::to_string(offset) +
+            "\r\n$EOF:" + eof_mark_ + "\r\n";
     done = true;
   } else if (is_command(cmd, "sync")) {
     return handshake_error("the target sent SYNC (Redis older than 2.8): use --mode restore");
@@ -176,8 +175,8 @@ Status ReplicaLink::handshake(std::string_view replid, uint64_t offset,
       return handshake_error("more than " + std::to_string(kMaxHandshakeBytes) +
                              " bytes without a PSYNC");
     pollfd p{conn_.get(), POLLIN, 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::min(deadline - Clock::now(), std::chrono::duration_cast<Clock::duration>(io_timeout_)));
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(std::min(
+        deadline - Clock::now(), std::chrono::duration_cast<Clock::duration>(io_timeout_)));
     int n = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
     if (n == 0)
       return Status::error("replica handshake with the target", "timed out waiting for it")
@@ -203,7 +202,8 @@ Status ReplicaLink::handshake(std::string_view replid, uint64_t offset,
 Status ReplicaLink::send(std::string_view bytes) {
   if (!conn_) return Status::error("send to the target", "no link").as(ErrorKind::kUnavailable);
   Status s = send_all(conn_.get(), bytes, io_timeout_);
-  if (!s.ok()) return s.wrap("send to the target over the replica link").as(ErrorKind::kUnavailable);
+  if (!s.ok())
+    return s.wrap("send to the target over the replica link").as(ErrorKind::kUnavailable);
   return {};
 }
 
@@ -215,8 +215,8 @@ Status ReplicaLink::take_ack(const resp::Command& cmd) {
   const std::string_view digits = cmd.args[2];
   auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
   if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size())
-    return Status::error("read the target's REPLCONF ACK", "not an offset: '" +
-                                                               log::printable(digits) + "'")
+    return Status::error("read the target's REPLCONF ACK",
+                         "not an offset: '" + log::printable(digits) + "'")
         .as(ErrorKind::kBadData);
   acked_ = v;
   return {};
@@ -256,9 +256,11 @@ Status ReplicaLink::poll(std::chrono::milliseconds wait) {
 
 Result<bool> ReplicaLink::wait_ack(uint64_t offset, Clock::time_point deadline) {
   while (!acked_ || *acked_ < offset) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                            Clock::now());
     if (left.count() <= 0) return false;
-    RRS_RETURN_IF_ERROR(poll(std::min<std::chrono::milliseconds>(left, std::chrono::milliseconds(200))));
+    RRS_RETURN_IF_ERROR(
+        poll(std::min<std::chrono::milliseconds>(left, std::chrono::milliseconds(200))));
   }
   return true;
 }

@@ -47,8 +47,8 @@ class ReplicaLink {
   // told REPLICAOF: it asks to continue that history (or sends "?"). A
   // connection whose PSYNC names another is not the target: it is dropped,
   // as is one that hangs up mid-handshake, and the link keeps waiting.
-  Status accept_full_sync(std::string_view replid, uint64_t offset,
-                          std::string_view target_replid, Clock::time_point deadline);
+  Status accept_full_sync(std::string_view replid, uint64_t offset, std::string_view target_replid,
+                          Clock::time_point deadline);
 
   // Writes all of `bytes`, waiting at most the I/O timeout for the target to
   // make room (it reads as fast as it loads).

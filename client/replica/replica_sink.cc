@@ -10,7 +10,8 @@ Status load_lua_scripts(RedisClient& target, const table::Scripts& s) {
   // Redis 7 replicas no longer take scripts from the RDB; SCRIPT LOAD works
   // on a replica and on every version.
   for (const std::string& body : s.lua_scripts)
-    RRS_RETURN_IF_ERROR(target.command({"SCRIPT", "LOAD", body}).status().wrap("load a Lua script"));
+    RRS_RETURN_IF_ERROR(
+        target.command({"SCRIPT", "LOAD", body}).status().wrap("load a Lua script"));
   return {};
 }
 
@@ -53,9 +54,9 @@ Status ReplicaSink::prepare(const TableInfo& info) {
   // From here a failure detaches it again, so it does not keep retrying a
   // link that is gone.
   attached_ = true;
-  RRS_RETURN_IF_ERROR(link_->accept_full_sync(
-      replid_, offset_, target_->replid(),
-      Clock::now() + std::chrono::milliseconds(config_.io_timeout)));
+  RRS_RETURN_IF_ERROR(
+      link_->accept_full_sync(replid_, offset_, target_->replid(),
+                              Clock::now() + std::chrono::milliseconds(config_.io_timeout)));
   log::info("the target connected (" + link_->psync_request() + "); streaming it an RDB of " +
             std::to_string(info.header.record_count) + " keys as a full resync to " + replid_ +
             " offset " + std::to_string(offset_));

@@ -6,8 +6,8 @@
 #include <chrono>
 #include <string>
 
-#include "client/fetch/table_fetcher.h"
 #include "client/client_config.h"
+#include "client/fetch/table_fetcher.h"
 #include "client/replica/replica_link.h"
 #include "common/redis/redis_client.h"
 

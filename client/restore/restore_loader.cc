@@ -10,8 +10,8 @@
 #include "client/sync/target_checks.h"
 #include "common/base/clock.h"
 #include "common/base/log.h"
-#include "proto/resp_writer.h"
 #include "proto/dump_payload.h"
+#include "proto/resp_writer.h"
 
 namespace rrs {
 namespace {
@@ -127,8 +127,7 @@ Status RestoreLoader::apply_lua_scripts(const table::Scripts& s) {
   for (const std::string& body : s.lua_scripts) redis_.append({"SCRIPT", "LOAD", body});
   for (size_t i = 0; i < s.lua_scripts.size(); ++i) {
     auto r = redis_.get_reply();
-    if (!r.ok())
-      return r.status().wrap("load Lua scripts into " + redis_.endpoint().to_string());
+    if (!r.ok()) return r.status().wrap("load Lua scripts into " + redis_.endpoint().to_string());
     if ((*r)->type != REDIS_REPLY_ERROR) {
       stats_.scripts++;
       continue;
@@ -157,8 +156,9 @@ void RestoreLoader::append_restore(const Record& r) {
   char ttl[24];
   auto [end, ec] = std::to_chars(ttl, ttl + sizeof ttl, r.expire_at_ms < 0 ? 0 : r.expire_at_ms);
   const size_t before = out_.size();
-  resp::append_command(out_, {"RESTORE", r.key, std::string_view(ttl, static_cast<size_t>(end - ttl)),
-                              r.payload, "REPLACE", "ABSTTL"});
+  resp::append_command(out_,
+                       {"RESTORE", r.key, std::string_view(ttl, static_cast<size_t>(end - ttl)),
+                        r.payload, "REPLACE", "ABSTTL"});
   appended_ += out_.size() - before;
   pending_.push_back({false, r.db, r.index, r.key.size() + r.payload.size(), std::string(r.key),
                       r.expire_at_ms >= 0, appended_});
@@ -205,8 +205,8 @@ void RestoreLoader::settle(std::chrono::milliseconds timeout) {
       freeReplyObject(reply);
       continue;
     }
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                            Clock::now());
     if (left.count() <= 0) return;
     pollfd p{fd, POLLIN, 0};
     int n = ::poll(&p, 1, static_cast<int>(left.count()));

@@ -24,12 +24,12 @@
 namespace rrs {
 
 struct LoadStats {
-  uint64_t keys = 0;             // RESTOREs acknowledged with +OK
-  uint64_t bytes = 0;            // key + payload bytes of those
-  uint64_t skipped_expired = 0;  // already expired when we got to them
-  uint64_t failed = 0;           // RESTOREs and SCRIPT LOADs the target refused
-  uint32_t function_libraries = 0;  // restored with FUNCTION RESTORE
-  uint64_t scripts = 0;             // Lua scripts loaded with SCRIPT LOAD
+  uint64_t keys = 0;                             // RESTOREs acknowledged with +OK
+  uint64_t bytes = 0;                            // key + payload bytes of those
+  uint64_t skipped_expired = 0;                  // already expired when we got to them
+  uint64_t failed = 0;                           // RESTOREs and SCRIPT LOADs the target refused
+  uint32_t function_libraries = 0;               // restored with FUNCTION RESTORE
+  uint64_t scripts = 0;                          // Lua scripts loaded with SCRIPT LOAD
   std::map<uint32_t, uint64_t> per_db;           // keys loaded, by table DB
   std::map<uint32_t, uint64_t> per_db_volatile;  // of those, keys with a TTL
   std::vector<std::string> errors;  // the first few failures, in full (each names its command)
@@ -108,8 +108,8 @@ class RestoreLoader {
   std::deque<Pending> pending_;
   int64_t current_db_ = -1;
   std::map<uint32_t, uint32_t> staging_;  // table DB -> DB to RESTORE into
-  uint64_t appended_ = 0;  // bytes ever appended to out_
-  uint64_t written_ = 0;   // bytes ever written to the socket
+  uint64_t appended_ = 0;                 // bytes ever appended to out_
+  uint64_t written_ = 0;                  // bytes ever written to the socket
   bool flushed_ = false;
   int64_t client_id_ = 0;
   uint16_t table_rdb_ = 0;

@@ -57,8 +57,8 @@ Status RestoreSink::settle_if_refused(Status s) {
   // A target that answered with an error (rather than going away or
   // stalling) still answers what it was sent before: count it.
   if (!s.ok() && s.kind() == ErrorKind::kFailed)
-    loader_->settle(std::min<std::chrono::milliseconds>(io_timeout(config_),
-                                                        std::chrono::seconds(5)));
+    loader_->settle(
+        std::min<std::chrono::milliseconds>(io_timeout(config_), std::chrono::seconds(5)));
   return s;
 }
 
@@ -158,8 +158,8 @@ void RestoreSink::report_incomplete(uint64_t failed, const std::string& staging_
   const uint64_t unacked = loader_->unacknowledged();
   std::string what = std::to_string(st.keys) + " of " + std::to_string(h.record_count) + " keys";
   if (!st.per_db.empty()) what += " (" + per_db_text(st.per_db) + ")";
-  const std::string scripts =
-      st.scripts ? std::to_string(st.scripts) + " Lua scripts (SCRIPT LOAD)" : "";
+  const std::string scripts = st.scripts ? std::to_string(st.scripts) + " Lua scripts (SCRIPT LOAD)"
+                                         : "";
   IncompleteReport r;
   if (staging_) {
     r.target = staging_left.empty() ? "untouched" : "untouched-staging-left";

@@ -33,10 +33,10 @@ class RestoreSink : public LoadSink {
  private:
   // How far prepare() got: abandon() undoes accordingly.
   enum class Stage {
-    kPlanning,       // nothing on the target changed yet
-    kPreparing,      // the loader may have flushed or loaded functions/scripts
-    kStaging,        // staging DBs being claimed: discard them on failure
-    kLoading,        // records going in (or swapped in)
+    kPlanning,   // nothing on the target changed yet
+    kPreparing,  // the loader may have flushed or loaded functions/scripts
+    kStaging,    // staging DBs being claimed: discard them on failure
+    kLoading,    // records going in (or swapped in)
   };
   // A RESTORE pipeline that failed on an error reply: read the replies to
   // what was already sent, so the counts say what the target applied.

@@ -75,13 +75,14 @@ Result<Staging> Staging::plan(const Endpoint& target, const RedisCredentials& cr
   auto cluster = c->info("cluster");
   if (cluster.ok() && info_field(*cluster, "cluster_enabled") == "1") {
     return Status::error(step, "the target runs in cluster mode, which has only DB 0: there is "
-                               "no DB to stage the table in; run without --atomic").as(ErrorKind::kRefused);
+                               "no DB to stage the table in; run without --atomic")
+        .as(ErrorKind::kRefused);
   }
   auto databases = c->command({"CONFIG", "GET", "databases"});
   // A well-formed answer is ["databases", "<count>"], the count at least 1.
   std::string_view count;
-  if (databases.ok() && (*databases)->type == REDIS_REPLY_ARRAY &&
-      (*databases)->elements == 2 && (*databases)->element[1]->type == REDIS_REPLY_STRING)
+  if (databases.ok() && (*databases)->type == REDIS_REPLY_ARRAY && (*databases)->elements == 2 &&
+      (*databases)->element[1]->type == REDIS_REPLY_STRING)
     count = std::string_view((*databases)->element[1]->str, (*databases)->element[1]->len);
   auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), st.databases_);
   if (count.empty() || ec != std::errc() || end != count.data() + count.size() ||
@@ -90,7 +91,8 @@ Result<Staging> Staging::plan(const Endpoint& target, const RedisCredentials& cr
                                    (databases.ok() ? std::string("unexpected reply")
                                                    : databases.status().reason()) +
                                    "), which --atomic needs to pick empty DBs to stage in: allow "
-                                   "this user CONFIG GET, or run without --atomic").as(ErrorKind::kRefused);
+                                   "this user CONFIG GET, or run without --atomic")
+        .as(ErrorKind::kRefused);
   }
 
   // Staging DBs an earlier run left behind (killed mid-load, or its target
@@ -126,7 +128,8 @@ Result<Staging> Staging::plan(const Endpoint& target, const RedisCredentials& cr
   if (!table.empty() && table.back() >= st.databases_) {
     return Status::error(step, "the table has keys in DB " + std::to_string(table.back()) +
                                    " but the target has only " + std::to_string(st.databases_) +
-                                   " databases: raise its `databases` setting (a restart)").as(ErrorKind::kRefused);
+                                   " databases: raise its `databases` setting (a restart)")
+        .as(ErrorKind::kRefused);
   }
   busy.insert(table.begin(), table.end());
   std::vector<uint32_t> free_dbs;
@@ -139,15 +142,18 @@ Result<Staging> Staging::plan(const Endpoint& target, const RedisCredentials& cr
       if (busy.count(db.db) && !std::binary_search(table.begin(), table.end(), db.db))
         in_use += (in_use.empty() ? "" : ", ") + std::string("db") + std::to_string(db.db);
     return Status::error(
-        step, "--atomic loads each of the table's " + std::to_string(table.size()) +
-                  " DBs (" + join(table) +
-                  ") into an empty DB that the table does not use, then swaps them in; of the "
-                  "target's " + std::to_string(st.databases_) + " databases only " +
-                  std::to_string(free_dbs.size()) + " qualify" +
-                  (in_use.empty() ? "" : " (" + in_use + " hold keys)") +
-                  ": raise its `databases` setting to at least " +
-                  std::to_string(st.databases_ + missing) +
-                  " (a restart), empty some DBs, or run without --atomic").as(ErrorKind::kRefused);
+               step,
+               "--atomic loads each of the table's " + std::to_string(table.size()) + " DBs (" +
+                   join(table) +
+                   ") into an empty DB that the table does not use, then swaps them in; of the "
+                   "target's " +
+                   std::to_string(st.databases_) + " databases only " +
+                   std::to_string(free_dbs.size()) + " qualify" +
+                   (in_use.empty() ? "" : " (" + in_use + " hold keys)") +
+                   ": raise its `databases` setting to at least " +
+                   std::to_string(st.databases_ + missing) +
+                   " (a restart), empty some DBs, or run without --atomic")
+        .as(ErrorKind::kRefused);
   }
   for (size_t i = 0; i < table.size(); ++i) st.map_[table[i]] = free_dbs[i];
   return st;
@@ -198,14 +204,16 @@ Status Staging::rehearse_functions(RedisClient& c, const TableInfo& info) {
   const redisReply* put_back = exec->element[2];
   if (is_error(put_back))
     return Status::error(where, "could not put the target's own functions back after trying "
-                                "the table's (" + text(put_back) +
-                                "): compare its FUNCTION LIST with what it held");
+                                "the table's (" +
+                                    text(put_back) +
+                                    "): compare its FUNCTION LIST with what it held");
   if (is_error(restored)) {
     const std::string err = text(restored);
     if (err.find("already exists") != std::string::npos) {
       return Status::error(where, "the target's functions conflict with the table's: " + err +
                                       "; use --flush to replace the target's functions with the "
-                                      "table's (nothing was loaded)").as(ErrorKind::kRefused);
+                                      "table's (nothing was loaded)")
+          .as(ErrorKind::kRefused);
     }
     return Status::error(where, "FUNCTION RESTORE " + std::string(mode) + " of " +
                                     std::to_string(s.function_libraries) +
@@ -242,8 +250,8 @@ Status Staging::claim(RedisClient& c) {
     const bool ours = !is_error(select) && set->type == REDIS_REPLY_STATUS;
     if (ours) claimed_.push_back(staging);  // discard() flushes it after a failure
     if (is_error(select) || is_error(set)) {
-      errors += (errors.empty() ? "" : "; ") + std::string("DB ") + std::to_string(staging) +
-                ": " + text(is_error(select) ? select : set);
+      errors += (errors.empty() ? "" : "; ") + std::string("DB ") + std::to_string(staging) + ": " +
+                text(is_error(select) ? select : set);
     } else if (!ours || size->type != REDIS_REPLY_INTEGER || size->integer != 1) {
       taken.push_back(staging);
       if (ours) {  // our marker went into a DB something else writes to: take it out
@@ -282,7 +290,8 @@ void Staging::report_late_writes(RedisClient& c) {
     if (size->type == REDIS_REPLY_INTEGER && size->integer > 0)
       log::warn("--atomic: " + std::to_string(size->integer) + " keys were written to DB " +
                 std::to_string(db) + " during the swap; they are now in DB " +
-                std::to_string(staging) + ", where the table's copy was staged: move or delete "
+                std::to_string(staging) +
+                ", where the table's copy was staged: move or delete "
                 "them (nothing was flushed)");
   }
 }
@@ -305,8 +314,8 @@ Status Staging::check_staged(RedisClient& c, const LoadStats& loaded, const std:
     const redisReply* marker = (*got)[4 * i + 2].get();
     const redisReply* size = (*got)[4 * i + 3].get();
     ++i;
-    const std::string where =
-        "staging DB " + std::to_string(staging) + " (for DB " + std::to_string(db) + ")";
+    const std::string where = "staging DB " + std::to_string(staging) + " (for DB " +
+                              std::to_string(db) + ")";
     if (text(marker) != markers_[staging])
       return Status::error(step, where + " no longer holds this run's marker key " +
                                      kStagingMarker +
@@ -318,11 +327,11 @@ Status Staging::check_staged(RedisClient& c, const LoadStats& loaded, const std:
     };
     const uint64_t hi = count(loaded.per_db, db) + 1;
     const uint64_t lo = hi - count(loaded.per_db_volatile, db);
-    const uint64_t have =
-        size->type == REDIS_REPLY_INTEGER ? static_cast<uint64_t>(size->integer) : 0;
+    const uint64_t have = size->type == REDIS_REPLY_INTEGER ? static_cast<uint64_t>(size->integer)
+                                                            : 0;
     if (have < lo || have > hi)
-      return Status::error(step, where + " holds " + std::to_string(have) +
-                                     " keys, but " + std::to_string(hi - 1) +
+      return Status::error(step, where + " holds " + std::to_string(have) + " keys, but " +
+                                     std::to_string(hi - 1) +
                                      " were loaded into it (plus the marker): something else "
                                      "wrote to or flushed it during the load; nothing was "
                                      "swapped");
@@ -340,7 +349,8 @@ Status Staging::check_staged(RedisClient& c, const LoadStats& loaded, const std:
     if (!held.empty()) {
       return Status::error(step, "the target got keys during the load (" + held +
                                      "), which --atomic without --flush does not replace: "
-                                     "nothing was swapped").as(ErrorKind::kRefused);
+                                     "nothing was swapped")
+          .as(ErrorKind::kRefused);
     }
   }
 
@@ -393,8 +403,7 @@ Result<Staging::Swapped> Staging::swap_in(const LoadStats& loaded) {
   const bool functions_first = !functions_payload_.empty() || flush_functions_;
   c.append({"EXEC"});
   auto tx = replies(c, queued.size() + 2);
-  if (!tx.ok())
-    return tx.status().wrap(step + " (whether EXEC ran is unknown: check the target)");
+  if (!tx.ok()) return tx.status().wrap(step + " (whether EXEC ran is unknown: check the target)");
   const redisReply* exec = tx->back().get();
   if (exec->type == REDIS_REPLY_NIL)
     return Status::error(step, "a staging DB's marker changed between the check and the swap "
@@ -410,11 +419,12 @@ Result<Staging::Swapped> Staging::swap_in(const LoadStats& loaded) {
     if (is_error(exec->element[k]) && !(functions_first && k == 0))
       errors += (errors.empty() ? "" : "; ") + queued[k] + ": " + text(exec->element[k]);
   if (functions_first && is_error(exec->element[0]))
-    return Swapped{Status::error(step, "the table's keys were swapped in, but " + queued[0] +
-                                   " in the same transaction failed (" + text(exec->element[0]) +
-                                   "; did the target's functions change during the load?): the "
-                                   "target holds the table's keys with its previous functions" +
-                                   (errors.empty() ? "" : "; also " + errors))};
+    return Swapped{
+        Status::error(step, "the table's keys were swapped in, but " + queued[0] +
+                                " in the same transaction failed (" + text(exec->element[0]) +
+                                "; did the target's functions change during the load?): the "
+                                "target holds the table's keys with its previous functions" +
+                                (errors.empty() ? "" : "; also " + errors))};
   if (!errors.empty())
     return Swapped{Status::error(step, "the swap ran, but some of its commands failed: " + errors)};
   claimed_.clear();  // the markers are gone with the swap

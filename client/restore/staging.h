@@ -36,8 +36,8 @@
 #include <vector>
 
 #include "client/client_config.h"
-#include "client/restore/restore_loader.h"
 #include "client/fetch/table_fetcher.h"
+#include "client/restore/restore_loader.h"
 #include "common/redis/redis_client.h"
 
 namespace rrs {
@@ -92,7 +92,7 @@ class Staging {
   TargetPolicy policy_ = TargetPolicy::kRequireEmpty;
   uint32_t databases_ = 0;
   std::map<uint32_t, uint32_t> map_;
-  std::vector<uint32_t> claimed_;  // staging DBs holding this run's marker
+  std::vector<uint32_t> claimed_;            // staging DBs holding this run's marker
   std::map<uint32_t, std::string> markers_;  // staging DB -> its marker's value
   // What the swap does to functions: restore this payload with FLUSH, or
   // FUNCTION FLUSH (--flush, a table without functions), or nothing.

@@ -7,7 +7,9 @@
 namespace rrs {
 
 Progress::Progress(uint64_t total_records, uint64_t total_bytes, bool quiet)
-    : total_records_(total_records), total_bytes_(total_bytes), quiet_(quiet),
+    : total_records_(total_records),
+      total_bytes_(total_bytes),
+      quiet_(quiet),
       tty_(isatty(STDERR_FILENO) == 1) {}
 
 void Progress::update(uint64_t records_done, uint64_t bytes_read, bool final) {
@@ -22,14 +24,15 @@ void Progress::update(uint64_t records_done, uint64_t bytes_read, bool final) {
   const double mb = static_cast<double>(bytes_read) / 1e6;
   if (tty_) {
     const int width = 30, filled = static_cast<int>(pct / 100.0 * width);
-    std::fprintf(stderr, "\r[%.*s%*s] %5.1f%%  %llu/%llu keys  %.0f/%.0f MB  %.1f s%s",
-                 filled, "##############################", width - filled, "", pct,
+    std::fprintf(stderr, "\r[%.*s%*s] %5.1f%%  %llu/%llu keys  %.0f/%.0f MB  %.1f s%s", filled,
+                 "##############################", width - filled, "", pct,
                  static_cast<unsigned long long>(records_done),
                  static_cast<unsigned long long>(total_records_), mb,
                  static_cast<double>(total_bytes_) / 1e6, elapsed, final ? "\n" : "");
   } else {
-    std::fprintf(stderr, "rdma-client: progress %.1f%%: %llu/%llu keys, %.0f/%.0f MB read, %.1f s\n",
-                 pct, static_cast<unsigned long long>(records_done),
+    std::fprintf(stderr,
+                 "rdma-client: progress %.1f%%: %llu/%llu keys, %.0f/%.0f MB read, %.1f s\n", pct,
+                 static_cast<unsigned long long>(records_done),
                  static_cast<unsigned long long>(total_records_), mb,
                  static_cast<double>(total_bytes_) / 1e6, elapsed);
   }

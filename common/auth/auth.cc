@@ -37,12 +37,11 @@ Result<std::optional<std::string>> load_secret(const std::string& file) {
   std::string from;
   if (!file.empty()) {
     std::ifstream in(file, std::ios::binary);
-    if (!in)
-      return Status::from_errno("read the shared secret from " + file).as(ErrorKind::kUsage);
+    if (!in) return Status::from_errno("read the shared secret from " + file).as(ErrorKind::kUsage);
     std::getline(in, secret);  // the first line
     if (!secret.empty() && secret.back() == '\r') secret.pop_back();
     from = file;
-    struct stat st{};
+    struct stat st {};
     if (stat(file.c_str(), &st) == 0 && (st.st_mode & 077))
       log::warn("the shared secret file " + file + " is readable by others; chmod 600 it");
   } else if (const char* env = std::getenv(kSecretEnv); env != nullptr) {
@@ -52,10 +51,10 @@ Result<std::optional<std::string>> load_secret(const std::string& file) {
     return std::optional<std::string>();
   }
   if (secret.size() < kMinSecretLength)
-    return Status::error("shared secret from " + from,
-                         "is " + std::to_string(secret.size()) + " bytes; use at least " +
-                             std::to_string(kMinSecretLength) +
-                             " (e.g. `openssl rand -hex 32 > FILE`)")
+    return Status::error("shared secret from " + from, "is " + std::to_string(secret.size()) +
+                                                           " bytes; use at least " +
+                                                           std::to_string(kMinSecretLength) +
+                                                           " (e.g. `openssl rand -hex 32 > FILE`)")
         .as(ErrorKind::kUsage);
   return std::optional<std::string>(std::move(secret));
 }

@@ -79,8 +79,8 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}            // NOLINT: implicit by design
-  Result(Status status) : v_(std::move(status)) {}     // NOLINT: must be a failure
+  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
+  Result(Status status) : v_(std::move(status)) {}  // NOLINT: must be a failure
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   explicit operator bool() const { return ok(); }
@@ -115,8 +115,8 @@ class [[nodiscard]] Result {
 // NOLINTEND(bugprone-macro-parentheses)
 
 // Propagate a failed Status from an expression returning Status.
-#define RRS_RETURN_IF_ERROR(expr)        \
-  do {                                   \
-    ::rrs::Status rrs_s_ = (expr);       \
-    if (!rrs_s_.ok()) return rrs_s_;     \
+#define RRS_RETURN_IF_ERROR(expr)    \
+  do {                               \
+    ::rrs::Status rrs_s_ = (expr);   \
+    if (!rrs_s_.ok()) return rrs_s_; \
   } while (0)

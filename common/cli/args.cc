@@ -75,9 +75,12 @@ Result<uint64_t> parse_size(std::string_view flag, std::string_view text, uint64
   uint64_t mult = 1;
   if (!text.empty()) {
     switch (text.back()) {
-      case 'k': case 'K': mult = 1ull << 10; break;
-      case 'm': case 'M': mult = 1ull << 20; break;
-      case 'g': case 'G': mult = 1ull << 30; break;
+      case 'k':
+      case 'K': mult = 1ull << 10; break;
+      case 'm':
+      case 'M': mult = 1ull << 20; break;
+      case 'g':
+      case 'G': mult = 1ull << 30; break;
       default: break;
     }
     if (mult != 1) text.remove_suffix(1);

@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "common/net/endpoint.h"
 #include "common/base/status.h"
+#include "common/net/endpoint.h"
 
 namespace rrs {
 

@@ -37,8 +37,8 @@ Result<std::vector<int>> parse_cpu_list(std::string_view flag, std::string_view 
     if (dash != std::string_view::npos) {
       RRS_ASSIGN_OR_RETURN(last, parse_cpu(flag, item.substr(dash + 1)));
       if (last < first)
-        return Status::error(std::string(flag), "the range '" + std::string(item) +
-                                                    "' runs backwards")
+        return Status::error(std::string(flag),
+                             "the range '" + std::string(item) + "' runs backwards")
             .as(ErrorKind::kUsage);
     }
     for (int c = first; c <= last; ++c) cpus.insert(c);

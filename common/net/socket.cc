@@ -25,7 +25,9 @@ Status wait_fd(int fd, short events, std::chrono::milliseconds timeout, const ch
   for (;;) {
     int n = ::poll(&p, 1, static_cast<int>(timeout.count()));
     if (n > 0) return {};
-    if (n == 0) return Status::error(step, "timed out after " + std::to_string(timeout.count()) + " ms", ETIMEDOUT);
+    if (n == 0)
+      return Status::error(step, "timed out after " + std::to_string(timeout.count()) + " ms",
+                           ETIMEDOUT);
     if (errno != EINTR) return Status::from_errno(step);
   }
 }

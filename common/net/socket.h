@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "common/base/clock.h"
-#include "common/net/endpoint.h"
 #include "common/base/status.h"
+#include "common/net/endpoint.h"
 
 namespace rrs {
 

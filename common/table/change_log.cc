@@ -18,9 +18,9 @@ Result<std::shared_ptr<ChangeLog>> ChangeLog::create(uint64_t capacity, uint64_t
   const uint64_t block = change_log::kBlockSize;
   capacity = (capacity + block - 1) / block * block;
   if (capacity == 0 || capacity > change_log::kMaxCapacity)
-    return Status::error("create the change log",
-                         "capacity " + std::to_string(capacity) + " outside 1.." +
-                             std::to_string(change_log::kMaxCapacity));
+    return Status::error("create the change log", "capacity " + std::to_string(capacity) +
+                                                      " outside 1.." +
+                                                      std::to_string(change_log::kMaxCapacity));
   auto memory = PageBuffer::allocate(change_log::memory_size(capacity));
   if (!memory.ok()) return memory.status().wrap("create the change log");
   // Fault every page in for writing now. Registering untouched anonymous

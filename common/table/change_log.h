@@ -48,8 +48,7 @@ class ChangeLog {
   uint64_t end() const { return word(change_log::kEndAt).load(std::memory_order_acquire); }
 
  private:
-  ChangeLog(PageBuffer memory, uint64_t capacity, uint64_t id, std::string replid,
-            uint64_t first)
+  ChangeLog(PageBuffer memory, uint64_t capacity, uint64_t id, std::string replid, uint64_t first)
       : memory_(std::move(memory)),
         capacity_(capacity),
         id_(id),

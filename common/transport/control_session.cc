@@ -51,8 +51,7 @@ Verdict<control::HelloOk> ServerSession::on_connect(std::span<const std::byte> p
   return hello(control::decode_connect(private_data), control::connect_refusal(private_data));
 }
 
-Verdict<control::HelloOk> ServerSession::hello(const Result<control::Hello>& m,
-                                               ErrorCode refusal) {
+Verdict<control::HelloOk> ServerSession::hello(const Result<control::Hello>& m, ErrorCode refusal) {
   if (!m.ok()) return refuse(refusal, m.status().reason());
   auto v = control::negotiate_version(*m);
   if (!v.ok()) return refuse(ErrorCode::kUnsupportedVersion, v.status().reason());
@@ -117,21 +116,20 @@ Verdict<ServerSession::ReadAnswer> ServerSession::on_read(std::span<const std::b
   if (!t) return refuse(ErrorCode::kNotReady, "no table published yet");
   const bool log = m->region == control::Region::kChangeLog;
   if (log ? !t->log || m->epoch != t->log->id() : m->epoch != t->epoch())
-    return Refusal{ErrorCode::kEpochGone, (log ? "change log " : "epoch ") +
-                                              std::to_string(m->epoch) +
-                                              " is no longer served (now epoch " +
-                                              std::to_string(t->epoch()) + ")"};
-  const std::span<const std::byte> region =
-      log ? t->log->memory() : t->bytes.span().first(t->header.total_size);
+    return Refusal{ErrorCode::kEpochGone,
+                   (log ? "change log " : "epoch ") + std::to_string(m->epoch) +
+                       " is no longer served (now epoch " + std::to_string(t->epoch()) + ")"};
+  const std::span<const std::byte> region = log ? t->log->memory()
+                                                : t->bytes.span().first(t->header.total_size);
   if (m->length == 0 || m->length > control::kMaxReadLength)
     return refuse(ErrorCode::kTooLarge, "read length " + std::to_string(m->length) +
                                             " outside 1.." +
                                             std::to_string(control::kMaxReadLength));
   if (m->offset > region.size() || m->length > region.size() - m->offset)
-    return refuse(ErrorCode::kOutOfRange,
-                  "range " + std::to_string(m->offset) + "+" + std::to_string(m->length) +
-                      " is outside the " + (log ? "change log" : "table") + " of " +
-                      std::to_string(region.size()) + " bytes");
+    return refuse(ErrorCode::kOutOfRange, "range " + std::to_string(m->offset) + "+" +
+                                              std::to_string(m->length) + " is outside the " +
+                                              (log ? "change log" : "table") + " of " +
+                                              std::to_string(region.size()) + " bytes");
   return ReadAnswer{region.subspan(m->offset, m->length), log};
 }
 
@@ -161,8 +159,8 @@ Verdict<ServerSession::Message> ServerSession::on_message(std::span<const std::b
 Refusal ServerSession::timed_out() {
   const AccessPolicy& a = terms_.access;
   if (state_ == State::kReady)
-    return refuse(ErrorCode::kIdle,
-                  "no request for " + std::to_string(a.idle_timeout.count()) + " s (--idle-timeout)");
+    return refuse(ErrorCode::kIdle, "no request for " + std::to_string(a.idle_timeout.count()) +
+                                        " s (--idle-timeout)");
   return refuse(ErrorCode::kIdle,
                 std::string(state_ == State::kAwaitAuth ? "no AUTH" : "no HELLO/AUTH") +
                     " within " + std::to_string(a.handshake_timeout.count()) + " ms");
@@ -263,8 +261,8 @@ Status ClientSession::check_batch(std::span<const TableRead> batch, size_t outst
     const bool log = r.region == control::Region::kChangeLog;
     const uint64_t length = log ? descriptor_.log_length : descriptor_.table_length;
     if (r.dst.empty() || r.dst.size() > max_read_len)
-      return Status::error("post read", "length " + std::to_string(r.dst.size()) +
-                                            " outside 1.." + std::to_string(max_read_len));
+      return Status::error("post read", "length " + std::to_string(r.dst.size()) + " outside 1.." +
+                                            std::to_string(max_read_len));
     if (r.offset > length || r.dst.size() > length - r.offset)
       return Status::error("post read", "range " + std::to_string(r.offset) + "+" +
                                             std::to_string(r.dst.size()) + " is outside the " +

@@ -43,8 +43,8 @@ struct Refusal {
 template <typename T>
 class [[nodiscard]] Verdict {
  public:
-  Verdict(T value) : v_(std::move(value)) {}     // NOLINT: implicit by design
-  Verdict(Refusal why) : v_(std::move(why)) {}   // NOLINT: implicit by design
+  Verdict(T value) : v_(std::move(value)) {}    // NOLINT: implicit by design
+  Verdict(Refusal why) : v_(std::move(why)) {}  // NOLINT: implicit by design
   bool ok() const { return std::holds_alternative<T>(v_); }
   T& operator*() { return std::get<T>(v_); }
   const T& operator*() const { return std::get<T>(v_); }
@@ -170,8 +170,8 @@ class ClientSession {
   // Range checks before a batch is posted (the same on every transport): each
   // read 1..max_read_len bytes, inside its region, the whole batch within
   // max_in_flight.
-  Status check_batch(std::span<const TableRead> batch, size_t outstanding,
-                     uint32_t max_read_len, uint32_t max_in_flight) const;
+  Status check_batch(std::span<const TableRead> batch, size_t outstanding, uint32_t max_read_len,
+                     uint32_t max_in_flight) const;
 
   const control::HelloOk& hello_ok() const { return hello_ok_; }
   const control::Descriptor& descriptor() const { return descriptor_; }

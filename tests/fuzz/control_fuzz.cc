@@ -38,9 +38,8 @@ bool operator==(const HelloOk& a, const HelloOk& b) {
          a.max_in_flight == b.max_in_flight && a.keepalive_interval_ms == b.keepalive_interval_ms;
 }
 bool operator==(const Descriptor& a, const Descriptor& b) {
-  return a.epoch == b.epoch && a.table_length == b.table_length &&
-         a.remote_addr == b.remote_addr && a.rkey == b.rkey &&
-         a.layout_version == b.layout_version && a.transport == b.transport;
+  return a.epoch == b.epoch && a.table_length == b.table_length && a.remote_addr == b.remote_addr &&
+         a.rkey == b.rkey && a.layout_version == b.layout_version && a.transport == b.transport;
 }
 bool operator==(const ErrorMsg& a, const ErrorMsg& b) {
   return a.code == b.code && a.text == b.text;

@@ -61,7 +61,7 @@ class Fragments {
 }  // namespace rrs::fuzz
 
 // `detail` (a std::string expression) is evaluated only when the check fails.
-#define FUZZ_CHECK(cond, detail)                                                   \
-  do {                                                                             \
-    if (!(cond)) ::rrs::fuzz::check_failed(__FILE__, __LINE__, #cond, (detail));  \
+#define FUZZ_CHECK(cond, detail)                                                 \
+  do {                                                                           \
+    if (!(cond)) ::rrs::fuzz::check_failed(__FILE__, __LINE__, #cond, (detail)); \
   } while (0)

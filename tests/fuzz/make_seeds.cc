@@ -21,10 +21,10 @@
 #include <vector>
 
 #include "proto/byte_order.h"
+#include "proto/change_log_layout.h"
 #include "proto/control.h"
 #include "proto/crc32c.h"
 #include "proto/crc64.h"
-#include "proto/change_log_layout.h"
 #include "proto/dump_payload.h"
 #include "proto/rdb_format.h"
 #include "proto/table_layout.h"
@@ -50,10 +50,15 @@ void control_seeds(const fs::path& dir) {
   write(dir, "connect", encode_connect(Hello{}));
   write(dir, "connect-range", encode_connect(Hello{.min_version = 1, .max_version = 4}));
   Accept a;
-  a.hello = HelloOk{.version = kProtocolVersion, .max_read_len = kMaxReadLength,
-                    .max_in_flight = 16, .keepalive_interval_ms = 1000};
-  a.descriptor = Descriptor{.epoch = 7, .table_length = 1 << 20, .remote_addr = 0x7f0012340000,
-                            .rkey = 0x1234, .layout_version = 2,
+  a.hello = HelloOk{.version = kProtocolVersion,
+                    .max_read_len = kMaxReadLength,
+                    .max_in_flight = 16,
+                    .keepalive_interval_ms = 1000};
+  a.descriptor = Descriptor{.epoch = 7,
+                            .table_length = 1 << 20,
+                            .remote_addr = 0x7f0012340000,
+                            .rkey = 0x1234,
+                            .layout_version = 2,
                             .transport = TransportKind::kVerbs};
   std::string accept = encode_accept(a);
   accept.resize(kAcceptPrivateDataMax, '\0');  // rdma_cm pads private data with zeros
@@ -220,14 +225,27 @@ class Rdb {
     std::snprintf(magic, sizeof magic, "REDIS%04d", version);
     s_ = magic;
   }
-  Rdb& op(uint8_t b) { s_ += static_cast<char>(b); return *this; }
-  Rdb& len(uint64_t n) { rrs::rdb::append_length(s_, n); return *this; }
-  Rdb& str(std::string_view v) { len(v.size()); s_ += v; return *this; }
+  Rdb& op(uint8_t b) {
+    s_ += static_cast<char>(b);
+    return *this;
+  }
+  Rdb& len(uint64_t n) {
+    rrs::rdb::append_length(s_, n);
+    return *this;
+  }
+  Rdb& str(std::string_view v) {
+    len(v.size());
+    s_ += v;
+    return *this;
+  }
   Rdb& le(uint64_t v, int bytes) {
     for (int i = 0; i < bytes; ++i) s_ += static_cast<char>(v >> (8 * i));
     return *this;
   }
-  Rdb& raw(std::string_view v) { s_ += v; return *this; }
+  Rdb& raw(std::string_view v) {
+    s_ += v;
+    return *this;
+  }
   Rdb& aux(std::string_view k, std::string_view v) { return op(rrs::rdb::kOpAux).str(k).str(v); }
   Rdb& key(uint8_t type, std::string_view k) { return op(type).str(k); }
   // An integer-encoded string (RDB_ENC_INT16).
@@ -266,8 +284,8 @@ void stream(Rdb& r, uint8_t type) {
   r.len(1).str("group").len(1000).len(0);           // one group, its last delivered ID
   if (v2) r.len(1);                                 // entries read
   r.len(1).raw(stream_id(1000, 0)).le(1'700'000'000'000, 8).len(1);  // PEL: ID, time, count
-  r.len(1).str("consumer").le(1'700'000'000'000, 8);                // one consumer, seen time
-  if (v3) r.le(1'700'000'000'000, 8);                               // active time
+  r.len(1).str("consumer").le(1'700'000'000'000, 8);                 // one consumer, seen time
+  if (v3) r.le(1'700'000'000'000, 8);                                // active time
   r.len(1).raw(stream_id(1000, 0));                                  // its PEL
 }
 
@@ -284,11 +302,21 @@ void rdb_seeds(const fs::path& dir) {
   v9.key(kString, "i").int16(-42);
   v9.key(kList, "list").len(2).str("a").str("b");
   v9.key(kSet, "set").len(2).str("x").str("y");
-  v9.key(kZset, "zset").len(3).str("a").raw("\x03" "1.5").str("b").op(254).str("c").op(253);
+  v9.key(kZset, "zset")
+      .len(3)
+      .str("a")
+      .raw("\x03"
+           "1.5")
+      .str("b")
+      .op(254)
+      .str("c")
+      .op(253);
   v9.key(kHash, "hash").len(1).str("f").str("v");
   v9.key(kZset2, "zset2").len(1).str("m").le(0x3ff8000000000000ull, 8);
   v9.op(kOpExpireTime).le(1'900'000'000, 4);
-  v9.key(kHashZipmap, "zipmap").str(bin("\x01\x01" "f\x01\x00v\xff"));
+  v9.key(kHashZipmap, "zipmap")
+      .str(bin("\x01\x01"
+               "f\x01\x00v\xff"));
   v9.op(kOpExpireTimeMs).le(1'900'000'000'000, 8).op(kOpIdle).len(10);
   v9.key(kListZiplist, "ziplist").str(bin("\x0b\x00\x00\x00\x0a\x00\x00\x00\x00\x00\xff"));
   v9.op(kOpFreq).op(5);
@@ -305,7 +333,7 @@ void rdb_seeds(const fs::path& dir) {
   Rdb v10(10);  // Redis 7.0 release candidates and GA opcodes
   v10.aux("redis-ver", "7.0.0");
   v10.op(kOpFunctionPreGa).str("lib").str("LUA").len(1).str("desc");  // name, engine, description
-  v10.str("redis.register_function('f', function() return 1 end)");       // code
+  v10.str("redis.register_function('f', function() return 1 end)");   // code
   v10.op(kOpFunction2);
   v10.str("#!lua name=lib2\nredis.register_function('g', function() return 2 end)");
   v10.op(kOpSelectDb).len(3).op(kOpSlotInfo).len(100).len(2).len(0);
@@ -354,7 +382,7 @@ void change_log_seeds(const fs::path& dir) {
     const size_t fill = std::min<size_t>(cl::kBlockSize, stream.size() - at);
     std::byte seal[cl::kSealSize];
     rrs::wire::store_u64(seal, cl::seal_word(static_cast<uint32_t>(fill),
-                                              rrs::crc32c(0, stream.data() + at, fill)));
+                                             rrs::crc32c(0, stream.data() + at, fill)));
     seed.append(reinterpret_cast<const char*>(seal), sizeof seal);
   }
   write(dir, "change-log", seed);

@@ -63,8 +63,8 @@ struct Seen {
 
 std::string describe(const Seen& s) {
   return "{kind " + std::to_string(static_cast<int>(s.kind)) + ", " + std::to_string(s.a) + ", " +
-         std::to_string(s.b) + ", " + std::to_string(s.c) + ", digest " +
-         std::to_string(s.digest) + "}";
+         std::to_string(s.b) + ", " + std::to_string(s.c) + ", digest " + std::to_string(s.digest) +
+         "}";
 }
 
 // Reads every byte the event points at; a record also becomes a DUMP payload.
@@ -78,12 +78,8 @@ Seen take(const Event& e, uint16_t version, const Limits& limits) {
       s.a = e.aux_key.size();
       s.digest = crc(crc(0, e.aux_key), e.aux_value);
       break;
-    case EventKind::kSelectDb:
-      s.a = e.db;
-      break;
-    case EventKind::kResizeDb:
-      s.a = e.db, s.b = e.db_size, s.c = e.expires_size;
-      break;
+    case EventKind::kSelectDb: s.a = e.db; break;
+    case EventKind::kResizeDb: s.a = e.db, s.b = e.db_size, s.c = e.expires_size; break;
     case EventKind::kRecord: {
       FUZZ_CHECK(e.type < rrs::rdb::kOpSlotInfo && rrs::rdb::type_name(e.type) != nullptr,
                  "record of type " + std::to_string(e.type));
@@ -101,15 +97,9 @@ Seen take(const Event& e, uint16_t version, const Limits& limits) {
       s.digest = crc(crc(0, e.key), p);
       break;
     }
-    case EventKind::kFunction:
-      s.digest = crc(0, e.function_code);
-      break;
-    case EventKind::kModuleAux:
-      s.a = e.module_id;
-      break;
-    case EventKind::kEnd:
-      s.a = e.checksum;
-      break;
+    case EventKind::kFunction: s.digest = crc(0, e.function_code); break;
+    case EventKind::kModuleAux: s.a = e.module_id; break;
+    case EventKind::kEnd: s.a = e.checksum; break;
   }
   return s;
 }
@@ -142,9 +132,9 @@ Outcome parse(std::string_view rdb, const Limits& limits, rrs::fuzz::Fragments* 
         saw_end = (*ev)->kind == EventKind::kEnd;
       }
       FUZZ_CHECK(p.done() == saw_end, saw_end ? "kEnd seen, not done()" : "done() without kEnd");
-      FUZZ_CHECK(p.consumed() >= last_consumed,
-                 "consumed() went from " + std::to_string(last_consumed) + " to " +
-                     std::to_string(p.consumed()));
+      FUZZ_CHECK(p.consumed() >= last_consumed, "consumed() went from " +
+                                                    std::to_string(last_consumed) + " to " +
+                                                    std::to_string(p.consumed()));
       last_consumed = p.consumed();
       FUZZ_CHECK(p.consumed() + p.rest().size() == fed,
                  "consumed " + std::to_string(p.consumed()) + " + rest " +
@@ -178,8 +168,7 @@ Outcome parse(std::string_view rdb, const Limits& limits, rrs::fuzz::Fragments* 
     fed += n;
     ok = drain();
   }
-  if (ok)
-    FUZZ_CHECK(p.rest() == rdb.substr(p.consumed()), "rest() is not the unconsumed input");
+  if (ok) FUZZ_CHECK(p.rest() == rdb.substr(p.consumed()), "rest() is not the unconsumed input");
   out.done = p.done();
   out.consumed = p.consumed();
   return out;
@@ -200,15 +189,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Outcome whole = parse(rdb, limits, nullptr);
   Outcome split = parse(rdb, limits, &frags);
   for (size_t i = 0; i < std::min(whole.events.size(), split.events.size()); ++i)
-    FUZZ_CHECK(whole.events[i] == split.events[i],
-               "event " + std::to_string(i) + ": whole " + describe(whole.events[i]) +
-                   ", split " + describe(split.events[i]));
+    FUZZ_CHECK(whole.events[i] == split.events[i], "event " + std::to_string(i) + ": whole " +
+                                                       describe(whole.events[i]) + ", split " +
+                                                       describe(split.events[i]));
   FUZZ_CHECK(whole.events.size() == split.events.size(),
              "whole feeding gave " + std::to_string(whole.events.size()) + " events, split " +
                  std::to_string(split.events.size()));
-  FUZZ_CHECK(whole.error == split.error,
-             "whole: " + whole.error.value_or("no error") + "; split: " +
-                 split.error.value_or("no error"));
+  FUZZ_CHECK(whole.error == split.error, "whole: " + whole.error.value_or("no error") +
+                                             "; split: " + split.error.value_or("no error"));
   FUZZ_CHECK(whole.done == split.done && whole.consumed == split.consumed,
              "whole: done " + std::to_string(whole.done) + " consumed " +
                  std::to_string(whole.consumed) + "; split: done " + std::to_string(split.done) +

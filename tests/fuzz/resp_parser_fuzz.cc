@@ -57,8 +57,10 @@ std::string describe(const Seen& s) {
 // True when `s` is nothing but empty lines: "\r\n" or "\n".
 bool only_empty_lines(std::string_view s) {
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
-    else if (s[i] != '\n') return false;
+    if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n')
+      ++i;
+    else if (s[i] != '\n')
+      return false;
   }
   return true;
 }
@@ -109,12 +111,12 @@ Outcome parse(std::string_view stream, const Limits& limits, rrs::fuzz::Fragment
                    "bytes " + std::to_string(last_consumed) + " to " + std::to_string(start) +
                        " skipped between commands are not empty lines");
         command_bytes += c.stream_bytes;
-        out.commands.push_back({c.args.size(), c.stream_bytes,
-                                rrs::crc64(0, encoded.data(), encoded.size())});
+        out.commands.push_back(
+            {c.args.size(), c.stream_bytes, rrs::crc64(0, encoded.data(), encoded.size())});
       }
-      FUZZ_CHECK(p.consumed() >= last_consumed,
-                 "consumed() went from " + std::to_string(last_consumed) + " to " +
-                     std::to_string(p.consumed()));
+      FUZZ_CHECK(p.consumed() >= last_consumed, "consumed() went from " +
+                                                    std::to_string(last_consumed) + " to " +
+                                                    std::to_string(p.consumed()));
       if (cmd.ok() && !*cmd)
         FUZZ_CHECK(only_empty_lines(stream.substr(last_consumed, p.consumed() - last_consumed)),
                    "bytes " + std::to_string(last_consumed) + " to " +
@@ -180,9 +182,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(whole.commands.size() == split.commands.size(),
              "whole feeding gave " + std::to_string(whole.commands.size()) + " commands, split " +
                  std::to_string(split.commands.size()));
-  FUZZ_CHECK(whole.error == split.error,
-             "whole: " + whole.error.value_or("no error") + "; split: " +
-                 split.error.value_or("no error"));
+  FUZZ_CHECK(whole.error == split.error, "whole: " + whole.error.value_or("no error") +
+                                             "; split: " + split.error.value_or("no error"));
   // After an error the split run has not fed the rest: buffered() differs.
   FUZZ_CHECK(whole.consumed == split.consumed && whole.skipped == split.skipped &&
                  (whole.error || whole.buffered == split.buffered),

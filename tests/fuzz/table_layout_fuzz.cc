@@ -123,9 +123,9 @@ void check_scripts(Bytes b, Header h, uint8_t flags) {
   if (flags & kFixScriptsCrc) h.scripts_crc32c = crc(b);
   auto s = decode_scripts(h, b);
   if (!s.ok()) return;
-  FUZZ_CHECK(scripts_region_size(*s) == b.size(),
-             "scripts region of " + std::to_string(b.size()) + " bytes decodes to " +
-                 std::to_string(scripts_region_size(*s)));
+  FUZZ_CHECK(scripts_region_size(*s) == b.size(), "scripts region of " + std::to_string(b.size()) +
+                                                      " bytes decodes to " +
+                                                      std::to_string(scripts_region_size(*s)));
   std::vector<std::byte> again(b.size());
   h.scripts_crc32c = encode_scripts(*s, again);
   auto s2 = decode_scripts(h, again);
@@ -152,8 +152,7 @@ void check_change_log(Bytes bytes) {
              "change log range");
   auto again = cl::decode_header(cl::encode_header(*h));
   FUZZ_CHECK(again.ok() && again->start == h->start && again->end == h->end &&
-                 again->first == h->first && again->replid == h->replid &&
-                 again->flags == h->flags,
+                 again->first == h->first && again->replid == h->replid && again->flags == h->flags,
              "change log header round trip");
   auto parts = cl::segments(*h, h->start, h->end);
   uint64_t total = 0;
@@ -213,8 +212,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(d->size() == h->db_count, "DB directory of the wrong length");
       std::vector<std::byte> again(b.size());
       for (size_t i = 0; i < d->size(); ++i)
-        encode_db_entry((*d)[i], std::span<std::byte, kDbEntrySize>(&again[i * kDbEntrySize],
-                                                                     kDbEntrySize));
+        encode_db_entry((*d)[i],
+                        std::span<std::byte, kDbEntrySize>(&again[i * kDbEntrySize], kDbEntrySize));
       FUZZ_CHECK(std::equal(again.begin(), again.end(), b.begin(), b.end()),
                  "DB directory does not re-encode to the same bytes");
       dbs = std::move(*d);

@@ -33,18 +33,19 @@ using Rules = std::vector<std::string>;
 // one; +ping stays, as in Redis's own replica user.)
 const Rules kPsyncSource = {"resetkeys", "resetchannels", "-@all", "+psync", "+replconf", "+ping"};
 // rdma-server --source scan (Redis 7+; before 7.0: +pttl, and no MULTI/FUNCTION).
-const Rules kScanSource = {"resetkeys", "~*", "resetchannels", "-@all",
-                           "+ping", "+info", "+select", "+scan", "+dump", "+pexpiretime",
-                           "+multi", "+exec", "+function|list", "+function|dump"};
+const Rules kScanSource = {
+    "resetkeys", "~*",    "resetchannels", "-@all",  "+ping", "+info",          "+select",
+    "+scan",     "+dump", "+pexpiretime",  "+multi", "+exec", "+function|list", "+function|dump"};
 // rdma-client --handoff's --master-auth-file: the master's INFO.
 const Rules kHandoffMaster = {"resetkeys", "resetchannels", "-@all", "+ping", "+info"};
 
 // On the target.
 // rdma-client --mode restore (also --merge). +script|load is used only for a
 // table from a master before Redis 7.0, whose RDB carries Lua scripts.
-const Rules kRestore = {"resetkeys", "~*", "resetchannels", "-@all",
-                        "+ping", "+info", "+select", "+restore",
-                        "+function|restore", "+script|load"};
+const Rules kRestore = {"resetkeys",   "~*",       "resetchannels",
+                        "-@all",       "+ping",    "+info",
+                        "+select",     "+restore", "+function|restore",
+                        "+script|load"};
 // rdma-client --mode restore --flush: kRestore and the two flushes.
 Rules restore_flush() {
   Rules r = kRestore;
@@ -55,19 +56,21 @@ Rules restore_flush() {
 // command the master replicates: its writes, SELECT, MULTI/EXEC, and the two
 // it replicates that are not @write, PUBLISH (to every channel) and PFCOUNT
 // (which rewrites the HyperLogLog's cached cardinality).
-const Rules kFollow = {"resetkeys", "~*", "resetchannels", "&*", "-@all",
-                       "+@write", "+ping", "+info", "+select", "+multi", "+exec",
-                       "+script|load", "+publish", "+pfcount"};
+const Rules kFollow = {"resetkeys", "~*",           "resetchannels", "&*",      "-@all",
+                       "+@write",   "+ping",        "+info",         "+select", "+multi",
+                       "+exec",     "+script|load", "+publish",      "+pfcount"};
 // rdma-client --mode replica (also --follow, --handoff): no key rights at all.
 // +config|get is for the target checks only (ReplicaWithoutConfigGetWarns).
-const Rules kReplica = {"resetkeys", "resetchannels", "-@all", "+ping",
-                        "+info", "+config|get", "+replicaof", "+script|load"};
+const Rules kReplica = {"resetkeys", "resetchannels", "-@all",      "+ping",
+                        "+info",     "+config|get",   "+replicaof", "+script|load"};
 
 // `rules` without `right` (which it must hold).
 Rules without(Rules rules, const std::string& right) {
   auto it = std::find(rules.begin(), rules.end(), right);
-  if (it == rules.end()) ADD_FAILURE() << right << " is not among the rules";
-  else rules.erase(it);
+  if (it == rules.end())
+    ADD_FAILURE() << right << " is not among the rules";
+  else
+    rules.erase(it);
   return rules;
 }
 
@@ -116,9 +119,10 @@ class AclTest : public SidecarTest {
   // rdma-client in the background, into target_.
   Process start_client(uint16_t server_port, std::vector<std::string> extra,
                        const Process::Env& env) {
-    std::vector<std::string> argv = {client_binary(), sidecar_host(), std::to_string(server_port),
-                                     "--redis", target_.address(), "--transport",
-                                     test_transport(), "--quiet"};
+    std::vector<std::string> argv = {
+        client_binary(),  sidecar_host(),    std::to_string(server_port),
+        "--redis",        target_.address(), "--transport",
+        test_transport(), "--quiet"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     return Process(argv, env);
   }
@@ -130,10 +134,12 @@ class AclTest : public SidecarTest {
     bool ok = eventually(
         [&] {
           const std::string want = master_.digest(), got = target_.digest();
-          const std::string want_offset =
-              same_offset ? master_.info_field("replication", "master_repl_offset") : "";
-          const std::string got_offset =
-              same_offset ? target_.info_field("replication", "master_repl_offset") : "";
+          const std::string want_offset = same_offset ? master_.info_field("replication",
+                                                                           "master_repl_offset")
+                                                      : "";
+          const std::string got_offset = same_offset ? target_.info_field("replication",
+                                                                          "master_repl_offset")
+                                                     : "";
           if (want == got && want_offset == got_offset) return true;
           why = "master digest " + want + " offset " + want_offset + ", target digest " + got +
                 " offset " + got_offset;
@@ -153,9 +159,8 @@ class AclTest : public SidecarTest {
 
   // Admin passwords on both, so nothing works without a user.
   RedisProcess master_{RedisOptions().with_password("master-admin")};
-  RedisProcess target_{RedisOptions()
-                           .with_password("target-admin")
-                           .with_args({"--repl-diskless-load", "swapdb"})};
+  RedisProcess target_{
+      RedisOptions().with_password("target-admin").with_args({"--repl-diskless-load", "swapdb"})};
   TempDir dir_{"acl"};
 };
 

@@ -92,11 +92,21 @@ class KilledSidecarTest : public SidecarTest {
   ClientRun kill_sidecar_at(uint64_t threshold, std::vector<std::string> extra) {
     SidecarServer server(master_.address());
     EXPECT_TRUE(server.wait_ready()) << server.describe();
-    std::vector<std::string> args = {client_binary(), sidecar_host(),
-                                     std::to_string(server.port()), "--redis",
-                                     target_.address(), "--transport", test_transport(),
-                                     "--chunk-size", "64k", "--in-flight", "2",
-                                     "--connect-timeout", "3", "--retries", "1"};
+    std::vector<std::string> args = {client_binary(),
+                                     sidecar_host(),
+                                     std::to_string(server.port()),
+                                     "--redis",
+                                     target_.address(),
+                                     "--transport",
+                                     test_transport(),
+                                     "--chunk-size",
+                                     "64k",
+                                     "--in-flight",
+                                     "2",
+                                     "--connect-timeout",
+                                     "3",
+                                     "--retries",
+                                     "1"};
     args.insert(args.end(), extra.begin(), extra.end());
     target_.run({"CLIENT", "PAUSE", "60000", "WRITE"});
     Process client(args);
@@ -163,8 +173,7 @@ TEST_F(KilledSidecarTest, AtomicLeavesOldDataOrCompleteNewNeverAMix) {
     failed++;
     EXPECT_EQ(run.exit_code, exit_code::kUnavailable) << run.describe();
     EXPECT_NE(run.err.find("reconnect"), std::string::npos) << run.describe();
-    EXPECT_NE(run.err.find("the target's data is as it was"), std::string::npos)
-        << run.describe();
+    EXPECT_NE(run.err.find("the target's data is as it was"), std::string::npos) << run.describe();
     auto line = incomplete_line(run.out);
     ASSERT_TRUE(line) << run.describe();
     EXPECT_EQ((*line)["target"], "untouched") << run.describe();
@@ -174,8 +183,7 @@ TEST_F(KilledSidecarTest, AtomicLeavesOldDataOrCompleteNewNeverAMix) {
     // Exactly the old data: keys, values, DBs, functions; no staging left.
     EXPECT_EQ(target_.digest(), old_digest_) << run.describe();
     EXPECT_EQ(target_.client().functions(), old_functions_);
-    EXPECT_EQ(key_counts(target_.keyspace()),
-              (std::map<int, uint64_t>{{0, kOld0}, {3, kOld3}}));
+    EXPECT_EQ(key_counts(target_.keyspace()), (std::map<int, uint64_t>{{0, kOld0}, {3, kOld3}}));
     if (HasFailure()) break;
   }
   EXPECT_GE(failed, kIterations - 1) << "the kills should come mid-transfer";
@@ -206,8 +214,9 @@ TEST_F(KilledSidecarTest, WithoutAtomicTheClientSaysExactlyWhatWasLoaded) {
     // Until --flush empties the target it holds the old keys: a threshold
     // above those is only reached by loaded ones.
     const double share = i == 0 ? 0.0 : point(rng);
-    const uint64_t threshold =
-        share == 0.0 ? 0 : kOld0 + kOld3 + static_cast<uint64_t>(share * table_keys);
+    const uint64_t threshold = share == 0.0
+                                   ? 0
+                                   : kOld0 + kOld3 + static_cast<uint64_t>(share * table_keys);
     SCOPED_TRACE("iteration " + std::to_string(i) + ": kill at " + std::to_string(threshold) +
                  " keys");
     if (i > 0) seed_old_data();
@@ -370,8 +379,7 @@ TEST_F(AtomicTest, TooFewDatabasesIsRefusedNamingTheFix) {
   ASSERT_TRUE(two.started()) << two.start_error();
   run = sync_to(server.port(), two, {"--atomic"});
   EXPECT_EQ(run.exit_code, exit_code::kRefused) << run.describe();
-  EXPECT_NE(run.err.find("has keys in DB 2 but the target has only 2 databases"),
-            std::string::npos)
+  EXPECT_NE(run.err.find("has keys in DB 2 but the target has only 2 databases"), std::string::npos)
       << run.describe();
   EXPECT_EQ(two.client().total_keys(), 0u);
 }
@@ -412,11 +420,11 @@ TEST_F(AtomicTest, TargetOutOfMemoryMidway) {
 TEST_F(AtomicTest, UsageRefusalsAndReplicaModeNoOp) {
   RedisProcess target(RedisOptions().with_args({"--repl-diskless-load", "swapdb"}));
   ASSERT_TRUE(target.started()) << target.start_error();
-  for (const auto& extra : std::vector<std::vector<std::string>>{
-           {"--atomic", "--merge"},
-           {"--merge", "--atomic"},
-           {"--atomic", "--no-load"},
-           {"--atomic", "--mode", "replica", "--merge"}}) {
+  for (const auto& extra :
+       std::vector<std::vector<std::string>>{{"--atomic", "--merge"},
+                                             {"--merge", "--atomic"},
+                                             {"--atomic", "--no-load"},
+                                             {"--atomic", "--mode", "replica", "--merge"}}) {
     std::vector<std::string> args = {"127.0.0.1", "1", "--redis", target.address()};
     args.insert(args.end(), extra.begin(), extra.end());
     ClientRun run = run_client(args, {}, 20s);

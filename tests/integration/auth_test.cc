@@ -49,8 +49,8 @@ TEST_F(AuthTest, PasswordsFromEnvironment) {
   EXPECT_EQ(replica_.digest(), master_.digest());
   EXPECT_EQ(replica_.keyspace(), master_.keyspace());
   // Secrets stay out of what the programs print.
-  for (const std::string& out : {server.process().stdout_text(), server.process().stderr_text(),
-                                 run.out, run.err}) {
+  for (const std::string& out :
+       {server.process().stdout_text(), server.process().stderr_text(), run.out, run.err}) {
     EXPECT_EQ(out.find("master-pw"), std::string::npos) << out;
     EXPECT_EQ(out.find("replica-pw"), std::string::npos) << out;
   }
@@ -75,7 +75,8 @@ TEST_F(AuthTest, WrongMasterPasswordExitsUnavailable) {
   EXPECT_EQ(code, exit_code::kUnavailable) << server.describe();
   EXPECT_TRUE(mentions_auth(server.process().stderr_text())) << server.describe();
   EXPECT_EQ(server.process().stderr_text().find("not-it"), std::string::npos)
-      << "the password must not be echoed\n" << server.describe();
+      << "the password must not be echoed\n"
+      << server.describe();
 }
 
 TEST_F(AuthTest, MissingMasterPasswordExitsUnavailable) {
@@ -124,9 +125,10 @@ TEST_F(SidecarSecretTest, SecretFromFilesOnBothSides) {
   EXPECT_EQ(replica_.digest(), master_.digest());
   EXPECT_NE(server.process().stderr_text().find("authenticated"), std::string::npos)
       << server.describe();
-  for (const std::string& out : {server.process().stdout_text(), server.process().stderr_text(),
-                                 run.out, run.err})
-    EXPECT_EQ(out.find("7b6f0c1e9d2a"), std::string::npos) << "the secret must not be echoed\n" << out;
+  for (const std::string& out :
+       {server.process().stdout_text(), server.process().stderr_text(), run.out, run.err})
+    EXPECT_EQ(out.find("7b6f0c1e9d2a"), std::string::npos) << "the secret must not be echoed\n"
+                                                           << out;
 }
 
 // On a device without type-2 memory windows each client gets a protection
@@ -177,8 +179,7 @@ TEST_F(SidecarSecretTest, WithoutASecretTheServerServesLoopbackOnly) {
   std::string short_file = dir_.write_file("short", "tooshort\n");
   SidecarServer weak(master_.address(), {"--auth-file", short_file}, kNoEnvSecret);
   EXPECT_EQ(weak.process().wait(kFailFast), exit_code::kUsage) << weak.describe();
-  EXPECT_NE(weak.process().stderr_text().find("at least 16"), std::string::npos)
-      << weak.describe();
+  EXPECT_NE(weak.process().stderr_text().find("at least 16"), std::string::npos) << weak.describe();
 
   if (test_transport() != "tcp") return;  // verbs has no loopback device
   SidecarServer local(master_.address(), {}, kNoEnvSecret);

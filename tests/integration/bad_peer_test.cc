@@ -77,7 +77,8 @@ class BadPeerTest : public SidecarTest {
   void expect_dropped(RawPeer& peer, ErrorCode code, const std::string& what) {
     std::string said;
     ASSERT_TRUE(peer.wait_closed(kAnswerTimeout, &said))
-        << what << ": the server kept the connection open\n" << server_->describe();
+        << what << ": the server kept the connection open\n"
+        << server_->describe();
     if (said.empty()) return;
     ASSERT_GE(said.size(), control::kFrameHeaderSize) << what;
     auto h = control::decode_frame_header(as_bytes(said.substr(0, control::kFrameHeaderSize)),
@@ -193,10 +194,15 @@ TEST_F(BadPeerTest, TruncatedFrameThenHangUp) {
 
 TEST_F(BadPeerTest, ReadOutOfRange) {
   using D = control::Descriptor;
-  expect_read_error([](const D& d) { return control::ReadRequest{d.epoch, d.table_length, 4096}; },
-                    {ErrorCode::kOutOfRange}, true, "READ at the table's end");
   expect_read_error(
-      [](const D& d) { return control::ReadRequest{d.epoch, d.table_length - 16, 4096}; },
+      [](const D& d) {
+        return control::ReadRequest{d.epoch, d.table_length, 4096};
+      },
+      {ErrorCode::kOutOfRange}, true, "READ at the table's end");
+  expect_read_error(
+      [](const D& d) {
+        return control::ReadRequest{d.epoch, d.table_length - 16, 4096};
+      },
       {ErrorCode::kOutOfRange}, true, "READ across the table's end");
   expect_read_error(
       [](const D& d) {
@@ -216,7 +222,9 @@ TEST_F(BadPeerTest, ReadTooLarge) {
 
 TEST_F(BadPeerTest, ReadOfUnknownEpochKeepsConnection) {
   expect_read_error(
-      [](const control::Descriptor& d) { return control::ReadRequest{d.epoch + 1000, 0, 256}; },
+      [](const control::Descriptor& d) {
+        return control::ReadRequest{d.epoch + 1000, 0, 256};
+      },
       {ErrorCode::kEpochGone}, false, "READ of an epoch that is not served");
 }
 

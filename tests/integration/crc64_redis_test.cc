@@ -33,7 +33,8 @@ std::optional<uint64_t> rdb_length(std::string_view p, size_t& at) {
   if (at >= p.size()) return std::nullopt;
   uint64_t b = u8(at++);
   if ((b >> 6) == 0) return b & 0x3f;
-  if ((b >> 6) == 1) return at < p.size() ? std::optional((b & 0x3f) << 8 | u8(at++)) : std::nullopt;
+  if ((b >> 6) == 1)
+    return at < p.size() ? std::optional((b & 0x3f) << 8 | u8(at++)) : std::nullopt;
   size_t n = b == 0x80 ? 4 : b == 0x81 ? 8 : 0;
   if (n == 0 || p.size() - at < n) return std::nullopt;
   uint64_t v = 0;
@@ -69,7 +70,8 @@ TEST(LzfRedis, DecodesStringsRedisCompressed) {
   std::string text;
   for (int i = 0; text.size() < 50000; ++i) text += "user:" + std::to_string(i % 977) + ";";
   const std::string values[] = {std::string(20000, 'x') + "tail", text,
-                                std::string(300, 'a') + random_bytes(40, 2) + std::string(300, 'b')};
+                                std::string(300, 'a') + random_bytes(40, 2) +
+                                    std::string(300, 'b')};
   for (const std::string& value : values) {
     redis.run({"SET", "k", value});
     std::string p = dump(redis, "k");

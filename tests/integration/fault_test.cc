@@ -59,15 +59,17 @@ TEST_F(FaultTest, ServerKilledMidTransferIsReportedNotHung) {
   ASSERT_TRUE(server.wait_ready()) << server.describe();
 
   replica.run({"CLIENT", "PAUSE", "20000", "WRITE"});
-  std::vector<std::string> args = {sidecar_host(), std::to_string(server.port()),
-                                   "--redis", replica.address(),
-                                   "--transport", test_transport(),
-                                   "--chunk-size", "64k", "--in-flight", "2",
-                                   "--connect-timeout", "3", "--retries", "1"};
+  std::vector<std::string> args = {sidecar_host(),      std::to_string(server.port()),
+                                   "--redis",           replica.address(),
+                                   "--transport",       test_transport(),
+                                   "--chunk-size",      "64k",
+                                   "--in-flight",       "2",
+                                   "--connect-timeout", "3",
+                                   "--retries",         "1"};
   args.insert(args.begin(), client_binary());
   Process client(args);
-  ASSERT_TRUE(client.wait_for_line("table epoch", std::chrono::seconds(30),
-                                   Process::Stream::kStderr))
+  ASSERT_TRUE(
+      client.wait_for_line("table epoch", std::chrono::seconds(30), Process::Stream::kStderr))
       << client.describe();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // read-ahead fills up
   server.process().signal(SIGKILL);

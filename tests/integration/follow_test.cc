@@ -36,9 +36,16 @@ class FollowTest : public SidecarTest {
   // rdma-client --follow into replica_ (or `into`), status every second.
   Process start_follower(uint16_t server_port, std::vector<std::string> extra = {},
                          RedisProcess* into = nullptr) {
-    std::vector<std::string> argv = {client_binary(), sidecar_host(), std::to_string(server_port),
-                                     "--redis", (into ? *into : replica_).address(), "--follow",
-                                     "--status-interval", "1", "--transport", test_transport(),
+    std::vector<std::string> argv = {client_binary(),
+                                     sidecar_host(),
+                                     std::to_string(server_port),
+                                     "--redis",
+                                     (into ? *into : replica_).address(),
+                                     "--follow",
+                                     "--status-interval",
+                                     "1",
+                                     "--transport",
+                                     test_transport(),
                                      "--quiet"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     return Process(argv);
@@ -77,8 +84,8 @@ class FollowTest : public SidecarTest {
     auto deadline = std::chrono::steady_clock::now() + within;
     while (true) {
       const std::string master_digest = master_->digest();
-      const bool same_digest =
-          replica.digest() == master_digest && native_->digest() == master_digest;
+      const bool same_digest = replica.digest() == master_digest &&
+                               native_->digest() == master_digest;
       auto want = followed_state(*native_), got = followed_state(replica);
       if (same_digest && want == got) return true;
       if (std::chrono::steady_clock::now() >= deadline) {

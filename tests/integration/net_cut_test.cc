@@ -86,10 +86,9 @@ class NamespaceSite : public CutSite {
     }
     master_->run({"DEBUG", "POPULATE", std::to_string(kNetKeys), "k", "200"});
     sidecar_.emplace(std::vector<std::string>{
-        "ip", "netns", "exec", lab_.ns(), server_binary(),
-        "--redis", lab_.master_addr() + ":" + std::to_string(master_->port()),
-        "--listen", lab_.sidecar_addr(), "--port", std::to_string(kSidecarPort),
-        "--transport", "tcp"});
+        "ip", "netns", "exec", lab_.ns(), server_binary(), "--redis",
+        lab_.master_addr() + ":" + std::to_string(master_->port()), "--listen", lab_.sidecar_addr(),
+        "--port", std::to_string(kSidecarPort), "--transport", "tcp"});
     if (!sidecar_->wait_for_line("ready", 60s)) error_ = sidecar_->describe();
   }
   std::string error() const { return lab_.ok() ? error_ : lab_.why(); }
@@ -142,8 +141,9 @@ class PeerVmSite : public CutSite {
     const std::string sidecar = ready_["sidecar"];
     if (sidecar.empty() || secret_.empty() || field_u64(ready_, "keys") != kNetKeys ||
         sidecar.substr(sidecar.find(':') + 1) != std::to_string(kSidecarPort))
-      error_ = "unexpected " + dir_ + "/ready: '" + line + "' (want keys=" +
-               std::to_string(kNetKeys) + ", port " + std::to_string(kSidecarPort) + ")";
+      error_ = "unexpected " + dir_ + "/ready: '" + line +
+               "' (want keys=" + std::to_string(kNetKeys) + ", port " +
+               std::to_string(kSidecarPort) + ")";
   }
   ~PeerVmSite() override {
     if (is_cut_) restore();
@@ -220,8 +220,12 @@ class NetCutTest : public SidecarTest {
   // rdma-client arguments (without the binary) for the site's sidecar.
   std::vector<std::string> client_args(const RedisProcess& target,
                                        std::vector<std::string> extra) const {
-    std::vector<std::string> a = {site_->sidecar_addr(), std::to_string(kSidecarPort), "--redis",
-                                  target.address(), "--transport", site_->transport()};
+    std::vector<std::string> a = {site_->sidecar_addr(),
+                                  std::to_string(kSidecarPort),
+                                  "--redis",
+                                  target.address(),
+                                  "--transport",
+                                  site_->transport()};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
@@ -233,8 +237,8 @@ class NetCutTest : public SidecarTest {
   // failure is recorded: the caller checks HasFailure().
   Process start_client_and_cut(RedisProcess& target, std::vector<std::string> extra) {
     target.run({"CLIENT", "PAUSE", "60000", "WRITE"});
-    std::vector<std::string> argv = client_args(
-        target, {"--chunk-size", "64k", "--in-flight", "2"});
+    std::vector<std::string> argv = client_args(target,
+                                                {"--chunk-size", "64k", "--in-flight", "2"});
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.insert(argv.begin(), client_binary());
     Process client(argv, site_->client_env());
@@ -256,8 +260,8 @@ class NetCutTest : public SidecarTest {
 TEST_F(NetCutTest, CutMidTransferFailsWithinTheTimeoutsThenANewRunSucceeds) {
   RedisProcess target;
   ASSERT_TRUE(target.started()) << target.start_error();
-  Process client = start_client_and_cut(
-      target, {"--io-timeout", "4", "--connect-timeout", "3", "--retries", "1"});
+  Process client = start_client_and_cut(target, {"--io-timeout", "4", "--connect-timeout", "3",
+                                                 "--retries", "1"});
   ASSERT_FALSE(HasFailure());
   const auto t0 = SteadyClock::now();
 
@@ -271,13 +275,15 @@ TEST_F(NetCutTest, CutMidTransferFailsWithinTheTimeoutsThenANewRunSucceeds) {
   EXPECT_NE(err.find("timed out"), std::string::npos) << client.describe();
   EXPECT_NE(err.find("rdma-server"), std::string::npos) << client.describe();
   EXPECT_NE(err.find(site_->sidecar_addr()), std::string::npos)
-      << "should name the sidecar it could not reach\n" << client.describe();
+      << "should name the sidecar it could not reach\n"
+      << client.describe();
   EXPECT_NE(err.find("reconnecting"), std::string::npos) << client.describe();
   auto incomplete = incomplete_line(client.stdout_text());
   ASSERT_TRUE(incomplete) << client.describe();
   EXPECT_EQ((*incomplete)["target"], "partial") << client.describe();
   EXPECT_LT(field_u64(*incomplete, "keys"), field_u64(*incomplete, "table_keys"))
-      << "the cut should have come mid-transfer\n" << client.describe();
+      << "the cut should have come mid-transfer\n"
+      << client.describe();
   EXPECT_TRUE(site_->sidecar_running()) << site_->describe();
 
   ASSERT_EQ(site_->restore(), "");
@@ -305,7 +311,8 @@ TEST_F(NetCutTest, CutShorterThanTheIoTimeoutIsRiddenOut) {
   EXPECT_EQ(client.wait(90s), 0) << client.describe();
   EXPECT_NE(client.stdout_text().find(kSyncedAll), std::string::npos) << client.describe();
   EXPECT_EQ(client.stderr_text().find("reconnect"), std::string::npos)
-      << "the connection should have survived the cut\n" << client.describe();
+      << "the connection should have survived the cut\n"
+      << client.describe();
   EXPECT_EQ(digest_of(target), site_->master_digest());
 }
 
@@ -315,8 +322,8 @@ TEST_F(NetCutTest, CutShorterThanTheIoTimeoutIsRiddenOut) {
 TEST_F(NetCutTest, CutPastTheIoTimeoutReconnectsAndResumes) {
   RedisProcess target;
   ASSERT_TRUE(target.started()) << target.start_error();
-  Process client = start_client_and_cut(
-      target, {"--io-timeout", "3", "--connect-timeout", "30", "--retries", "2"});
+  Process client = start_client_and_cut(target, {"--io-timeout", "3", "--connect-timeout", "30",
+                                                 "--retries", "2"});
   ASSERT_FALSE(HasFailure());
   ASSERT_TRUE(client.wait_for_line("reconnecting", 30s, kStderr)) << client.describe();
   std::this_thread::sleep_for(2s);  // a connect attempt or two into the void

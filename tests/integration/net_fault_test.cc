@@ -70,11 +70,11 @@ TEST_F(KillTest, PsyncMasterKilledMidRdbThenBackWithItsData) {
   ASSERT_EQ(digest_of(again), want);
 
   ASSERT_TRUE(server.wait_ready(60s)) << server.describe();
-  EXPECT_EQ(field_u64(server.ready_fields(), "records"), kMasterKeys)
-      << server.ready_line();
+  EXPECT_EQ(field_u64(server.ready_fields(), "records"), kMasterKeys) << server.ready_line();
   EXPECT_EQ(server.process().stdout_text().find("ready"),
             server.process().stdout_text().rfind("ready"))
-      << "one ready line\n" << server.describe();
+      << "one ready line\n"
+      << server.describe();
   RedisProcess fresh;
   ASSERT_TRUE(fresh.started()) << fresh.start_error();
   ClientRun run = sync_to(server.port(), fresh);
@@ -146,12 +146,21 @@ TEST_P(TargetKillTest, TargetKilledMidLoad) {
   if (replica) target_opts.extra_args = {"--repl-diskless-load", "swapdb"};
   RedisProcess target(target_opts);
   ASSERT_TRUE(target.started()) << target.start_error();
-  std::vector<std::string> args = {client_binary(), sidecar_host(), std::to_string(server.port()),
-                                   "--redis", target.address(),
-                                   "--transport", test_transport(),
-                                   "--mode", mode,
-                                   "--io-timeout", "10",
-                                   "--chunk-size", "64k", "--in-flight", "2"};
+  std::vector<std::string> args = {client_binary(),
+                                   sidecar_host(),
+                                   std::to_string(server.port()),
+                                   "--redis",
+                                   target.address(),
+                                   "--transport",
+                                   test_transport(),
+                                   "--mode",
+                                   mode,
+                                   "--io-timeout",
+                                   "10",
+                                   "--chunk-size",
+                                   "64k",
+                                   "--in-flight",
+                                   "2"};
   if (replica) {
     // 200 us per key: the target takes 5 s to load the RDB from the stream.
     target.run({"CONFIG", "SET", "key-load-delay", "200"});
@@ -163,7 +172,8 @@ TEST_P(TargetKillTest, TargetKilledMidLoad) {
                  target.fresh_info_field("persistence", "async_loading") == "1";
         },
         10s))
-        << "the target never started loading\n" << client.describe();
+        << "the target never started loading\n"
+        << client.describe();
     std::this_thread::sleep_for(300ms);
     target.kill();
     ASSERT_FALSE(HasFailure());

@@ -114,7 +114,8 @@ TEST_F(PsyncTest, SnapshotIsPointInTimeUnderWrites) {
   EXPECT_GT(last, 2000);
   EXPECT_LT(last, at_ready) << "the writer should have kept writing while the child saved";
   for (int j = 0; j < kSlots; ++j) {
-    int64_t want = last - ((last - j) % kSlots + kSlots) % kSlots;  // largest i <= last, i = j mod N
+    int64_t want = last -
+                   ((last - j) % kSlots + kSlots) % kSlots;  // largest i <= last, i = j mod N
     Reply got = replica_.command({"GET", "k" + std::to_string(j)});
     ASSERT_EQ(text(got), std::to_string(want)) << "k" << j << " with last=" << last;
   }
@@ -167,7 +168,8 @@ TEST_F(PsyncTest, FullResyncOnReconnectPublishesANewEpoch) {
 
 TEST_F(PsyncTest, MinimalAclUserIsEnough) {
   fill_strings(master_, 0, "k:", 100);
-  master_.run({"ACL", "SETUSER", "sidecar", "on", ">side-pw", "-@all", "+psync", "+replconf", "+ping"});
+  master_.run(
+      {"ACL", "SETUSER", "sidecar", "on", ">side-pw", "-@all", "+psync", "+replconf", "+ping"});
   SidecarServer server(master_.address(), {}, {{"RDMA_SERVER_REDIS_AUTH", "sidecar side-pw"}});
   ASSERT_TRUE(server.wait_ready()) << server.describe();
   expect_replica_equals_master(server.port());

@@ -111,10 +111,10 @@ TEST(RdbWriterRedis, RedisLoadsTheWrittenRdb) {
   // The encodings the dataset is meant to cover (list:small and set:small are
   // listpacks from 7.2 on; before, a quicklist and a hashtable).
   const std::map<std::string, std::string> encodings = {
-      {"str:embstr", "embstr"},     {"str:raw", "raw"},           {"str:int", "int"},
-      {"list:big", "quicklist"},    {"set:intset", "intset"},     {"set:hashtable", "hashtable"},
-      {"zset:small", "listpack"},   {"zset:big", "skiplist"},     {"hash:small", "listpack"},
-      {"hash:big", "hashtable"},    {"stream", "stream"}};
+      {"str:embstr", "embstr"},   {"str:raw", "raw"},       {"str:int", "int"},
+      {"list:big", "quicklist"},  {"set:intset", "intset"}, {"set:hashtable", "hashtable"},
+      {"zset:small", "listpack"}, {"zset:big", "skiplist"}, {"hash:small", "listpack"},
+      {"hash:big", "hashtable"},  {"stream", "stream"}};
   for (const auto& [key, encoding] : encodings)
     EXPECT_EQ(text(src.run({"OBJECT", "ENCODING", key})), encoding) << key;
 
@@ -159,8 +159,7 @@ TEST(RdbWriterRedis, RedisLoadsTheWrittenRdb) {
 
   TempDir dir("rdb-writer");
   dir.write_file("dump.rdb", rdb);
-  RedisProcess target(
-      RedisOptions().with_args({"--dir", dir.path(), "--dbfilename", "dump.rdb"}));
+  RedisProcess target(RedisOptions().with_args({"--dir", dir.path(), "--dbfilename", "dump.rdb"}));
   ASSERT_TRUE(target.started()) << target.start_error();
 
   EXPECT_EQ(target.keyspace(), source.keyspace());

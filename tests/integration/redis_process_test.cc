@@ -185,7 +185,8 @@ TEST_F(FillAllTypesTest, StateOutsideDigestSeesGroupsAndExactTtls) {
   redis_.run({"PEXPIRE", "ttl:string", "99999999"});
   redis_.run({"FUNCTION", "LOAD", "REPLACE",
               "#!lua name=lib1\nredis.register_function('f1', function() return 2 end)"});
-  redis_.run({"FUNCTION", "LOAD", "#!lua name=lib3\nredis.register_function('f4', function() end)"});
+  redis_.run(
+      {"FUNCTION", "LOAD", "#!lua name=lib3\nredis.register_function('f4', function() end)"});
   EXPECT_EQ(redis_.digest(), digest) << "the digest covers none; if it now does, simplify";
   auto after = redis_.client().state_outside_digest();
   EXPECT_NE(after["db0:stream:groups xinfo"], before["db0:stream:groups xinfo"]);

@@ -48,9 +48,10 @@ class ReplicaModeTest : public SidecarTest {
   // rdma-client --mode replica into `target`, run in the background.
   static Process start_client(uint16_t server_port, RedisProcess& target,
                               std::vector<std::string> extra) {
-    std::vector<std::string> argv = {client_binary(), sidecar_host(), std::to_string(server_port),
-                                     "--redis", target.address(), "--mode", "replica",
-                                     "--transport", test_transport(), "--quiet"};
+    std::vector<std::string> argv = {client_binary(), sidecar_host(),   std::to_string(server_port),
+                                     "--redis",       target.address(), "--mode",
+                                     "replica",       "--transport",    test_transport(),
+                                     "--quiet"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     return Process(argv);
   }
@@ -68,8 +69,8 @@ class ReplicaModeTest : public SidecarTest {
           if (want_offset == got_offset && want_digest == got_digest) return true;
           std::ostringstream os;
           os << "master offset " << want_offset << " digest " << want_digest << " keyspace "
-             << master.keyspace() << "; target offset " << got_offset << " digest "
-             << got_digest << " keyspace " << target.keyspace();
+             << master.keyspace() << "; target offset " << got_offset << " digest " << got_digest
+             << " keyspace " << target.keyspace();
           why = os.str();
           return false;
         },
@@ -107,7 +108,8 @@ TEST_F(ReplicaModeTest, EveryTypeThroughTheReplicaProtocol) {
   for (const auto& [db, counts] : want)
     EXPECT_NE(run.summary["dbs"].find(std::to_string(db) + ":" + std::to_string(counts.keys)),
               std::string::npos)
-        << "db " << db << "\n" << run.describe();
+        << "db " << db << "\n"
+        << run.describe();
 
   EXPECT_EQ(target_.digest(), master_.digest());
   EXPECT_EQ(target_.keyspace(), want);
@@ -195,8 +197,8 @@ TEST_F(ReplicaModeTest, CorruptLogIsNeverForwarded) {
   EXPECT_EQ(follower.wait(60s), exit_code::kBadData) << follower.describe();
   EXPECT_NE(follower.stderr_text().find("do not match their checksum"), std::string::npos)
       << follower.describe();
-  const uint64_t target_offset =
-      std::stoull(target_.info_field("replication", "master_repl_offset"));
+  const uint64_t target_offset = std::stoull(
+      target_.info_field("replication", "master_repl_offset"));
   EXPECT_LE(target_offset, table_offset + 3000) << follower.describe();
   for (int i = 0; i < 200; ++i) {
     Reply got = target_.command({"GET", "c:" + std::to_string(i)});
@@ -225,8 +227,8 @@ TEST_F(ReplicaModeTest, HandoffContinuesWithAPartialResync) {
       << master_.info_field("replication", "master_repl_offset") << "\n"
       << server.ready_line();
 
-  Process client = start_client(server.port(), target_, {"--handoff", "--master",
-                                                         master_.address()});
+  Process client = start_client(server.port(), target_,
+                                {"--handoff", "--master", master_.address()});
   ASSERT_EQ(client.wait(90s), 0) << client.describe();  // the writer never stopped
   auto line = client.wait_for_line("handoff ", 1s);
   ASSERT_TRUE(line) << client.describe();
@@ -237,17 +239,19 @@ TEST_F(ReplicaModeTest, HandoffContinuesWithAPartialResync) {
   EXPECT_EQ(f["sync_full"], "+0") << *line;
   // It followed the log well past the table, to within the slack of its
   // end, before handing off where the target had got to.
-  EXPECT_GT(field_u64(f, "offset").value_or(0), table_offset + (192 << 10))
-      << *line << "\n" << server.ready_line();
+  EXPECT_GT(field_u64(f, "offset").value_or(0), table_offset + (192 << 10)) << *line << "\n"
+                                                                            << server.ready_line();
   auto caught_up = client.wait_for_line("caught_up ", 1s);
   ASSERT_TRUE(caught_up) << client.describe();
   Fields c = parse_fields(*caught_up);
   // The handoff continues from the target's last whole command: the
   // forwarded bytes may end inside the next one, which the master resends.
   EXPECT_LE(field_u64(f, "offset").value_or(UINT64_MAX), field_u64(c, "offset").value_or(0))
-      << *caught_up << "\n" << *line;
+      << *caught_up << "\n"
+      << *line;
   EXPECT_LT(field_u64(c, "offset").value_or(0) - field_u64(f, "offset").value_or(0), 64u << 10)
-      << *caught_up << "\n" << *line;
+      << *caught_up << "\n"
+      << *line;
   EXPECT_LE(field_u64(c, "lag_bytes").value_or(UINT64_MAX), 64u << 10) << *caught_up;
 
   const SyncCounters after = sync_counters(master_);

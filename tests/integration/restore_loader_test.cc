@@ -13,8 +13,8 @@
 namespace rrs {
 namespace {
 
-using test::RedisProcess;
 using test::RedisOptions;
+using test::RedisProcess;
 
 class RestoreLoaderTest : public ::testing::Test {
  protected:

@@ -88,8 +88,7 @@ TEST_F(StreamApplierTest, ARefusedCommandStopsItWithItsOffset) {
   Status s = apply(good + bad + resp_command({"SET", "after", "1"}));
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("INCR"), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find(std::to_string(kStart + good.size() + bad.size())),
-            std::string::npos)
+  EXPECT_NE(s.message().find(std::to_string(kStart + good.size() + bad.size())), std::string::npos)
       << s.message();
   EXPECT_EQ(applier_->applied(), kStart + good.size());
 }

@@ -34,8 +34,7 @@ class SilentListener {
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof addr;
     if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::listen(fd_, 16) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+        ::listen(fd_, 16) != 0 || ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
       ADD_FAILURE() << "silent listener: " << std::strerror(errno);
     port_ = ntohs(addr.sin_port);
   }
@@ -70,7 +69,8 @@ TEST_F(UnavailableTest, ServerNotListening) {
   EXPECT_LT(run.elapsed, seconds(6)) << run.describe();
   EXPECT_NE(lower(run.err).find("connect"), std::string::npos) << run.describe();
   EXPECT_NE(run.err.find(std::to_string(port)), std::string::npos)
-      << "should name the address it tried\n" << run.describe();
+      << "should name the address it tried\n"
+      << run.describe();
   EXPECT_EQ(redis_.keyspace(), Keyspace{});
 }
 
@@ -100,8 +100,8 @@ TEST_F(UnavailableTest, TargetRedisDown) {
   SidecarServer server(redis_.address());
   ASSERT_TRUE(server.wait_ready()) << server.describe();
   std::string address = "127.0.0.1:" + std::to_string(closed_loopback_port());
-  ClientRun run =
-      run_client({"127.0.0.1", std::to_string(server.port()), "--redis", address}, {}, seconds(30));
+  ClientRun run = run_client({"127.0.0.1", std::to_string(server.port()), "--redis", address}, {},
+                             seconds(30));
   EXPECT_EQ(run.exit_code, exit_code::kUnavailable) << run.describe();
   EXPECT_NE(run.err.find(address), std::string::npos) << run.describe();
   EXPECT_TRUE(server.process().running()) << server.describe();

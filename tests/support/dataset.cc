@@ -48,7 +48,8 @@ void strings(RedisClient& c) {
   // Records larger than any slot: several ~100 KiB, one > 8 MiB.
   for (int i = 0; i < 5; ++i)
     c.run({"SET", "str:100k:" + std::to_string(i),
-           random_bytes(size_t{100} * 1024 + static_cast<size_t>(i) * 7, 100 + static_cast<uint64_t>(i))});
+           random_bytes(size_t{100} * 1024 + static_cast<size_t>(i) * 7,
+                        100 + static_cast<uint64_t>(i))});
   c.run({"SET", "str:9m", random_bytes(9u << 20, 9)});
 }
 
@@ -82,8 +83,8 @@ void sets(RedisClient& c) {
 }
 
 void sorted_sets(RedisClient& c) {
-  c.run({"ZADD", "zset:small", "1", "one", "2.5", "two.five", "-3", "minus", "+inf", "top",
-         "-inf", "bottom", "0", ""});
+  c.run({"ZADD", "zset:small", "1", "one", "2.5", "two.five", "-3", "minus", "+inf", "top", "-inf",
+         "bottom", "0", ""});
   Argv large = {"ZADD", "zset:large", "+inf", "plus-inf", "-inf", "minus-inf"};
   for (int i = 0; i < kLarge; ++i) {
     large.push_back(std::to_string(i) + ".25");
@@ -115,8 +116,7 @@ void streams(RedisClient& c) {
       alice->element[0]->elements == 2 && alice->element[0]->element[1]->elements >= 2) {
     redisReply* entries = alice->element[0]->element[1];
     std::string first(entries->element[0]->element[0]->str, entries->element[0]->element[0]->len);
-    std::string second(entries->element[1]->element[0]->str,
-                       entries->element[1]->element[0]->len);
+    std::string second(entries->element[1]->element[0]->str, entries->element[1]->element[0]->len);
     c.run({"XACK", "stream:groups", "g1", first});
     c.run({"XCLAIM", "stream:groups", "g1", "carol", "0", second});
   } else {
@@ -140,8 +140,8 @@ void probabilistic_and_bits(RedisClient& c) {
   c.run({"SETBIT", "bitmap", "0", "1"});
   c.run({"SETBIT", "bitmap", "7", "1"});
   c.run({"SETBIT", "bitmap", "1000000", "1"});
-  c.run({"GEOADD", "geo", "13.361389", "38.115556", "Palermo", "15.087269", "37.502669",
-         "Catania", "-122.27652", "37.805186", "Oakland"});
+  c.run({"GEOADD", "geo", "13.361389", "38.115556", "Palermo", "15.087269", "37.502669", "Catania",
+         "-122.27652", "37.805186", "Oakland"});
 }
 
 void with_ttls(RedisClient& c) {

@@ -29,8 +29,8 @@ void NetLab::create() {
   if (CommandResult v = run_ip({"-V"}); v.code != 0)
     return give_up(true, "iproute2's `ip` is not available (" + v.error + ")");
 
-  const char* lock_path =
-      ::access("/run/lock", W_OK) == 0 ? "/run/lock/rrs-net-fault.lock" : "/tmp/rrs-net-fault.lock";
+  const char* lock_path = ::access("/run/lock", W_OK) == 0 ? "/run/lock/rrs-net-fault.lock"
+                                                           : "/tmp/rrs-net-fault.lock";
   int lock = ::open(lock_path, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
   if (lock < 0 || ::flock(lock, LOCK_EX) != 0) {
     if (lock >= 0) ::close(lock);

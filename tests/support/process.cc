@@ -10,9 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <condition_variable>
-#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -121,9 +121,12 @@ struct Process::State {
       bool exited = false;
       for (nfds_t i = 0; i < n; ++i) {
         if (!fds[i].revents) continue;
-        if (fds[i].fd == pidfd) exited = true;
-        else if (fds[i].fd == out_fd) read_once(out_fd, out);
-        else read_once(err_fd, err);
+        if (fds[i].fd == pidfd)
+          exited = true;
+        else if (fds[i].fd == out_fd)
+          read_once(out_fd, out);
+        else
+          read_once(err_fd, err);
       }
       if (exited) break;
     }
@@ -160,7 +163,8 @@ struct Process::State {
   }
 };
 
-Process::Process(std::vector<std::string> argv, const Env& env) : state_(std::make_unique<State>()) {
+Process::Process(std::vector<std::string> argv, const Env& env)
+    : state_(std::make_unique<State>()) {
   State& s = *state_;
   s.argv = std::move(argv);
   int out_pipe[2], err_pipe[2];
@@ -190,8 +194,8 @@ Process::Process(std::vector<std::string> argv, const Env& env) : state_(std::ma
   std::vector<std::string> envs = build_env(env);
   std::vector<char*> c_args = c_strings(args), c_env = c_strings(envs);
   int rc = args.empty() ? EINVAL
-                        : ::posix_spawnp(&s.pid, args[0].c_str(), &actions, &attr,
-                                         c_args.data(), c_env.data());
+                        : ::posix_spawnp(&s.pid, args[0].c_str(), &actions, &attr, c_args.data(),
+                                         c_env.data());
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   ::close(out_pipe[1]);
@@ -330,8 +334,8 @@ CommandResult run_command(std::vector<std::string> argv) {
   r.code = p.wait(std::chrono::seconds(10));
   r.out = p.stdout_text();
   if (r.code != 0)
-    r.error =
-        "$ " + p.command_line() + " (exit " + std::to_string(r.code) + "): " + p.stderr_text();
+    r.error = "$ " + p.command_line() + " (exit " + std::to_string(r.code) +
+              "): " + p.stderr_text();
   return r;
 }
 

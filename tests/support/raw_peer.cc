@@ -132,7 +132,8 @@ Result<control::Descriptor> RawPeer::handshake(std::chrono::milliseconds timeout
   // One request at a time, as rdma-client does: no pipelining assumed.
   auto exchange = [&](const std::string& request, control::MsgType want,
                       const char* name) -> Result<std::string> {
-    if (!send(request)) return Status::error(std::string("send before ") + name, "connection closed");
+    if (!send(request))
+      return Status::error(std::string("send before ") + name, "connection closed");
     Frame f;
     Got g = read_frame(f, timeout);
     if (g != Got::kFrame) return Status::error(std::string("read ") + name, to_string(g));

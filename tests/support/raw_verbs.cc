@@ -334,19 +334,16 @@ void ScriptedVerbsServer::run() {
 }
 
 void ScriptedVerbsServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param& param) {
-  Answer answer = on_connect_(std::string(static_cast<const char*>(param.private_data),
-                                          param.private_data_len));
+  Answer answer = on_connect_(
+      std::string(static_cast<const char*>(param.private_data), param.private_data_len));
   const auto len = static_cast<uint8_t>(answer.private_data.size());
   switch (answer.kind) {
-    case Answer::Kind::kIgnore:
-      ignored_.emplace_back(id);
-      return;
+    case Answer::Kind::kIgnore: ignored_.emplace_back(id); return;
     case Answer::Kind::kReject:
       rdma_reject(id, answer.private_data.data(), len);
       rdma_destroy_id(id);
       return;
-    case Answer::Kind::kAccept:
-      break;
+    case Answer::Kind::kAccept: break;
   }
   Accepted a{verbs::CmId(id), std::make_unique<Connection>()};
   a.conn->connect_data.assign(static_cast<const char*>(param.private_data), param.private_data_len);
@@ -364,8 +361,8 @@ void ScriptedVerbsServer::on_connect_request(rdma_cm_id* id, const rdma_conn_par
   rdma_conn_param cp{};
   cp.private_data = answer.private_data.empty() ? nullptr : answer.private_data.data();
   cp.private_data_len = len;
-  cp.responder_resources =
-      static_cast<uint8_t>(std::min<int>(param.responder_resources, dev.max_qp_rd_atom));
+  cp.responder_resources = static_cast<uint8_t>(
+      std::min<int>(param.responder_resources, dev.max_qp_rd_atom));
   if (rdma_accept(id, &cp) != 0) return;
   accepted_.emplace(id, std::move(a));
 }

@@ -20,8 +20,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/net/endpoint.h"
 #include "common/base/status.h"
+#include "common/net/endpoint.h"
 #include "common/transport/verbs/owners.h"
 #include "proto/control.h"
 #include "tests/support/server_loop.h"  // verbs_address, RRS_SKIP_WITHOUT_VERBS

@@ -78,8 +78,7 @@ std::string text(const Reply& r) {
   switch (r->type) {
     case REDIS_REPLY_STRING:
     case REDIS_REPLY_STATUS:
-    case REDIS_REPLY_ERROR:
-      return std::string(r->str, r->len);
+    case REDIS_REPLY_ERROR: return std::string(r->str, r->len);
   }
   return "";
 }

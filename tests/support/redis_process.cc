@@ -38,17 +38,12 @@ RedisProcess::~RedisProcess() {
 
 bool RedisProcess::try_start(std::string& error) {
   port_ = opts_.port ? opts_.port : free_loopback_port();
-  std::vector<std::string> argv = {RRS_REDIS_SERVER_BIN,
-                                   "--port", std::to_string(port_),
-                                   "--bind", "127.0.0.1",
-                                   "--dir", dir_.path(),
-                                   "--save", "",
-                                   "--appendonly", "no",
-                                   "--enable-debug-command", "yes",
+  std::vector<std::string> argv = {RRS_REDIS_SERVER_BIN, "--port", std::to_string(port_), "--bind",
+                                   "127.0.0.1", "--dir", dir_.path(), "--save", "", "--appendonly",
+                                   "no", "--enable-debug-command", "yes",
                                    // As a master serving the sidecar should be set: fork for a
                                    // full sync at once, not 5 s later waiting for more replicas.
-                                   "--repl-diskless-sync-delay", "0",
-                                   "--daemonize", "no",
+                                   "--repl-diskless-sync-delay", "0", "--daemonize", "no",
                                    "--logfile", ""};
   if (!opts_.password.empty()) {
     argv.push_back("--requirepass");
@@ -82,8 +77,8 @@ bool RedisProcess::try_start(std::string& error) {
     // Polling is the only readiness signal redis-server gives a plain client.
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  error = "no PONG within " + std::to_string(opts_.start_timeout.count()) + " ms (last: " +
-          last + ")\n" + server_->describe();
+  error = "no PONG within " + std::to_string(opts_.start_timeout.count()) + " ms (last: " + last +
+          ")\n" + server_->describe();
   server_->terminate(std::chrono::seconds(5));
   server_.reset();
   return false;

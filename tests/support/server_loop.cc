@@ -38,7 +38,8 @@ void ServerLoop::run(std::unique_ptr<TableServer> server) {
   const std::string a = server_->address();
   port_ = static_cast<uint16_t>(std::stoi(a.substr(a.rfind(':') + 1)));
   // Keeps the loop alive while it has nothing else to wait for.
-  idle_ = event_new(base_, -1, EV_PERSIST, [](evutil_socket_t, short, void*) {}, nullptr);
+  idle_ = event_new(
+      base_, -1, EV_PERSIST, [](evutil_socket_t, short, void*) {}, nullptr);
   const timeval tv{1, 0};
   event_add(idle_, &tv);
   thread_ = std::thread([this] { event_base_dispatch(base_); });

@@ -27,14 +27,13 @@ std::string verbs_unusable();
 
 // Skips the test when there is no RDMA device with an address on it (fails
 // instead under RRS_REQUIRE_VERBS=1, as in the VM, so a broken setup is seen).
-#define RRS_SKIP_WITHOUT_VERBS()                                                          \
-  do {                                                                                    \
-    if (const std::string rrs_why_ = ::rrs::test::verbs_unusable(); !rrs_why_.empty()) { \
-      if (std::getenv("RRS_REQUIRE_VERBS"))                                               \
-        FAIL() << "RRS_REQUIRE_VERBS is set but " << rrs_why_;                            \
-      GTEST_SKIP() << "verbs: " << rrs_why_                                               \
-                   << " (the Soft-RoCE suite runs these: bash tests/vm/run-in-vm.sh)";    \
-    }                                                                                     \
+#define RRS_SKIP_WITHOUT_VERBS()                                                                   \
+  do {                                                                                             \
+    if (const std::string rrs_why_ = ::rrs::test::verbs_unusable(); !rrs_why_.empty()) {           \
+      if (std::getenv("RRS_REQUIRE_VERBS")) FAIL() << "RRS_REQUIRE_VERBS is set but " << rrs_why_; \
+      GTEST_SKIP() << "verbs: " << rrs_why_                                                        \
+                   << " (the Soft-RoCE suite runs these: bash tests/vm/run-in-vm.sh)";             \
+    }                                                                                              \
   } while (0)
 
 // start() and the destructor run on the test's thread; the server itself is

@@ -30,8 +30,8 @@ bool names_transport(const std::vector<std::string>& args) {
 
 std::vector<std::string> server_argv(uint16_t port, const std::string& redis,
                                      std::vector<std::string> extra) {
-  std::vector<std::string> argv = {kServerBin, "--redis", redis, "--listen", sidecar_host(),
-                                   "--port", std::to_string(port)};
+  std::vector<std::string> argv = {
+      kServerBin, "--redis", redis, "--listen", sidecar_host(), "--port", std::to_string(port)};
   if (!names_transport(extra)) {
     argv.push_back("--transport");
     argv.push_back(test_transport());
@@ -96,7 +96,8 @@ bool SidecarServer::wait_ready(std::chrono::milliseconds timeout) {
     size_t colon = it->second.rfind(':');
     if (colon != std::string::npos) {
       Fields one = {{"p", it->second.substr(colon + 1)}};
-      if (auto p = field_u64(one, "p"); p && *p > 0 && *p < 65536) port_ = static_cast<uint16_t>(*p);
+      if (auto p = field_u64(one, "p"); p && *p > 0 && *p < 65536)
+        port_ = static_cast<uint16_t>(*p);
     }
   }
   return true;
@@ -130,9 +131,8 @@ ClientRun run_client(std::vector<std::string> args, const Process::Env& env,
   return r;
 }
 
-ClientRun sync_to(uint16_t server_port, const RedisProcess& target,
-                  std::vector<std::string> extra, const Process::Env& env,
-                  std::chrono::milliseconds timeout) {
+ClientRun sync_to(uint16_t server_port, const RedisProcess& target, std::vector<std::string> extra,
+                  const Process::Env& env, std::chrono::milliseconds timeout) {
   std::vector<std::string> args = {sidecar_host(), std::to_string(server_port), "--redis",
                                    target.address()};
   if (!names_transport(extra)) {

@@ -5,11 +5,10 @@
 namespace rrs::test {
 namespace {
 
-const char* kLibrary =
-    "#!lua name=followlib\n"
-    "redis.register_function('bump', function(keys, args) "
-    "redis.call('HINCRBY', keys[1], 'calls', 1) "
-    "return redis.call('INCRBY', keys[2], args[1]) end)";
+const char* kLibrary = "#!lua name=followlib\n"
+                       "redis.register_function('bump', function(keys, args) "
+                       "redis.call('HINCRBY', keys[1], 'calls', 1) "
+                       "return redis.call('INCRBY', keys[2], args[1]) end)";
 
 }  // namespace
 
@@ -80,12 +79,13 @@ void WriteLoad::round(RedisClient& c, uint64_t i) {
   // Streams: entries, a consumer group, reads, acks, trims.
   w({"XADD", "x:" + k, "*", "n", n});
   c.command({"XGROUP", "CREATE", "x:" + k, "g", "0", "MKSTREAM"});  // BUSYGROUP is fine
-  w({"XREADGROUP", "GROUP", "g", "c" + std::to_string(i % 2), "COUNT", "2", "STREAMS", "x:" + k, ">"});
+  w({"XREADGROUP", "GROUP", "g", "c" + std::to_string(i % 2), "COUNT", "2", "STREAMS", "x:" + k,
+     ">"});
   Reply pending = c.command({"XPENDING", "x:" + k, "g", "-", "+", "1"});
   if (pending && pending->type == REDIS_REPLY_ARRAY && pending->elements > 0 &&
       pending->element[0]->type == REDIS_REPLY_ARRAY)
-    w({"XACK", "x:" + k, "g", std::string(pending->element[0]->element[0]->str,
-                                          pending->element[0]->element[0]->len)});
+    w({"XACK", "x:" + k, "g",
+       std::string(pending->element[0]->element[0]->str, pending->element[0]->element[0]->len)});
   if (i % 10 == 0) w({"XTRIM", "x:" + k, "MAXLEN", "20"});
   // Expiry and key space operations.
   w({"EXPIRE", "s:" + k, "5000"});

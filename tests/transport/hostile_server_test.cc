@@ -59,9 +59,7 @@ void read_request(int fd) {
   (void)recv_all(fd, std::as_writable_bytes(std::span(skip)), std::chrono::seconds(5));
 }
 
-void send(int fd, const std::string& bytes) {
-  (void)send_all(fd, bytes, std::chrono::seconds(5));
-}
+void send(int fd, const std::string& bytes) { (void)send_all(fd, bytes, std::chrono::seconds(5)); }
 
 // HELLO answered properly (no AUTH), then `after` for GET_DESCRIPTOR.
 std::function<void(int)> hello_then(std::string after) {

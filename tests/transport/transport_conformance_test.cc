@@ -3,23 +3,23 @@
 // parameter list when it lands.
 #include <gtest/gtest.h>
 
-#include <memory>
-#include <string>
 #include <functional>
+#include <memory>
 #include <set>
+#include <string>
 #include <thread>
 
-#include "client/follow/log_tail.h"
 #include "client/fetch/table_fetcher.h"
-#include "common/transport/tcp/table_reader.h"
+#include "client/follow/log_tail.h"
 #include "common/net/socket.h"
+#include "common/transport/tcp/table_reader.h"
 #include "common/transport/tcp/table_server.h"
 #include "common/transport/verbs/table_reader.h"
 #include "common/transport/verbs/table_server.h"
 #include "proto/byte_order.h"
 #include "server/table_builder.h"
-#include "tests/support/server_loop.h"
 #include "tests/support/fake_payload.h"
+#include "tests/support/server_loop.h"
 
 namespace rrs {
 namespace {
@@ -33,7 +33,8 @@ std::shared_ptr<Table> sample_table(uint64_t epoch, int records = 300) {
   TableBuilder b;
   b.set_source({"7.0.15", table::SourceKind::kScan, 0, {}});
   for (int i = 0; i < records; ++i)
-    b.add(i < records / 2 ? 0 : 1, "key:" + std::to_string(i), test::fake_payload(200 + i % 50, static_cast<char>('a' + i % 26)), -1);
+    b.add(i < records / 2 ? 0 : 1, "key:" + std::to_string(i),
+          test::fake_payload(200 + i % 50, static_cast<char>('a' + i % 26)), -1);
   b.add(3, "huge", test::fake_payload(3u << 20, 'H'), -1);  // bigger than a 1 MiB read
   b.set_function_payload(sample_functions(), 3);
   b.add_lua_script(kSampleScript);
@@ -55,16 +56,18 @@ class ServerHarness : public test::ServerLoop {
       host_ = "127.0.0.1";
       TcpServerLimits limits;
       limits.access = access;
-      return ServerLoop::start(
-          [&](event_base* base) { return TcpTableServer::listen(base, {host_, 0}, limits); });
+      return ServerLoop::start([&](event_base* base) {
+        return TcpTableServer::listen(base, {host_, 0}, limits);
+      });
     }
     host_ = test::verbs_address();
     VerbsServerLimits limits;
     limits.retire_grace = retire_grace;
     limits.keepalive_interval = keepalive;
     limits.access = access;
-    return ServerLoop::start(
-        [&](event_base* base) { return VerbsTableServer::listen(base, {host_, 0}, limits); });
+    return ServerLoop::start([&](event_base* base) {
+      return VerbsTableServer::listen(base, {host_, 0}, limits);
+    });
   }
   void disconnect_all() {
     on_loop([this] {
@@ -356,8 +359,7 @@ TEST_P(TransportConformance, ChangeLogBytesAreCheckedAgainstTheirSeals) {
   copy = tail.read(*h, 2500, h->end);
   ASSERT_FALSE(copy.ok());
   EXPECT_EQ(copy.status().kind(), ErrorKind::kBadData);
-  EXPECT_NE(copy.status().message().find("3 times"), std::string::npos)
-      << copy.status().message();
+  EXPECT_NE(copy.status().message().find("3 times"), std::string::npos) << copy.status().message();
   EXPECT_NE(copy.status().message().find("offsets 3048..4000"), std::string::npos)
       << copy.status().message();
   copy = tail.read(*h, 2500, 3048);

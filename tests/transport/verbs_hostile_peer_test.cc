@@ -19,9 +19,9 @@
 #include "common/transport/verbs/table_server.h"
 #include "proto/byte_order.h"
 #include "server/table_builder.h"
-#include "tests/support/server_loop.h"
 #include "tests/support/fake_payload.h"
 #include "tests/support/raw_verbs.h"
+#include "tests/support/server_loop.h"
 
 namespace rrs {
 namespace {
@@ -180,8 +180,8 @@ TEST_F(VerbsHostilePeer, RawPeerWithTheSecretIsServed) {
   EXPECT_FALSE(accept->descriptor) << "a descriptor (rkey) before AUTH";
 
   const auto& nonce = accept->hello.server_nonce;
-  Status sent =
-      p->qp().send(auth_message(auth::client_proof(kSecret, p->client_nonce(), nonce)), 3s);
+  Status sent = p->qp().send(auth_message(auth::client_proof(kSecret, p->client_nonce(), nonce)),
+                             3s);
   ASSERT_TRUE(sent.ok()) << sent.message();
   auto answer = p->qp().receive(5s);
   ASSERT_TRUE(answer.ok()) << answer.status().message();
@@ -304,7 +304,8 @@ TEST_F(VerbsHostilePeer, GarbageInsteadOfAuthIsDropped) {
       {"garbage", std::string(64, 'G')},
       {"KEEPALIVE before AUTH", control::encode_keepalive(MsgType::kKeepalive, 1)},
       {"HELLO again", control::encode_connect({})},
-      {"AUTH_OK from a client", [] {
+      {"AUTH_OK from a client",
+       [] {
          std::string m;
          control::append_auth(m, 0, MsgType::kAuthOk, control::Proof{});
          return m;

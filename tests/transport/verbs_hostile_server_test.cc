@@ -35,8 +35,12 @@ std::string hello_ok(bool auth_required, uint16_t version = control::kProtocolVe
 }
 
 control::Descriptor descriptor(uint64_t addr, uint32_t rkey) {
-  return {.epoch = 1, .table_length = 4096, .remote_addr = addr, .rkey = rkey,
-          .layout_version = 1, .transport = control::TransportKind::kVerbs};
+  return {.epoch = 1,
+          .table_length = 4096,
+          .remote_addr = addr,
+          .rkey = rkey,
+          .layout_version = 1,
+          .transport = control::TransportKind::kVerbs};
 }
 
 // Accepts every connect with `data`.
@@ -168,10 +172,9 @@ TEST_F(VerbsHostileServer, ServerThatNeverAnswersAuthTimesOut) {
 }
 
 TEST_F(VerbsHostileServer, GarbageInsteadOfAuthOkIsRefused) {
-  ScriptedVerbsServer server(accept_with(hello_ok(true)),
-                             answer_auth_with([](const control::Nonce&, auto&) {
-                               return std::string(100, 'G');
-                             }));
+  ScriptedVerbsServer server(
+      accept_with(hello_ok(true)),
+      answer_auth_with([](const control::Nonce&, auto&) { return std::string(100, 'G'); }));
   ASSERT_TRUE(server.status().ok()) << server.status().message();
   expect_refused(connect_to(server, kSecret), ErrorKind::kBadData, "magic");
 }
@@ -231,8 +234,9 @@ TEST_F(VerbsHostileServer, ServerThatNeverAcceptsTimesOut) {
 // A reject whose private data is not an ERROR frame is not trusted as one:
 // the reader takes it for "nothing listening yet" and retries until its deadline.
 TEST_F(VerbsHostileServer, RejectWithGarbageIsNotTrusted) {
-  ScriptedVerbsServer server(
-      [](const std::string&) { return Answer{Answer::Kind::kReject, std::string(100, 'G')}; });
+  ScriptedVerbsServer server([](const std::string&) {
+    return Answer{Answer::Kind::kReject, std::string(100, 'G')};
+  });
   ASSERT_TRUE(server.status().ok()) << server.status().message();
   expect_refused(connect_to(server), ErrorKind::kUnavailable, "nothing is listening");
 }

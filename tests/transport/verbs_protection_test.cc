@@ -17,13 +17,13 @@
 #include <string>
 #include <thread>
 
-#include "client/follow/log_tail.h"
 #include "client/fetch/table_fetcher.h"
+#include "client/follow/log_tail.h"
 #include "common/transport/verbs/table_reader.h"
 #include "common/transport/verbs/table_server.h"
 #include "server/table_builder.h"
-#include "tests/support/server_loop.h"
 #include "tests/support/fake_payload.h"
+#include "tests/support/server_loop.h"
 
 namespace rrs {
 
@@ -80,8 +80,8 @@ std::shared_ptr<Table> sample_table(uint64_t epoch, int records = 50) {
   TableBuilder b;
   b.set_source({"7.0.15", table::SourceKind::kScan, 0, {}});
   for (int i = 0; i < records; ++i)
-    b.add(0, "key:" + std::to_string(i), test::fake_payload(200 + i, static_cast<char>('a' + i % 26)),
-          -1);
+    b.add(0, "key:" + std::to_string(i),
+          test::fake_payload(200 + i, static_cast<char>('a' + i % 26)), -1);
   b.add(1, "big", test::fake_payload(2u << 20, 'B'), -1);  // bigger than a 1 MiB read
   auto t = b.build(epoch);
   EXPECT_TRUE(t.ok());
@@ -177,9 +177,8 @@ class VerbsProtection : public ::testing::TestWithParam<Protection> {
   // Checks what the server holds: `clients` connected, `granted` of them
   // with rkeys of their own, `registrations` epochs registered.
   void expect_held(size_t clients, size_t granted, size_t registrations) {
-    auto [held, regs, count] = loop_.with_peer([](const auto& p) {
-      return std::tuple(p.held(), p.registrations(), p.qps().size());
-    });
+    auto [held, regs, count] = loop_.with_peer(
+        [](const auto& p) { return std::tuple(p.held(), p.registrations(), p.qps().size()); });
     EXPECT_EQ(count, clients);
     EXPECT_EQ(regs, registrations);
     const bool own_pd = GetParam() == Protection::kPdPerClient;
@@ -376,9 +375,8 @@ TEST(VerbsReadDepth, ResponderResourcesAreCappedAtMaxInFlight) {
     for (ibv_qp* qp : p.qps()) {
       ibv_qp_attr a{};
       ibv_qp_init_attr i{};
-      depths.push_back(ibv_query_qp(qp, &a, IBV_QP_MAX_DEST_RD_ATOMIC, &i) == 0
-                           ? a.max_dest_rd_atomic
-                           : -1);
+      depths.push_back(
+          ibv_query_qp(qp, &a, IBV_QP_MAX_DEST_RD_ATOMIC, &i) == 0 ? a.max_dest_rd_atomic : -1);
     }
     return depths;
   });

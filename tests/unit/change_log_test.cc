@@ -62,12 +62,12 @@ TEST(ChangeLogLayout, RejectsWhatNoWriterProduces) {
   EXPECT_NE(decode_header(b).status().message().find("upgrade"), std::string::npos);
   EXPECT_FALSE(broken(kCapacityAt, 0).ok());
   EXPECT_FALSE(broken(kCapacityAt, kMaxCapacity + B).ok());
-  EXPECT_FALSE(broken(kCapacityAt, 4 * B + 1).ok());      // not whole blocks
-  EXPECT_FALSE(broken(kStartAt, 5001).ok());               // start after end
-  EXPECT_FALSE(broken(kFirstAt, 5001).ok());               // first after start
-  EXPECT_FALSE(broken(kEndAt, 5000 + 4 * B + 1).ok());     // holds more than the ring
-  EXPECT_TRUE(broken(kEndAt, 5000 + 4 * B).ok());          // exactly full
-  EXPECT_FALSE(broken(kEndAt, kMaxPosition).ok());         // no replication offset
+  EXPECT_FALSE(broken(kCapacityAt, 4 * B + 1).ok());    // not whole blocks
+  EXPECT_FALSE(broken(kStartAt, 5001).ok());            // start after end
+  EXPECT_FALSE(broken(kFirstAt, 5001).ok());            // first after start
+  EXPECT_FALSE(broken(kEndAt, 5000 + 4 * B + 1).ok());  // holds more than the ring
+  EXPECT_TRUE(broken(kEndAt, 5000 + 4 * B).ok());       // exactly full
+  EXPECT_FALSE(broken(kEndAt, kMaxPosition).ok());      // no replication offset
   b = good;
   b[kReplidAt] = std::byte{0x07};
   EXPECT_FALSE(decode_header(b).ok());

@@ -105,8 +105,7 @@ TEST(ClientConfig, AtomicWithFlushFollowOrReplicaMode) {
 
 TEST(CpuList, RangesAndListsAscendingWithoutRepeats) {
   for (auto [text, want] : std::vector<std::pair<std::string, std::vector<int>>>{
-           {"1", {1}}, {"0,2", {0, 2}}, {"2-4,8", {2, 3, 4, 8}}, {"3,1,1", {1, 3}},
-           {"5-5", {5}}}) {
+           {"1", {1}}, {"0,2", {0, 2}}, {"2-4,8", {2, 3, 4, 8}}, {"3,1,1", {1, 3}}, {"5-5", {5}}}) {
     auto cpus = parse_cpu_list("--cpu", text);
     ASSERT_TRUE(cpus.ok()) << text << ": " << cpus.status().message();
     EXPECT_EQ(*cpus, want) << text;

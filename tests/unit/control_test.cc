@@ -8,7 +8,8 @@
 namespace rrs::control {
 namespace {
 
-std::span<const std::byte> bytes(const std::string& s, size_t from = 0, size_t n = std::string::npos) {
+std::span<const std::byte> bytes(const std::string& s, size_t from = 0,
+                                 size_t n = std::string::npos) {
   return std::as_bytes(std::span(s)).subspan(from, n == std::string::npos ? s.size() - from : n);
 }
 
@@ -29,8 +30,9 @@ TEST(Control, MessagesRoundTrip) {
   EXPECT_EQ(hello->max_version, 3);
 
   f.clear();
-  append_descriptor(f, 1, {99, 1 << 20, 0xdeadbeef, 0x1234, 1, TransportKind::kVerbs,
-                           0x0102030405060708ull, (1 << 20) + 128, 0xfeedface, 0x5678});
+  append_descriptor(f, 1,
+                    {99, 1 << 20, 0xdeadbeef, 0x1234, 1, TransportKind::kVerbs,
+                     0x0102030405060708ull, (1 << 20) + 128, 0xfeedface, 0x5678});
   auto d = decode_descriptor(bytes(f, kFrameHeaderSize));
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->epoch, 99u);
@@ -123,7 +125,8 @@ TEST(Control, KeepaliveIsOneWholeMessage) {
   EXPECT_FALSE(decode_keepalive(bytes(other, 0, kKeepaliveMessageSize), MsgType::kKeepalive).ok());
 
   std::string f;
-  append_hello_ok(f, 0, {.max_read_len = 1u << 20, .max_in_flight = 8, .keepalive_interval_ms = 2000});
+  append_hello_ok(f, 0,
+                  {.max_read_len = 1u << 20, .max_in_flight = 8, .keepalive_interval_ms = 2000});
   auto h = decode_hello_ok(bytes(f, kFrameHeaderSize));
   ASSERT_TRUE(h.ok());
   EXPECT_EQ(h->keepalive_interval_ms, 2000u);
@@ -166,7 +169,8 @@ TEST(Control, HandshakeCarriesNoncesAndTheAuthFlag) {
 }
 
 // A client of protocol 2 sent a 16-byte HELLO: it hears which versions we
-// speak, under "unsupported version", not "bad message"; a protocol-2 server's 16-byte HELLO_OK says so too.
+// speak, under "unsupported version", not "bad message"; a protocol-2 server's 16-byte HELLO_OK
+// says so too.
 TEST(Control, OlderPeersHearTheVersion) {
   std::string old(16, '\0');
   old[0] = 2, old[2] = 2;
@@ -195,12 +199,14 @@ TEST(Control, OlderPeersHearTheVersion) {
 
 TEST(Control, VerbsAuthMessages) {
   // Without AUTH the accept carries the descriptor; with it, only HELLO_OK.
-  Accept open{{.max_in_flight = 16}, Descriptor{.epoch = 5, .rkey = 7, .transport = TransportKind::kVerbs}};
+  Accept open{{.max_in_flight = 16},
+              Descriptor{.epoch = 5, .rkey = 7, .transport = TransportKind::kVerbs}};
   auto a = decode_accept(bytes(encode_accept(open)));
   ASSERT_TRUE(a.ok()) << a.status().message();
   ASSERT_TRUE(a->descriptor.has_value());
   EXPECT_EQ(a->descriptor->rkey, 7u);
-  Accept gated{{.auth_required = true, .server_nonce = nonce(1), .max_in_flight = 16}, std::nullopt};
+  Accept gated{{.auth_required = true, .server_nonce = nonce(1), .max_in_flight = 16},
+               std::nullopt};
   std::string data = encode_accept(gated);
   EXPECT_EQ(data.size(), kFrameHeaderSize + kHelloOkSize);  // no rkey in sight
   a = decode_accept(bytes(data));
@@ -220,7 +226,8 @@ TEST(Control, VerbsAuthMessages) {
   EXPECT_EQ(*got, p);
   EXPECT_FALSE(decode_auth_message(bytes(m + '\0')).ok());  // one frame, nothing after
 
-  std::string granted = encode_auth_granted({p, Descriptor{.epoch = 9, .rkey = 11, .transport = TransportKind::kVerbs}});
+  std::string granted = encode_auth_granted(
+      {p, Descriptor{.epoch = 9, .rkey = 11, .transport = TransportKind::kVerbs}});
   EXPECT_LE(granted.size(), kMaxVerbsMessage);
   auto g = decode_auth_granted(bytes(granted));
   ASSERT_TRUE(g.ok()) << g.status().message();
@@ -247,7 +254,8 @@ TEST(Control, SurvivesRandomInput) {
     for (char& c : s) c = static_cast<char>(rng());
     if (s.size() >= 4 && (i & 1)) s.replace(0, 4, "RSC1");
     auto b = bytes(s);
-    if (b.size() >= kFrameHeaderSize) (void)decode_frame_header(b.first(kFrameHeaderSize), kMaxRequestBody);
+    if (b.size() >= kFrameHeaderSize)
+      (void)decode_frame_header(b.first(kFrameHeaderSize), kMaxRequestBody);
     (void)decode_hello(b);
     (void)decode_hello_ok(b);
     EXPECT_EQ(decode_descriptor(b).ok() && b.size() != kDescriptorSize, false);

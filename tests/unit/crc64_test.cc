@@ -41,15 +41,14 @@ TEST(Crc64, KnownVectors) {
   EXPECT_EQ(crc64(0, "123456789", 9), 0xe9c6d914c4b8d9caull);
   // Redis's src/crc64.c self-test: 446 bytes (the C array's NUL included),
   // long enough to go through the folding path too.
-  const char li[] =
-      "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed "
-      "do eiusmod tempor incididunt ut labore et dolore magna "
-      "aliqua. Ut enim ad minim veniam, quis nostrud exercitation "
-      "ullamco laboris nisi ut aliquip ex ea commodo consequat. Duis "
-      "aute irure dolor in reprehenderit in voluptate velit esse "
-      "cillum dolore eu fugiat nulla pariatur. Excepteur sint "
-      "occaecat cupidatat non proident, sunt in culpa qui officia "
-      "deserunt mollit anim id est laborum.";
+  const char li[] = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed "
+                    "do eiusmod tempor incididunt ut labore et dolore magna "
+                    "aliqua. Ut enim ad minim veniam, quis nostrud exercitation "
+                    "ullamco laboris nisi ut aliquip ex ea commodo consequat. Duis "
+                    "aute irure dolor in reprehenderit in voluptate velit esse "
+                    "cillum dolore eu fugiat nulla pariatur. Excepteur sint "
+                    "occaecat cupidatat non proident, sunt in culpa qui officia "
+                    "deserunt mollit anim id est laborum.";
   static_assert(sizeof(li) == 446);
   EXPECT_EQ(crc64_bitwise(0, li, sizeof(li)), 0xc7794709e69683b3ull);
   for (Crc64Impl impl : available_impls())

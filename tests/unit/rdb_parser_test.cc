@@ -67,7 +67,7 @@ class RdbWriter {
 struct Seen {
   EventKind kind = EventKind::kEnd;
   std::string a = {}, b = {};  // key/value, aux key/value, function code
-  uint64_t n = 0;    // db, type, module id
+  uint64_t n = 0;              // db, type, module id
   int64_t expire = -1;
   bool operator==(const Seen&) const = default;
 };
@@ -129,7 +129,8 @@ Outcome parse(std::string_view rdb, SizeFn next_size, Limits limits = {}) {
 }
 
 Outcome parse_whole(std::string_view rdb, Limits limits = {}) {
-  return parse(rdb, [&] { return rdb.size(); }, limits);
+  return parse(
+      rdb, [&] { return rdb.size(); }, limits);
 }
 
 // Every type and opcode, with the values the parser must cut out.
@@ -142,7 +143,8 @@ Sample every_type() {
   RdbWriter w(12);
   std::vector<Seen> want;
   auto record = [&](uint64_t type, const std::string& key, int64_t expire = -1, uint32_t db = 0) {
-    want.push_back({EventKind::kRecord, std::to_string(db) + ":" + key, w.end_value(), type, expire});
+    want.push_back(
+        {EventKind::kRecord, std::to_string(db) + ":" + key, w.end_value(), type, expire});
   };
 
   w.byte(kOpAux).str("redis-ver").str("7.4.0");
@@ -153,8 +155,10 @@ Sample every_type() {
   want.push_back({EventKind::kAux, "ctime", "-5"});
   w.byte(kOpAux).str("lua").str("return 1");
   want.push_back({EventKind::kAux, "lua", "return 1"});
-  w.byte(kOpFunction2).str("#!lua name=lib1\nredis.register_function('f', function() return 1 end)");
-  want.push_back({EventKind::kFunction, "#!lua name=lib1\nredis.register_function('f', function() return 1 end)"});
+  w.byte(kOpFunction2)
+      .str("#!lua name=lib1\nredis.register_function('f', function() return 1 end)");
+  want.push_back({EventKind::kFunction,
+                  "#!lua name=lib1\nredis.register_function('f', function() return 1 end)"});
   w.byte(kOpFunctionPreGa).str("old").str("LUA").len(1).str("a description").str("return 2");
   want.push_back({EventKind::kFunction, "#!LUA name=old\nreturn 2"});
   // MODULE_AUX: id, when-opcode UINT, when, then module opcodes up to EOF.
@@ -175,13 +179,20 @@ Sample every_type() {
   // Key "12345" as int16; value LZF: literal 'a' then a back-reference of 9.
   w.byte(kString).raw("\xc1").le(12345, 2);
   size_t start = w.bytes().size();
-  w.raw("\xc3").len(5).len(10).raw(std::string("\x00" "a" "\xe0\x00\x00", 5));
+  w.raw("\xc3").len(5).len(10).raw(std::string("\x00"
+                                               "a"
+                                               "\xe0\x00\x00",
+                                               5));
   want.push_back({EventKind::kRecord, "0:12345", w.bytes().substr(start), kString, 1893456000000});
   w.byte(kOpIdle).len(1000).byte(kOpFreq).byte(5);
   w.key(kString, "int").raw("\xc0\x07");
   record(kString, "int");
   // An LZF key: literal runs only ("lzf-key" + "!").
-  w.byte(kString).raw("\xc3").len(10).len(8).raw(std::string("\x06" "lzf-key" "\x00" "!", 10));
+  w.byte(kString).raw("\xc3").len(10).len(8).raw(std::string("\x06"
+                                                             "lzf-key"
+                                                             "\x00"
+                                                             "!",
+                                                             10));
   w.str("v");
   want.push_back({EventKind::kRecord, "0:lzf-key!", std::string("\x01v", 2), kString, -1});
 
@@ -208,11 +219,31 @@ Sample every_type() {
   record(kHashListpackEx, "lpex");
   w.key(kListQuicklist, "ql1").len(2).str("ziplist1").str("ziplist2");
   record(kListQuicklist, "ql1");
-  w.key(kListQuicklist2, "ql2").len(2).len(kQuicklistPacked).str("listpack").len(kQuicklistPlain).str(std::string(9000, 'p'));
+  w.key(kListQuicklist2, "ql2")
+      .len(2)
+      .len(kQuicklistPacked)
+      .str("listpack")
+      .len(kQuicklistPlain)
+      .str(std::string(9000, 'p'));
   record(kListQuicklist2, "ql2");
-  w.key(kHashMetadataPreGa, "hfe-rc").len(2).len(0).str("f").str("v").len(1893456000000).str("g").str("w");
+  w.key(kHashMetadataPreGa, "hfe-rc")
+      .len(2)
+      .len(0)
+      .str("f")
+      .str("v")
+      .len(1893456000000)
+      .str("g")
+      .str("w");
   record(kHashMetadataPreGa, "hfe-rc");
-  w.key(kHashMetadata, "hfe").le(1893456000000, 8).len(2).len(0).str("f").str("v").len(1).str("g").str("w");
+  w.key(kHashMetadata, "hfe")
+      .le(1893456000000, 8)
+      .len(2)
+      .len(0)
+      .str("f")
+      .str("v")
+      .len(1)
+      .str("g")
+      .str("w");
   record(kHashMetadata, "hfe");
 
   // Streams: listpacks, metadata, groups with a PEL and consumers.
@@ -220,9 +251,9 @@ Sample every_type() {
     bool v2 = type != kStreamListpacks, v3 = type == kStreamListpacks3;
     w.len(2);
     for (int i = 0; i < 2; ++i) w.str(std::string(16, 'I')).str("listpack entries");
-    w.len(3).len(1700000000000).len(1);  // length, last ID
+    w.len(3).len(1700000000000).len(1);                        // length, last ID
     if (v2) w.len(1700000000000).len(0).len(0).len(0).len(3);  // first ID, max deleted, added
-    w.len(2);  // groups
+    w.len(2);                                                  // groups
     for (int g = 0; g < 2; ++g) {
       w.str("group" + std::to_string(g)).len(1700000000000).len(0);
       if (v2) w.len(2);
@@ -326,7 +357,8 @@ TEST(RdbParserTest, ValueMatchesDumpPayload) {
 
 std::string error_of(const std::string& rdb, Limits limits = {}) {
   Outcome whole = parse_whole(rdb, limits);
-  Outcome bytewise = parse(rdb, [] { return 1; }, limits);
+  Outcome bytewise = parse(
+      rdb, [] { return 1; }, limits);
   EXPECT_EQ(whole.error, bytewise.error);
   return whole.error;
 }

@@ -124,8 +124,12 @@ std::string value_of(const std::string& p) {
 }
 
 Seen record(uint32_t db, const std::string& key, const std::string& p, int64_t expire = -1) {
-  return {EventKind::kRecord, std::to_string(db) + ":" + key, value_of(p),
-          static_cast<uint8_t>(p[0]), 0, expire};
+  return {EventKind::kRecord,
+          std::to_string(db) + ":" + key,
+          value_of(p),
+          static_cast<uint8_t>(p[0]),
+          0,
+          expire};
 }
 
 // A writer's whole output, taken once at the end.
@@ -156,8 +160,10 @@ TEST(RdbWriter, HeaderCarriesTheVersion) {
 }
 
 TEST(RdbWriter, RoundTripThroughParser) {
-  const std::string lib1 = "#!lua name=lib1\nredis.register_function('f1', function() return 1 end)";
-  const std::string lib2 = "#!lua name=lib2\nredis.register_function('f2', function() return 2 end)";
+  const std::string lib1 =
+      "#!lua name=lib1\nredis.register_function('f1', function() return 1 end)";
+  const std::string lib2 =
+      "#!lua name=lib2\nredis.register_function('f2', function() return 2 end)";
   const std::string s0 = payload(kString, string_value("hello"));
   const std::string s1 = payload(kString, string_value(std::string("\x00\xff\r\n", 4)));
   const std::string set = payload(kSet, set_value({"a", "bb", "ccc"}));
@@ -225,8 +231,8 @@ TEST(RdbWriter, ExpiryIsEightLittleEndianBytesBeforeTheType) {
   std::string entry_n = std::string(1, '\x00') + rdb_string("n") + value_of(p);
   EXPECT_EQ(body, std::string(1, static_cast<char>(kOpExpireTimeMs)) +
                       le64_bytes(0x0102030405060708) + entry_k +
-                      std::string(1, static_cast<char>(kOpExpireTimeMs)) + le64_bytes(0) +
-                      entry_z + entry_n);
+                      std::string(1, static_cast<char>(kOpExpireTimeMs)) + le64_bytes(0) + entry_z +
+                      entry_n);
 }
 
 TEST(RdbWriter, TakeAfterEveryCallEqualsOneTakeAtTheEnd) {

@@ -69,7 +69,8 @@ Outcome parse(std::string_view stream, SizeFn next_size, Limits limits = {}) {
 }
 
 Outcome parse_whole(std::string_view stream, Limits limits = {}) {
-  return parse(stream, [&] { return stream.size(); }, limits);
+  return parse(
+      stream, [&] { return stream.size(); }, limits);
 }
 
 // What a master sends after the RDB: SELECT, writes, a transaction, PINGs,
@@ -214,7 +215,8 @@ TEST(RespParserTest, PipelinedCommandsComeOutInOrder) {
 // The error, which must be the same fed whole and byte by byte.
 std::string error_of(const std::string& stream, Limits limits = {}) {
   Outcome whole = parse_whole(stream, limits);
-  Outcome bytewise = parse(stream, [] { return 1; }, limits);
+  Outcome bytewise = parse(
+      stream, [] { return 1; }, limits);
   EXPECT_EQ(whole.error, bytewise.error) << stream;
   EXPECT_EQ(whole.commands, bytewise.commands) << stream;
   return whole.error;
@@ -269,11 +271,11 @@ TEST(RespParserTest, MalformedBulks) {
       {"*1\r\n:1\r\n", p + "expected a bulk string ('$') at stream byte 4: ':1'"},
       {"*2\r\n$4\r\nPING\r\n*1\r\n$4\r\nPING\r\n",
        p + "expected a bulk string ('$') at stream byte 14: '*1'"},
-      {"*1\r\n$4\r\nPINGxx", 
+      {"*1\r\n$4\r\nPINGxx",
        p + "missing \\r\\n after a bulk string of 4 bytes at stream byte 12: 'xx'"},
-      {"*1\r\n$4\r\nPING\rx", 
+      {"*1\r\n$4\r\nPING\rx",
        p + "missing \\r\\n after a bulk string of 4 bytes at stream byte 12: '\\rx'"},
-      {"*1\r\n$4\r\nPINGS\r\n", 
+      {"*1\r\n$4\r\nPINGS\r\n",
        p + "missing \\r\\n after a bulk string of 4 bytes at stream byte 12: 'S\\r'"},
       {"*1\r\n$0\r\n\n\n",
        p + "missing \\r\\n after a bulk string of 0 bytes at stream byte 8: '\\n\\n'"},
@@ -283,9 +285,8 @@ TEST(RespParserTest, MalformedBulks) {
 
 TEST(RespParserTest, InlineCommandsAreRefused) {
   const std::string p = "RESP command stream: a line that is not a command at stream byte ";
-  const std::string why =
-      " (only '*' multibulk commands belong in a replication stream, "
-      "with empty lines between them)";
+  const std::string why = " (only '*' multibulk commands belong in a replication stream, "
+                          "with empty lines between them)";
   const std::string ping = encode({"PING"});
   EXPECT_EQ(error_of("PING\r\n"), p + "0: 'PING'" + why);
   EXPECT_EQ(error_of("PING\n"), p + "0: 'PING\\n'" + why);

@@ -48,8 +48,9 @@ TEST(TableBuilder, RoundTripsInlineAndHeapRecordsAcrossDbs) {
   in.reserve(504);
   for (int i = 0; i < 500; ++i)  // DB 0 then DB 5, as an RDB or a scan hands them over
     in.push_back({static_cast<uint32_t>(i < 330 ? 0 : 5), "key:" + std::to_string(i),
-                  test::fake_payload(100, static_cast<char>('a' + i % 26)), i % 7 == 0 ? 1700000000000 + i : -1});
-  in.push_back({5, std::string("\0\r\n", 3), test::fake_payload(1, 'x'), -1});  // binary key
+                  test::fake_payload(100, static_cast<char>('a' + i % 26)),
+                  i % 7 == 0 ? 1700000000000 + i : -1});
+  in.push_back({5, std::string("\0\r\n", 3), test::fake_payload(1, 'x'), -1});   // binary key
   in.push_back({5, "", test::fake_payload(1, 'e'), -1});                         // empty key
   in.push_back({15, "big", test::fake_payload(9u << 20, 'B'), -1});              // heap
   in.push_back({15, "medium", test::fake_payload(100000, 'M'), 1800000000000});  // heap
@@ -88,7 +89,8 @@ TEST(TableBuilder, RecordsAfterTheSampleAndGrowingRegions) {
   for (int i = 0; i < 30000; ++i) {
     uint32_t db = i < 10000 ? 0 : i < 20000 ? 3 : 9;
     size_t size = i % 97 == 0 ? 20000 : 200 + i % 700;  // some go to the heap
-    in.push_back({db, "k" + std::to_string(i), test::fake_payload(size, static_cast<char>('a' + i % 26)),
+    in.push_back({db, "k" + std::to_string(i),
+                  test::fake_payload(size, static_cast<char>('a' + i % 26)),
                   i % 5 == 0 ? 1700000000000 + i : -1});
   }
   TableBuilder b;

@@ -102,31 +102,43 @@ TEST(TableHeader, RejectsEveryInconsistency) {
   Header h = sample_header();
   const std::vector<Corruption> cases = {
       {"magic", [](auto& b) { b[0] = std::byte{'X'}; }, true, "magic"},
-      {"version", [](auto& b) { wire::store_u16(&b[hdr::kLayoutVersion], 9); }, true, "layout version 9"},
-      {"version 1", [](auto& b) { wire::store_u16(&b[hdr::kLayoutVersion], 1); }, true, "layout version 1"},
-      {"header size", [](auto& b) { wire::store_u16(&b[hdr::kHeaderSize], 128); }, true, "header size"},
+      {"version", [](auto& b) { wire::store_u16(&b[hdr::kLayoutVersion], 9); }, true,
+       "layout version 9"},
+      {"version 1", [](auto& b) { wire::store_u16(&b[hdr::kLayoutVersion], 1); }, true,
+       "layout version 1"},
+      {"header size", [](auto& b) { wire::store_u16(&b[hdr::kHeaderSize], 128); }, true,
+       "header size"},
       {"checksum", [](auto& b) { b[hdr::kEpoch] ^= std::byte{1}; }, false, "checksum"},
       {"building", [](auto& b) { wire::store_u32(&b[hdr::kState], 1); }, true, "still being built"},
       {"state", [](auto& b) { wire::store_u32(&b[hdr::kState], 7); }, true, "unknown state"},
       {"source", [](auto& b) { wire::store_u32(&b[hdr::kSourceKind], 9); }, true, "source kind"},
       {"reserved", [](auto& b) { b[hdr::kReserved + 3] = std::byte{1}; }, true, "reserved"},
       {"reserved end", [](auto& b) { b[hdr::kHeaderCrc - 1] = std::byte{1}; }, true, "reserved"},
-      {"scripts offset alone", [](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], 8192); }, true, "no scripts region"},
-      {"scripts crc alone", [](auto& b) { wire::store_u32(&b[hdr::kScriptsCrc], 1); }, true, "no scripts region"},
+      {"scripts offset alone", [](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], 8192); },
+       true, "no scripts region"},
+      {"scripts crc alone", [](auto& b) { wire::store_u32(&b[hdr::kScriptsCrc], 1); }, true,
+       "no scripts region"},
       {"version text", [](auto& b) { b[hdr::kRedisVersion] = std::byte{0x01}; }, true, "printable"},
-      {"slot header", [](auto& b) { wire::store_u32(&b[hdr::kSlotHeaderSize], 40); }, true, "slot header size"},
-      {"too long", [](auto& b) { wire::store_u64(&b[hdr::kTotalSize], 1ull << 40); }, true, "published region"},
+      {"slot header", [](auto& b) { wire::store_u32(&b[hdr::kSlotHeaderSize], 40); }, true,
+       "slot header size"},
+      {"too long", [](auto& b) { wire::store_u64(&b[hdr::kTotalSize], 1ull << 40); }, true,
+       "published region"},
       {"slot size", [](auto& b) { wire::store_u32(&b[hdr::kSlotSize], 100); }, true, "slot size"},
       {"slot count", [](auto& b) { wire::store_u64(&b[hdr::kSlotCount], 4); }, true, "slot count"},
       {"db count", [](auto& b) { wire::store_u32(&b[hdr::kDbCount], 0); }, true, "DB count"},
-      {"dbdir size", [](auto& b) { wire::store_u64(&b[hdr::kDbdirSize], 96); }, true, "directory size"},
-      {"slots size", [](auto& b) { wire::store_u64(&b[hdr::kSlotsSize], 999); }, true, "slot region"},
+      {"dbdir size", [](auto& b) { wire::store_u64(&b[hdr::kDbdirSize], 96); }, true,
+       "directory size"},
+      {"slots size", [](auto& b) { wire::store_u64(&b[hdr::kSlotsSize], 999); }, true,
+       "slot region"},
       {"overlap", [](auto& b) { wire::store_u64(&b[hdr::kHeapOffset], 4096); }, true, "regions"},
-      {"heap past end", [](auto& b) { wire::store_u64(&b[hdr::kHeapSize], ~0ull - 10); }, true, "regions"},
-      {"huge slots", [](auto& b) {
+      {"heap past end", [](auto& b) { wire::store_u64(&b[hdr::kHeapSize], ~0ull - 10); }, true,
+       "regions"},
+      {"huge slots",
+       [](auto& b) {
          wire::store_u64(&b[hdr::kSlotCount], 1ull << 62);
          wire::store_u64(&b[hdr::kRecordCount], 1ull << 62);
-       }, true, "slot region"},
+       },
+       true, "slot region"},
   };
   for (const Corruption& c : cases) {
     std::vector<std::byte> b = encode(h);
@@ -145,17 +157,26 @@ TEST(TableHeader, RejectsABadScriptsRegion) {
   const Header h = sample_header(40);
   const uint64_t at = h.scripts_offset;
   const std::vector<Corruption> cases = {
-      {"misaligned", [=](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], at + 8); }, true, "page aligned"},
-      {"odd size", [](auto& b) { wire::store_u64(&b[hdr::kScriptsSize], 41); }, true, "multiple of 8"},
-      {"over the limit", [](auto& b) { wire::store_u64(&b[hdr::kScriptsSize], kMaxScriptsSize + 8); }, true, "limit"},
-      {"past the end", [](auto& b) { wire::store_u64(&b[hdr::kScriptsSize], 8192); }, true, "regions"},
-      {"offset past the end", [=](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], at + kRegionAlign); }, true, "regions"},
-      {"overflowing offset", [](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], ~0ull - 4095); }, true, "regions"},
-      {"inside the heap", [](auto& b) { wire::store_u64(&b[hdr::kHeapSize], 8192); }, true, "regions"},
-      {"before the heap", [=](auto& b) {
-         wire::store_u64(&b[hdr::kScriptsOffset], at - kRegionAlign);
-       }, true, "regions"},
-      {"zero offset", [](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], 0); }, true, "regions"},
+      {"misaligned", [=](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], at + 8); }, true,
+       "page aligned"},
+      {"odd size", [](auto& b) { wire::store_u64(&b[hdr::kScriptsSize], 41); }, true,
+       "multiple of 8"},
+      {"over the limit",
+       [](auto& b) { wire::store_u64(&b[hdr::kScriptsSize], kMaxScriptsSize + 8); }, true, "limit"},
+      {"past the end", [](auto& b) { wire::store_u64(&b[hdr::kScriptsSize], 8192); }, true,
+       "regions"},
+      {"offset past the end",
+       [=](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], at + kRegionAlign); }, true,
+       "regions"},
+      {"overflowing offset",
+       [](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], ~0ull - 4095); }, true, "regions"},
+      {"inside the heap", [](auto& b) { wire::store_u64(&b[hdr::kHeapSize], 8192); }, true,
+       "regions"},
+      {"before the heap",
+       [=](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], at - kRegionAlign); }, true,
+       "regions"},
+      {"zero offset", [](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], 0); }, true,
+       "regions"},
   };
   ASSERT_TRUE(decode_header(encode(h), h.total_size).ok());
   for (const Corruption& c : cases) {
@@ -174,7 +195,8 @@ TEST(DbDirectory, RoundTripsAndRejectsInconsistency) {
   auto make = [&](std::vector<DbEntry> dbs) {
     std::vector<std::byte> b(dbs.size() * kDbEntrySize);
     for (size_t i = 0; i < dbs.size(); ++i)
-      encode_db_entry(dbs[i], std::span<std::byte, kDbEntrySize>(b.data() + i * kDbEntrySize, kDbEntrySize));
+      encode_db_entry(dbs[i], std::span<std::byte, kDbEntrySize>(b.data() + i * kDbEntrySize,
+                                                                 kDbEntrySize));
     h.db_count = static_cast<uint32_t>(dbs.size());
     h.dbdir_size = b.size();
     h.dbdir_crc32c = crc32c(0, b.data(), b.size());
@@ -186,12 +208,12 @@ TEST(DbDirectory, RoundTripsAndRejectsInconsistency) {
   EXPECT_EQ((*d)[1].db, 5u);
   EXPECT_EQ((*d)[1].first_slot, 2u);
 
-  EXPECT_FALSE(decode_db_directory(h, make({{5, 0, 2, 0}, {5, 2, 1, 0}})).ok());   // not increasing
-  EXPECT_FALSE(decode_db_directory(h, make({{0, 0, 2, 0}, {1, 3, 1, 0}})).ok());   // gap
-  EXPECT_FALSE(decode_db_directory(h, make({{0, 0, 2, 3}, {1, 2, 1, 0}})).ok());   // expires > keys
-  EXPECT_FALSE(decode_db_directory(h, make({{0, 0, 2, 0}, {1, 2, 0, 0}})).ok());   // empty DB
-  EXPECT_FALSE(decode_db_directory(h, make({{0, 0, 1, 0}, {1, 1, 1, 0}})).ok());   // sums to 2 != 3
-  EXPECT_FALSE(decode_db_directory(h, make({{0, 0, 2, 0}, {1, 2, 5, 0}})).ok());   // past the end
+  EXPECT_FALSE(decode_db_directory(h, make({{5, 0, 2, 0}, {5, 2, 1, 0}})).ok());  // not increasing
+  EXPECT_FALSE(decode_db_directory(h, make({{0, 0, 2, 0}, {1, 3, 1, 0}})).ok());  // gap
+  EXPECT_FALSE(decode_db_directory(h, make({{0, 0, 2, 3}, {1, 2, 1, 0}})).ok());  // expires > keys
+  EXPECT_FALSE(decode_db_directory(h, make({{0, 0, 2, 0}, {1, 2, 0, 0}})).ok());  // empty DB
+  EXPECT_FALSE(decode_db_directory(h, make({{0, 0, 1, 0}, {1, 1, 1, 0}})).ok());  // sums to 2 != 3
+  EXPECT_FALSE(decode_db_directory(h, make({{0, 0, 2, 0}, {1, 2, 5, 0}})).ok());  // past the end
   auto bad_crc = make({{0, 0, 2, 1}, {5, 2, 1, 0}});
   bad_crc[0] ^= std::byte{1};
   EXPECT_FALSE(decode_db_directory(h, bad_crc).ok());
@@ -201,7 +223,11 @@ class SlotTest : public ::testing::Test {
  protected:
   Header h = sample_header();
   std::string key = std::string("k\0\r\n", 4);
-  std::string payload = std::string("\x00\x03" "bar" "\x0a\x00" "ABCDEFGH", 15);
+  std::string payload = std::string("\x00\x03"
+                                    "bar"
+                                    "\x0a\x00"
+                                    "ABCDEFGH",
+                                    15);
   RecordIn rec{3, key, payload, 1234567};
 
   std::vector<std::byte> inline_slot() {
@@ -253,27 +279,37 @@ TEST_F(SlotTest, RejectsEveryInconsistency) {
     const char* expect;
   };
   const std::vector<Case> cases = {
-      {"flipped byte", [](auto& s) { s[kSlotHeaderSize + 1] ^= std::byte{4}; }, false, 3, "checksum"},
+      {"flipped byte", [](auto& s) { s[kSlotHeaderSize + 1] ^= std::byte{4}; }, false, 3,
+       "checksum"},
       {"kind", [](auto& s) { s[slot::kKind] = std::byte{9}; }, true, 3, "kind"},
       {"reserved", [](auto& s) { s[slot::kReserved] = std::byte{1}; }, true, 3, "reserved"},
       {"wrong db", [](auto&) {}, false, 4, "directory"},
-      {"key too long", [](auto& s) { wire::store_u32(&s[slot::kKeyLen], 600u << 20); }, true, 3, "512 MiB"},
-      {"short payload", [](auto& s) { wire::store_u64(&s[slot::kPayloadLen], 3); }, true, 3, "shorter"},
+      {"key too long", [](auto& s) { wire::store_u32(&s[slot::kKeyLen], 600u << 20); }, true, 3,
+       "512 MiB"},
+      {"short payload", [](auto& s) { wire::store_u64(&s[slot::kPayloadLen], 3); }, true, 3,
+       "shorter"},
       {"overrun", [](auto& s) { wire::store_u64(&s[slot::kPayloadLen], 100); }, true, 3, "overrun"},
       {"expiry", [](auto& s) { wire::store_i64(&s[slot::kExpireAt], -5); }, true, 3, "expiry"},
-      {"inline heap ref", [](auto& s) { wire::store_u64(&s[slot::kHeapRef], 8); }, true, 3, "heap reference"},
-      {"heap outside", [](auto& s) {
+      {"inline heap ref", [](auto& s) { wire::store_u64(&s[slot::kHeapRef], 8); }, true, 3,
+       "heap reference"},
+      {"heap outside",
+       [](auto& s) {
          s[slot::kKind] = std::byte{2};
          wire::store_u64(&s[slot::kHeapRef], 64);
-       }, true, 3, "outside the heap"},
-      {"heap misaligned", [](auto& s) {
+       },
+       true, 3, "outside the heap"},
+      {"heap misaligned",
+       [](auto& s) {
          s[slot::kKind] = std::byte{2};
          wire::store_u64(&s[slot::kHeapRef], 3);
-       }, true, 3, "outside the heap"},
-      {"heap overflow", [](auto& s) {
+       },
+       true, 3, "outside the heap"},
+      {"heap overflow",
+       [](auto& s) {
          s[slot::kKind] = std::byte{2};
          wire::store_u64(&s[slot::kPayloadLen], ~0ull);
-       }, true, 3, "outside the heap"},
+       },
+       true, 3, "outside the heap"},
   };
   for (const Case& c : cases) {
     auto s = inline_slot();
@@ -319,9 +355,7 @@ class ScriptsTest : public ::testing::Test {
     for (char c : data) out.push_back(static_cast<std::byte>(c));
     out.insert(out.end(), pad, pad_byte);
   }
-  Result<Scripts> decode(const std::vector<std::byte>& region) {
-    return decode_scripts(h, region);
-  }
+  Result<Scripts> decode(const std::vector<std::byte>& region) { return decode_scripts(h, region); }
 };
 
 TEST_F(ScriptsTest, RoundTripsFunctionsAndLuaScripts) {
@@ -373,32 +407,47 @@ TEST_F(ScriptsTest, RejectsEveryInconsistency) {
   };
   const std::string fn = kFunctionPayload;  // 20 bytes: 4 of padding
   const std::vector<Case> cases = {
-      {"truncated entry header", [&](auto& b) {
+      {"truncated entry header",
+       [&](auto& b) {
          entry(b, 2, 1, 8, "return 1", 0);
          b.resize(b.size() + 8);
-       }, "entry at offset 24: truncated"},
-      {"length past the end", [&](auto& b) { entry(b, 2, 1, 100, "return 1", 0); }, "runs past the end"},
+       },
+       "entry at offset 24: truncated"},
+      {"length past the end", [&](auto& b) { entry(b, 2, 1, 100, "return 1", 0); },
+       "runs past the end"},
       {"huge length", [&](auto& b) { entry(b, 2, 1, ~0ull, "return 1", 0); }, "runs past the end"},
-      {"length into the padding", [&](auto& b) { entry(b, 2, 1, 12, "return 1", 0); }, "runs past the end"},
-      {"padding past the end", [&](auto& b) { entry(b, 2, 1, 5, "retur", 0); }, "runs past the end"},
-      {"unknown kind", [&](auto& b) {
+      {"length into the padding", [&](auto& b) { entry(b, 2, 1, 12, "return 1", 0); },
+       "runs past the end"},
+      {"padding past the end", [&](auto& b) { entry(b, 2, 1, 5, "retur", 0); },
+       "runs past the end"},
+      {"unknown kind",
+       [&](auto& b) {
          entry(b, 2, 1, 8, "return 1", 0);
          entry(b, 7, 1, 8, "return 1", 0);
-       }, "entry at offset 24: unknown kind 7"},
-      {"kind zero", [&](auto& b) { entry(b, 0, 1, 8, "return 1", 0); }, "entry at offset 0: unknown kind 0"},
-      {"two function entries", [&](auto& b) {
+       },
+       "entry at offset 24: unknown kind 7"},
+      {"kind zero", [&](auto& b) { entry(b, 0, 1, 8, "return 1", 0); },
+       "entry at offset 0: unknown kind 0"},
+      {"two function entries",
+       [&](auto& b) {
          entry(b, 1, 1, fn.size(), fn, 4);
          entry(b, 1, 1, fn.size(), fn, 4);
-       }, "entry at offset 40: a second function entry"},
+       },
+       "entry at offset 40: a second function entry"},
       {"no libraries", [&](auto& b) { entry(b, 1, 0, fn.size(), fn, 4); }, "library count 0"},
-      {"more libraries than bytes", [&](auto& b) { entry(b, 1, 21, fn.size(), fn, 4); }, "library count 21"},
-      {"short function payload", [&](auto& b) { entry(b, 1, 1, 8, "12345678", 0); }, "shorter than any"},
+      {"more libraries than bytes", [&](auto& b) { entry(b, 1, 21, fn.size(), fn, 4); },
+       "library count 21"},
+      {"short function payload", [&](auto& b) { entry(b, 1, 1, 8, "12345678", 0); },
+       "shorter than any"},
       {"lua count", [&](auto& b) { entry(b, 2, 2, 8, "return 1", 0); }, "count 2"},
-      {"reserved", [&](auto& b) {
+      {"reserved",
+       [&](auto& b) {
          entry(b, 2, 1, 8, "return 1", 0);
          b[script::kReserved + 2] = std::byte{1};
-       }, "reserved"},
-      {"padding", [&](auto& b) { entry(b, 2, 1, 5, "retur", 3, std::byte{'n'}); }, "padding is not zero"},
+       },
+       "reserved"},
+      {"padding", [&](auto& b) { entry(b, 2, 1, 5, "retur", 3, std::byte{'n'}); },
+       "padding is not zero"},
   };
   for (const Case& c : cases) {
     std::vector<std::byte> b;
@@ -420,7 +469,8 @@ TEST_F(ScriptsTest, RejectsEveryInconsistency) {
   flipped[kScriptEntryHeaderSize + 3] ^= std::byte{1};  // not resealed
   auto d = decode(flipped);
   ASSERT_FALSE(d.ok());
-  EXPECT_NE(d.status().message().find("checksum mismatch"), std::string::npos) << d.status().message();
+  EXPECT_NE(d.status().message().find("checksum mismatch"), std::string::npos)
+      << d.status().message();
   // The header and the bytes read must agree on the size.
   EXPECT_FALSE(decode_scripts(h, std::span(good).first(good.size() - 8)).ok());
   EXPECT_FALSE(decode_scripts(h, {}).ok());

@@ -10,8 +10,8 @@ using control::MsgType;
 
 namespace {
 // Largest frame body a server may send us: a READ_DATA or an ERROR.
-constexpr uint32_t kMaxServerBody =
-    std::max<uint32_t>(control::kMaxReadLength, control::kErrorFixedSize + control::kMaxErrorText);
+constexpr uint32_t kMaxServerBody = std::max<uint32_t>(
+    control::kMaxReadLength, control::kErrorFixedSize + control::kMaxErrorText);
 }  // namespace
 
 TcpTableReader::TcpTableReader(Endpoint server, std::chrono::milliseconds io_timeout,
@@ -24,7 +24,8 @@ Status TcpTableReader::connect(Clock::time_point deadline) {
   pending_.clear();  // reads of a previous connection are lost with it
   return connect_with_backoff(deadline, [&](bool& retry) -> Status {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    auto attempt = std::clamp(left, std::chrono::milliseconds(100), std::chrono::milliseconds(2000));
+    auto attempt = std::clamp(left, std::chrono::milliseconds(100),
+                              std::chrono::milliseconds(2000));
     auto fd = tcp_connect(server_, attempt);
     if (!fd.ok()) {
       retry = true;
@@ -34,9 +35,9 @@ Status TcpTableReader::connect(Clock::time_point deadline) {
     }
     fd_ = std::move(*fd);
     // A peer that accepts but never answers must not outlast --connect-timeout.
-    auto budget = std::max(
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
-        std::chrono::milliseconds(1000));
+    auto budget = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                                 Clock::now()),
+                           std::chrono::milliseconds(1000));
     return handshake(std::min(budget, io_timeout_))
         .wrap("handshake with rdma-server at " + server_.to_string());
   });
@@ -102,8 +103,8 @@ Status TcpTableReader::read_expected(MsgType want, std::span<std::byte> body,
 }
 
 Status TcpTableReader::post_reads(std::span<const TableRead> batch) {
-  RRS_RETURN_IF_ERROR(session_.check_batch(batch, pending_.size(), max_read_length(),
-                                           max_in_flight()));
+  RRS_RETURN_IF_ERROR(
+      session_.check_batch(batch, pending_.size(), max_read_length(), max_in_flight()));
   const control::Descriptor& d = session_.descriptor();
   for (const TableRead& r : batch) {
     uint32_t rid = next_request_id_++;

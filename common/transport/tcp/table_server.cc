@@ -127,10 +127,8 @@ class TcpTableServer::Client {
         if (!d.ok()) return reject(id, d.refusal());
         return send_frame([&](std::string& o) { control::append_descriptor(o, id, *d); });
       }
-      case MsgType::kRead:
-        return handle_read(id, body);
-      default:
-        return reject(id, session_.not_a_request(h.type));
+      case MsgType::kRead: return handle_read(id, body);
+      default: return reject(id, session_.not_a_request(h.type));
     }
   }
 
@@ -186,8 +184,7 @@ class TcpTableServer::Client {
   bool closing_ = false;
 };
 
-Result<std::unique_ptr<TcpTableServer>> TcpTableServer::listen(event_base* base,
-                                                               const Endpoint& at,
+Result<std::unique_ptr<TcpTableServer>> TcpTableServer::listen(event_base* base, const Endpoint& at,
                                                                const TcpServerLimits& limits) {
   std::unique_ptr<TcpTableServer> s(new TcpTableServer(base, limits));
   addrinfo hints{};
@@ -205,7 +202,8 @@ Result<std::unique_ptr<TcpTableServer>> TcpTableServer::listen(event_base* base,
   int err = errno;
   freeaddrinfo(res);
   if (l == nullptr)
-    return Status::from_errno(step, err).wrap(err == EADDRINUSE ? "is another rdma-server running? pick --port" : "start server");
+    return Status::from_errno(step, err).wrap(
+        err == EADDRINUSE ? "is another rdma-server running? pick --port" : "start server");
   s->listener_.reset(l);
   sockaddr_storage bound{};
   socklen_t len = sizeof bound;
@@ -226,8 +224,8 @@ void TcpTableServer::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* ad
   auto* self = static_cast<TcpTableServer*>(arg);
   enable_tcp_keepalive(fd);  // a client whose host dies goes away on its own
   disable_nagle(fd);         // a follower's small header READs are answered at once
-  bufferevent* bev =
-      bufferevent_socket_new(self->base_, fd, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+  bufferevent* bev = bufferevent_socket_new(self->base_, fd,
+                                            BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
   if (bev == nullptr) {
     evutil_closesocket(fd);
     return;
@@ -251,6 +249,5 @@ Status TcpTableServer::publish(TablePtr table) {
   table_ = std::move(table);
   return {};
 }
-
 
 }  // namespace rrs

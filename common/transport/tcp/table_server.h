@@ -53,7 +53,8 @@ class TcpTableServer final : public TableServer {
   TcpServerLimits limits_;
   ServerTerms terms_;  // what every client's ServerSession offers
   Endpoint bound_;
-  std::unique_ptr<evconnlistener, void (*)(evconnlistener*)> listener_{nullptr, evconnlistener_free};
+  std::unique_ptr<evconnlistener, void (*)(evconnlistener*)> listener_{nullptr,
+                                                                       evconnlistener_free};
   TablePtr table_;
   std::unordered_set<Client*> clients_;
 };

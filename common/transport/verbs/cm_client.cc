@@ -14,7 +14,8 @@ namespace {
 
 std::span<const std::byte> private_data(const rdma_cm_event& ev) {
   if (!ev.param.conn.private_data) return {};
-  return {static_cast<const std::byte*>(ev.param.conn.private_data), ev.param.conn.private_data_len};
+  return {static_cast<const std::byte*>(ev.param.conn.private_data),
+          ev.param.conn.private_data_len};
 }
 
 // Each CM step gets at least its own resolve timeout, even past the deadline.
@@ -37,17 +38,10 @@ Status unexpected_event(rdma_cm_event_type want, const rdma_cm_event& ev, bool& 
       why += ": nothing is listening for RDMA connections on that port";
       break;
     case RDMA_CM_EVENT_UNREACHABLE:
-    case RDMA_CM_EVENT_CONNECT_ERROR:
-      retry = true;
-      break;
-    case RDMA_CM_EVENT_ADDR_ERROR:
-      why += ": no RDMA device can reach that address";
-      break;
-    case RDMA_CM_EVENT_ROUTE_ERROR:
-      why += ": no route to that address over RDMA";
-      break;
-    default:
-      break;
+    case RDMA_CM_EVENT_CONNECT_ERROR: retry = true; break;
+    case RDMA_CM_EVENT_ADDR_ERROR: why += ": no RDMA device can reach that address"; break;
+    case RDMA_CM_EVENT_ROUTE_ERROR: why += ": no route to that address over RDMA"; break;
+    default: break;
   }
   return Status::error(std::string("wait for ") + rdma_event_str(want), why)
       .as(ErrorKind::kUnavailable);
@@ -100,8 +94,7 @@ Status CmClient::resolve(const Endpoint& server, Clock::time_point deadline, boo
   return {};
 }
 
-Result<CmEvent> CmClient::connect(rdma_conn_param& param, Clock::time_point deadline,
-                                  bool& retry) {
+Result<CmEvent> CmClient::connect(rdma_conn_param& param, Clock::time_point deadline, bool& retry) {
   if (rdma_connect(id_.get(), &param) != 0)
     return Status::from_errno("rdma_connect").as(ErrorKind::kUnavailable);
   return wait_event(RDMA_CM_EVENT_ESTABLISHED, deadline, retry);

@@ -71,7 +71,8 @@ Result<std::string> rdma_can_reach(const std::string& host, uint16_t port) {
   verbs::EventChannel channel(rdma_create_event_channel());
   if (!channel) return no("rdma_create_event_channel failed: " + std::string(std::strerror(errno)));
   rdma_cm_id* raw = nullptr;
-  if (rdma_create_id(channel.get(), &raw, nullptr, RDMA_PS_TCP) != 0) return no("rdma_create_id failed: " + std::string(std::strerror(errno)));
+  if (rdma_create_id(channel.get(), &raw, nullptr, RDMA_PS_TCP) != 0)
+    return no("rdma_create_id failed: " + std::string(std::strerror(errno)));
   verbs::CmId id(raw);
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
@@ -88,7 +89,8 @@ Result<std::string> rdma_can_reach(const std::string& host, uint16_t port) {
     return ev->event == want;
   };
   if (rc != 0 || !next(RDMA_CM_EVENT_ADDR_RESOLVED)) return no("no RDMA device reaches " + host);
-  if (rdma_resolve_route(raw, 1000) != 0 || !next(RDMA_CM_EVENT_ROUTE_RESOLVED)) return no("no RDMA route to " + host);
+  if (rdma_resolve_route(raw, 1000) != 0 || !next(RDMA_CM_EVENT_ROUTE_RESOLVED))
+    return no("no RDMA route to " + host);
   return "RDMA device " + std::string(ibv_get_device_name(raw->verbs->device)) + " reaches " + host;
 }
 

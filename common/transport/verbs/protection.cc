@@ -24,15 +24,14 @@ struct EpochMrs {
 
 Result<EpochMrs> register_epoch(ibv_pd* pd, const Table& t, int access, const std::string& where) {
   EpochMrs mrs;
-  mrs.table.reset(
-      ibv_reg_mr(pd, const_cast<std::byte*>(t.bytes.data()), t.bytes.size(), access));
+  mrs.table.reset(ibv_reg_mr(pd, const_cast<std::byte*>(t.bytes.data()), t.bytes.size(), access));
   if (!mrs.table)
     return Status::from_errno("register the " + std::to_string(t.bytes.size() >> 20) +
                               " MiB table " + where);
   if (const ChangeLogPtr& log = t.log) {
     // The sidecar writes the log with the CPU; peers may only read it.
-    mrs.log.reset(ibv_reg_mr(pd, const_cast<std::byte*>(log->memory().data()),
-                             log->memory().size(), access));
+    mrs.log.reset(
+        ibv_reg_mr(pd, const_cast<std::byte*>(log->memory().data()), log->memory().size(), access));
     if (!mrs.log)
       return Status::from_errno("register the " + std::to_string(log->memory().size() >> 20) +
                                 " MiB change log " + where);
@@ -111,7 +110,7 @@ Status grant_access(const Registration& r, ibv_qp* qp, ibv_pd* own_pd, std::opti
   grant.emplace();
   grant->table = r.table;
   return r.protection == Protection::kWindowPerClient ? bind_windows(r, qp, *grant, d, posted)
-                                                       : register_for_client(r, own_pd, *grant, d);
+                                                      : register_for_client(r, own_pd, *grant, d);
 }
 
 Protection EpochRegistry::protection_for(ibv_context* device) {
@@ -160,8 +159,8 @@ Result<const Registration*> EpochRegistry::registration_for(ibv_context* device,
   if (r.protection != Protection::kPdPerClient) {
     auto pd = pd_for(device);
     if (!pd.ok()) return pd.status();
-    const int access =
-        r.protection == Protection::kWindowPerClient ? IBV_ACCESS_MW_BIND : IBV_ACCESS_REMOTE_READ;
+    const int access = r.protection == Protection::kWindowPerClient ? IBV_ACCESS_MW_BIND
+                                                                    : IBV_ACCESS_REMOTE_READ;
     auto mrs = register_epoch(*pd, *table, access,
                               std::string("with ") + ibv_get_device_name(device->device));
     if (!mrs.ok()) return mrs.status();

@@ -95,10 +95,9 @@ class EpochRegistry {
   // Drops each retired registration that no client uses (`in_use`) or whose
   // `grace` is over, calling `release` first (its clients' grants go before
   // the MRs they are bound to). Returns when the next grace ends, if any.
-  std::optional<Clock::time_point> prune(
-      Clock::time_point now, std::chrono::seconds grace,
-      const std::function<bool(const Registration&)>& in_use,
-      const std::function<void(const Registration&)>& release);
+  std::optional<Clock::time_point> prune(Clock::time_point now, std::chrono::seconds grace,
+                                         const std::function<bool(const Registration&)>& in_use,
+                                         const std::function<void(const Registration&)>& release);
   // The device went away: forget everything (registrations before PDs).
   void clear();
 

@@ -14,7 +14,8 @@ Status ReadQueue::post(ibv_qp* qp, std::span<const TableRead> batch, const Remot
     const bool log = r.region == control::Region::kChangeLog;
     uint32_t lkey = lkey_for(owner, r.dst.data(), r.dst.size());
     if (lkey == 0) return Status::error("post RDMA READ", "destination is not a registered buffer");
-    sges_[i] = {reinterpret_cast<uint64_t>(r.dst.data()), static_cast<uint32_t>(r.dst.size()), lkey};
+    sges_[i] = {reinterpret_cast<uint64_t>(r.dst.data()), static_cast<uint32_t>(r.dst.size()),
+                lkey};
     const bool signal = ++posted_since_signal_ >= kSignalEvery || i + 1 == batch.size();
     if (signal) posted_since_signal_ = 0;
     ibv_send_wr& wr = wrs_[i];

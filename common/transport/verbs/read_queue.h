@@ -29,8 +29,8 @@ class ReadQueue {
   using LkeyFor = uint32_t (*)(const void* owner, const std::byte* p, size_t len);
 
   // Posts `batch` (already checked by ClientSession::check_batch) as one chain.
-  Status post(ibv_qp* qp, std::span<const TableRead> batch, const Remote& remote,
-              const void* owner, LkeyFor lkey_for);
+  Status post(ibv_qp* qp, std::span<const TableRead> batch, const Remote& remote, const void* owner,
+              LkeyFor lkey_for);
   // Notes a control SEND (signaled) posted on the same send queue, so the
   // in-order retirement counts it; false when the queue is full.
   bool note_send(uint64_t wr_id);

@@ -76,20 +76,20 @@ Status VerbsTableReader::attempt(Clock::time_point deadline, bool& retry) {
   cp.private_data = connect_data.data();
   cp.private_data_len = static_cast<uint8_t>(connect_data.size());
   // We issue READs: ask for as many outstanding as the device allows.
-  cp.initiator_depth =
-      static_cast<uint8_t>(std::min<int>(dev.max_qp_init_rd_atom, verbs::kInitiatorDepthCap));
+  cp.initiator_depth = static_cast<uint8_t>(
+      std::min<int>(dev.max_qp_init_rd_atom, verbs::kInitiatorDepthCap));
   cp.responder_resources = 0;
   cp.retry_count = verbs::kRetryCount;
   cp.rnr_retry_count = verbs::kRnrRetryCount;
   auto ev = cm_.connect(cp, deadline, retry);
   if (!ev.ok()) return ev.status();
   const auto& conn = (*ev)->param.conn;
-  auto proof = session_.on_accept(
-      {static_cast<const std::byte*>(conn.private_data), conn.private_data ? conn.private_data_len : 0u});
+  auto proof = session_.on_accept({static_cast<const std::byte*>(conn.private_data),
+                                   conn.private_data ? conn.private_data_len : 0u});
   if (!proof.ok()) return proof.status();
   if (*proof) {
-    const auto left = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   deadline - Clock::now()),
+    const auto left = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                                     Clock::now()),
                                std::chrono::milliseconds(verbs::kResolveTimeoutMs));
     RRS_RETURN_IF_ERROR(authenticate(**proof, Clock::now() + std::max(left, io_timeout_)));
   }

@@ -1,10 +1,10 @@
 // TableReader over RDMA: rdmacm connects (HELLO in the private data; the
 // accept's carries HELLO_OK, and the descriptor unless the server wants AUTH,
-// which is then one SEND each way on the new connection), then every read is a one-sided RDMA READ from
-// the server's registered table into a locally registered buffer. Reads are
-// posted as chains with selective signaling: only every kSignalEvery-th WR
-// and the last of each batch ask for a completion, and since an RC QP
-// completes in order, one completion retires every WR posted before it.
+// which is then one SEND each way on the new connection), then every read is a one-sided RDMA READ
+// from the server's registered table into a locally registered buffer. Reads are posted as chains
+// with selective signaling: only every kSignalEvery-th WR and the last of each batch ask for a
+// completion, and since an RC QP completes in order, one completion retires every WR posted before
+// it.
 //
 // Single-threaded, no event loop: poll() sleeps on the completion channel's
 // and the CM channel's fds (no busy-waiting; verbs/completion_wait.h). The
@@ -92,10 +92,10 @@ class VerbsTableReader final : public TableReader {
   std::vector<uint64_t> reaped_early_;  // READs found done by keepalive()
 
   std::chrono::milliseconds keepalive_interval_{0};  // 0: the server wants none
-  uint64_t keepalive_seq_ = 0;       // last sent
-  uint64_t keepalive_acked_ = 0;     // last answered
+  uint64_t keepalive_seq_ = 0;                       // last sent
+  uint64_t keepalive_acked_ = 0;                     // last answered
   Clock::time_point keepalive_sent_at_{};
-  Clock::time_point heard_at_{};     // connect or last answer
+  Clock::time_point heard_at_{};  // connect or last answer
   bool broken_ = false;
   std::vector<std::span<std::byte>> registered_spans_;  // re-registered after a reconnect
 

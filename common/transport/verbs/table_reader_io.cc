@@ -37,7 +37,8 @@ uint32_t VerbsTableReader::lkey_for(const void* self, const std::byte* p, size_t
 }
 
 Status VerbsTableReader::post_reads(std::span<const TableRead> batch) {
-  if (broken_) return Status::error("post RDMA READ", "connection is broken").as(ErrorKind::kUnavailable);
+  if (broken_)
+    return Status::error("post RDMA READ", "connection is broken").as(ErrorKind::kUnavailable);
   RRS_RETURN_IF_ERROR(
       session_.check_batch(batch, queue_.reads_outstanding(), max_read_len_, max_in_flight_));
   const control::Descriptor& d = session_.descriptor();
@@ -62,7 +63,8 @@ Status VerbsTableReader::fail(std::string why) {
 Status VerbsTableReader::take_keepalive_ack(const ibv_wc& wc) {
   auto seq = control::decode_keepalive(msgs_.received(wc.wr_id, wc.byte_len),
                                        control::MsgType::kKeepaliveAck);
-  if (!seq.ok()) return Status::error("keepalive", "server sent a bad message: " + seq.status().reason());
+  if (!seq.ok())
+    return Status::error("keepalive", "server sent a bad message: " + seq.status().reason());
   if (*seq == keepalive_seq_) {
     keepalive_acked_ = *seq;
     heard_at_ = Clock::now();
@@ -73,7 +75,8 @@ Status VerbsTableReader::take_keepalive_ack(const ibv_wc& wc) {
 }
 
 Status VerbsTableReader::reap(std::vector<uint64_t>& done) {
-  Status s = queue_.reap(cq_.get(), done, [this](const ibv_wc& wc) { return take_keepalive_ack(wc); });
+  Status s = queue_.reap(cq_.get(), done,
+                         [this](const ibv_wc& wc) { return take_keepalive_ack(wc); });
   return s.ok() ? s : fail(s.reason());
 }
 
@@ -81,10 +84,11 @@ Status VerbsTableReader::tick() {
   if (keepalive_interval_.count() == 0) return {};
   const auto now = Clock::now();
   if (now - heard_at_ > keepalive_interval_ * control::kKeepaliveMisses)
-    return fail("rdma-server answered no keepalive for " +
-                std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now - heard_at_)
-                                   .count()) +
-                " ms");
+    return fail(
+        "rdma-server answered no keepalive for " +
+        std::to_string(
+            std::chrono::duration_cast<std::chrono::milliseconds>(now - heard_at_).count()) +
+        " ms");
   // One outstanding at a time; the next is due an interval after the last.
   if (keepalive_acked_ != keepalive_seq_ || now - keepalive_sent_at_ < keepalive_interval_)
     return {};
@@ -100,7 +104,8 @@ Status VerbsTableReader::tick() {
 }
 
 Status VerbsTableReader::keepalive() {
-  if (broken_) return Status::error("keepalive", "connection is broken").as(ErrorKind::kUnavailable);
+  if (broken_)
+    return Status::error("keepalive", "connection is broken").as(ErrorKind::kUnavailable);
   RRS_RETURN_IF_ERROR(reap(reaped_early_));
   RRS_RETURN_IF_ERROR(check_cm_channel());
   return tick();
@@ -110,7 +115,8 @@ Status VerbsTableReader::keepalive() {
 // (waking for the next keepalive) until a READ completes; a DISCONNECTED or
 // DEVICE_REMOVAL on the CM channel fails the call at once.
 Status VerbsTableReader::poll(std::vector<uint64_t>& done, std::chrono::milliseconds timeout) {
-  if (broken_) return Status::error("poll RDMA READs", "connection is broken").as(ErrorKind::kUnavailable);
+  if (broken_)
+    return Status::error("poll RDMA READs", "connection is broken").as(ErrorKind::kUnavailable);
   const size_t before = done.size();
   done.insert(done.end(), reaped_early_.begin(), reaped_early_.end());
   reaped_early_.clear();
@@ -125,11 +131,11 @@ Status VerbsTableReader::poll(std::vector<uint64_t>& done, std::chrono::millisec
                          ETIMEDOUT)
         .as(ErrorKind::kUnavailable);
   };
-  const auto max_sleep =
-      keepalive_interval_.count() > 0 ? keepalive_interval_ : std::chrono::milliseconds::max();
-  return verbs::wait_for_completions(cq_, comp_channel_.get(), cm_.fd(), Clock::now() + timeout,
-                                     max_sleep, take, [this] { return check_cm_channel(); },
-                                     timed_out);
+  const auto max_sleep = keepalive_interval_.count() > 0 ? keepalive_interval_
+                                                         : std::chrono::milliseconds::max();
+  return verbs::wait_for_completions(
+      cq_, comp_channel_.get(), cm_.fd(), Clock::now() + timeout, max_sleep, take,
+      [this] { return check_cm_channel(); }, timed_out);
 }
 
 }  // namespace rrs

@@ -33,9 +33,8 @@ std::span<const std::byte> private_data(const rdma_conn_param& p) {
 
 }  // namespace
 
-Result<std::unique_ptr<VerbsTableServer>> VerbsTableServer::listen(event_base* base,
-                                                                   const Endpoint& at,
-                                                                   const VerbsServerLimits& limits) {
+Result<std::unique_ptr<VerbsTableServer>> VerbsTableServer::listen(
+    event_base* base, const Endpoint& at, const VerbsServerLimits& limits) {
   if (auto device = rdma_device_active(); !device.ok())
     return Status::error("listen for RDMA on " + at.to_string(),
                          device.status().reason() + " (use --transport tcp)")
@@ -80,7 +79,8 @@ Status VerbsTableServer::start_listening(const Endpoint& at) {
   if (rc != 0)
     return Status::from_errno(step + ": rdma_bind_addr", err)
         .wrap(err == EADDRNOTAVAIL ? "is this an address of an RDMA interface?" : "bind");
-  if (rdma_listen(id, verbs::kListenBacklog) != 0) return Status::from_errno(step + ": rdma_listen");
+  if (rdma_listen(id, verbs::kListenBacklog) != 0)
+    return Status::from_errno(step + ": rdma_listen");
   bound_ = {at.host, ntohs(rdma_get_src_port(id))};
   return {};
 }
@@ -132,8 +132,7 @@ void VerbsTableServer::on_cm_readable(evutil_socket_t, short, void* arg) {
 
 void VerbsTableServer::handle(rdma_cm_event& ev) {
   switch (ev.event) {
-    case RDMA_CM_EVENT_CONNECT_REQUEST:
-      return on_connect_request(ev.id, ev.param.conn);
+    case RDMA_CM_EVENT_CONNECT_REQUEST: return on_connect_request(ev.id, ev.param.conn);
     case RDMA_CM_EVENT_ESTABLISHED:
       if (auto it = connections_.find(ev.id); it != connections_.end()) {
         it->second->established = true;
@@ -144,12 +143,10 @@ void VerbsTableServer::handle(rdma_cm_event& ev) {
         early_drops_.erase(ev.id);
       }
       return;
-    case RDMA_CM_EVENT_DISCONNECTED:
-      return drop(ev.id, "disconnected");
+    case RDMA_CM_EVENT_DISCONNECTED: return drop(ev.id, "disconnected");
     case RDMA_CM_EVENT_REJECTED:
     case RDMA_CM_EVENT_CONNECT_ERROR:
-    case RDMA_CM_EVENT_UNREACHABLE:
-      return drop(ev.id, rdma_event_str(ev.event));
+    case RDMA_CM_EVENT_UNREACHABLE: return drop(ev.id, rdma_event_str(ev.event));
     case RDMA_CM_EVENT_DEVICE_REMOVAL:
       log::error("RDMA device removed: dropping its clients; restart rdma-server to serve over "
                  "verbs again");
@@ -165,11 +162,8 @@ void VerbsTableServer::handle(rdma_cm_event& ev) {
     case RDMA_CM_EVENT_ADDR_CHANGE:
       log::warn("the RDMA interface's address changed; clients may need to reconnect");
       return;
-    case RDMA_CM_EVENT_TIMEWAIT_EXIT:
-      return;
-    default:
-      log::warn(std::string("unexpected RDMA CM event ") + rdma_event_str(ev.event));
-      return;
+    case RDMA_CM_EVENT_TIMEWAIT_EXIT: return;
+    default: log::warn(std::string("unexpected RDMA CM event ") + rdma_event_str(ev.event)); return;
   }
 }
 
@@ -185,7 +179,8 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
   auto c = std::make_unique<Connection>(terms_);
   auto hello = c->session.on_connect(private_data(param));
   if (!hello.ok()) return reject(id, hello.refusal());
-  if (auto full = ServerSession::admit(connections_.size(), limits_.access)) return reject(id, *full);
+  if (auto full = ServerSession::admit(connections_.size(), limits_.access))
+    return reject(id, *full);
   if (auto d = ServerSession::describe(current_, control::TransportKind::kVerbs); !d.ok())
     return reject(id, d.refusal());
   auto reg = registry_.registration_for(id->verbs, current_);
@@ -290,7 +285,7 @@ void VerbsTableServer::prune_retired() {
   auto next = registry_.prune(now, limits_.retire_grace, in_use, release);
   if (!next) return;
   const timeval tv = to_timeval(std::chrono::duration_cast<std::chrono::microseconds>(*next - now) +
-                                 std::chrono::milliseconds(10));
+                                std::chrono::milliseconds(10));
   evtimer_add(retire_timer_.get(), &tv);
 }
 

@@ -138,7 +138,8 @@ void VerbsTableServer::sweep() {
     if (why.empty() && now - c->last_heard > limit)
       why = "sent no keepalive for " +
             std::to_string(
-                std::chrono::duration_cast<std::chrono::milliseconds>(now - c->last_heard).count()) +
+                std::chrono::duration_cast<std::chrono::milliseconds>(now - c->last_heard)
+                    .count()) +
             " ms";
     if (!why.empty()) gone.emplace_back(id, why + "; dropping it");
   }
