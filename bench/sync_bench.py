@@ -91,11 +91,11 @@ def parse_args(argv):
     p.add_argument("--master-cpu", type=int, default=0)
     p.add_argument("--replica-cpu", type=int, default=1,
                    help="CPU for every replica (with 2 cores they share it)")
-    p.add_argument("--sidecar-cpu", default="master", metavar="CPU|master|none",
-                   help="CPU for rdma-server and rdma-client (their --cpu): 'master' (default) "
-                        "puts them on the master's CPU, which is idle while replicas load "
-                        "from the sidecar, so they never share the replicas' core; 'none' "
-                        "leaves them to the scheduler")
+    p.add_argument("--client-cpu", default="master", metavar="CPU|master|none",
+                   help="CPU for rdma-client (its --cpu): 'master' (default) puts it on the "
+                        "master's CPU, idle while replicas load from the sidecar, so it never "
+                        "shares its replica's core; 'none' leaves it to the scheduler "
+                        "(bench/README.md, Pinning)")
     p.add_argument("--no-pin", action="store_true", help="pin nothing")
     p.add_argument("--wait-quiet", type=float, default=0, metavar="S",
                    help="before each sync wait up to S s for the machine to be under "
@@ -173,17 +173,16 @@ class Bench:
         self.a = args
         for rel in ("bench/gen_dataset", "server/rdma-server", "client/rdma-client"):
             self.binary(rel)  # fail before minutes of work, not after
-        self.sidecar_cpu = None if args.sidecar_cpu == "none" else \
-            args.master_cpu if args.sidecar_cpu == "master" else int(args.sidecar_cpu)
-        sidecar = "unpinned (the scheduler places them)" if self.sidecar_cpu is None else \
-            f"CPU {self.sidecar_cpu} (their --cpu)"
+        self.client_cpu = None if args.client_cpu == "none" else \
+            args.master_cpu if args.client_cpu == "master" else int(args.client_cpu)
+        client = "unpinned" if self.client_cpu is None else f"CPU {self.client_cpu} (its --cpu)"
         self.pinning = choose_pinning(args, (
             f"master redis-server: CPU {args.master_cpu} (its fork children inherit it); every "
-            f"replica redis-server and gen_dataset: CPU {args.replica_cpu}; rdma-server and "
-            f"rdma-client: {sidecar}; rdb_feeder: unpinned. With 2 cores, replicas syncing at "
-            "once share one core, as they would share a replica host."))
+            f"replica redis-server and gen_dataset: CPU {args.replica_cpu}; rdma-client: "
+            f"{client}; rdma-server and rdb_feeder: unpinned. With 2 cores, replicas syncing "
+            "at once share one core, as they would share a replica host."))
         if args.master_cpu is None:  # nothing pinned
-            self.sidecar_cpu = None
+            self.client_cpu = None
         self.procs = Procs()
         self.work = tempfile.mkdtemp(prefix="sync_bench.")
         self.rows = []         # one dict per replica per sync
@@ -201,9 +200,9 @@ class Bench:
             f"build it with bash bench/run.sh (or cmake -S {REPO_DIR} -B {self.a.build_dir} "
             f"-G Ninja && cmake --build {self.a.build_dir})")
 
-    def sidecar_pin(self):
-        """rdma-server's and rdma-client's --cpu, as --sidecar-cpu says."""
-        return [] if self.sidecar_cpu is None else ["--cpu", str(self.sidecar_cpu)]
+    def client_pin(self):
+        """rdma-client's --cpu, as --client-cpu says."""
+        return [] if self.client_cpu is None else ["--cpu", str(self.client_cpu)]
 
     def timeout_s(self, ds, replicas=1):
         return 180 + replicas * ds.payload / 2e6  # generous: 2 MB/s is far below any path
@@ -329,7 +328,7 @@ class Bench:
         server = Sidecar(self.procs, f"rdma-server-{system}{run}", self.work)
         argv = [self.binary("server/rdma-server"), "--redis", f"{LOOPBACK}:{self.master.port}",
                 "--listen", host, "--source", self.a.sidecar_source,
-                "--transport", "verbs" if verbs else "tcp"] + self.sidecar_pin()
+                "--transport", "verbs" if verbs else "tcp"]
         self.settle()
         cpu0 = self.master_cost_start()
         ready_s, line = server.start(argv, self.timeout_s(ds))
@@ -372,7 +371,7 @@ class Bench:
             log = open(os.path.join(self.work, f"{system}{run}-{n}-client{i}.log"), "w")
             argv = [self.binary("client/rdma-client"), host, str(server.port), "--redis",
                     f"{LOOPBACK}:{r.port}", "--transport", transport, "--mode", mode, "--quiet"
-                    ] + self.sidecar_pin()
+                    ] + self.client_pin()
             clients.append((self.procs.start("rdma-client", argv, stdout=subprocess.PIPE,
                                              stderr=log, text=True), log))
         done = [None] * n
