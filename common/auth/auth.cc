@@ -59,13 +59,11 @@ Result<std::optional<std::string>> load_secret(const std::string& file) {
   return std::optional<std::string>(std::move(secret));
 }
 
-control::Nonce random_nonce() {
+Result<control::Nonce> random_nonce() {
   control::Nonce n{};
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(n.data()), static_cast<int>(n.size())) != 1) {
-    // Without randomness a challenge could repeat; refuse to go on.
-    log::error("no random bytes from libcrypto (RAND_bytes); cannot make a challenge");
-    std::abort();
-  }
+  // Without randomness a challenge could repeat: no handshake goes on.
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(n.data()), static_cast<int>(n.size())) != 1)
+    return Status::error("make a challenge nonce", "libcrypto has no random bytes (RAND_bytes)");
   return n;
 }
 

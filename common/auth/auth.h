@@ -27,7 +27,9 @@ inline constexpr size_t kMinSecretLength = 16;
 // too short is kUsage.
 Result<std::optional<std::string>> load_secret(const std::string& file);
 
-control::Nonce random_nonce();
+// 32 random bytes for a challenge; an error when libcrypto has none (a
+// handshake must not go on with a nonce that could repeat).
+Result<control::Nonce> random_nonce();
 control::Proof client_proof(const std::string& secret, const control::Nonce& client_nonce,
                             const control::Nonce& server_nonce);
 control::Proof server_proof(const std::string& secret, const control::Nonce& client_nonce,

@@ -62,7 +62,9 @@ Verdict<control::HelloOk> ServerSession::hello(const Result<control::Hello>& m, 
   ok.max_in_flight = terms_.max_in_flight;
   ok.keepalive_interval_ms = static_cast<uint32_t>(terms_.keepalive_interval.count());
   ok.auth_required = terms_.access.secret.has_value();
-  ok.server_nonce = auth::random_nonce();
+  auto nonce = auth::random_nonce();
+  if (!nonce.ok()) return refuse(ErrorCode::kInternal, nonce.status().message());
+  ok.server_nonce = *nonce;
   client_nonce_ = m->client_nonce;
   server_nonce_ = ok.server_nonce;
   state_ = ok.auth_required ? State::kAwaitAuth : State::kReady;
@@ -168,9 +170,10 @@ Refusal ServerSession::timed_out() {
 
 // --- Client ------------------------------------------------------------------
 
-control::Hello ClientSession::start() {
+Result<control::Hello> ClientSession::start() {
   control::Hello hello;
-  hello.client_nonce = client_nonce_ = auth::random_nonce();
+  RRS_ASSIGN_OR_RETURN(client_nonce_, auth::random_nonce());
+  hello.client_nonce = client_nonce_;
   hello_ok_ = {};
   descriptor_ = {};
   return hello;

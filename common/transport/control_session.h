@@ -142,7 +142,7 @@ class ClientSession {
   explicit ClientSession(std::optional<std::string> secret) : secret_(std::move(secret)) {}
 
   // A new handshake: the HELLO to send, with a fresh nonce.
-  control::Hello start();
+  Result<control::Hello> start();
   // HELLO_OK (a frame body): the AUTH proof to send, or nullopt when the
   // server asks for none. Refuses a server that skips AUTH while we hold a secret.
   Result<std::optional<control::Proof>> on_hello_ok(std::span<const std::byte> body);

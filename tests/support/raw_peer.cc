@@ -143,7 +143,7 @@ Result<control::Descriptor> RawPeer::handshake(std::chrono::milliseconds timeout
     return f.body;
   };
   control::Hello hello_msg;
-  hello_msg.client_nonce = auth::random_nonce();
+  hello_msg.client_nonce = *auth::random_nonce();
   std::string hello, get;
   control::append_hello(hello, 1, hello_msg);
   control::append_get_descriptor(get, 2);

@@ -236,7 +236,7 @@ Result<std::unique_ptr<RawVerbsPeer>> RawVerbsPeer::connect(const Endpoint& serv
 Result<std::unique_ptr<RawVerbsPeer>> RawVerbsPeer::connect_hello(const Endpoint& server,
                                                                   Options options) {
   control::Hello hello;
-  hello.client_nonce = auth::random_nonce();
+  hello.client_nonce = *auth::random_nonce();
   auto p = connect(server, control::encode_connect(hello), options, std::chrono::seconds(5));
   if (p.ok()) (*p)->nonce_ = hello.client_nonce;
   return p;

@@ -32,7 +32,7 @@ TEST(ControlSession, HandshakeWithASecretThenDescriptorAndRead) {
   ServerSession server(terms);
   ClientSession client(std::string{kSecret});
   std::string f;
-  control::append_hello(f, 0, client.start());
+  control::append_hello(f, 0, *client.start());
   auto hello_ok = server.on_hello(body_of(f));
   ASSERT_TRUE(hello_ok.ok());
   EXPECT_EQ(server.state(), ServerSession::State::kAwaitAuth);
@@ -44,7 +44,7 @@ TEST(ControlSession, HandshakeWithASecretThenDescriptorAndRead) {
 
   ServerSession again(terms);
   f.clear();
-  control::append_hello(f, 0, client.start());
+  control::append_hello(f, 0, *client.start());
   hello_ok = again.on_hello(body_of(f));
   f.clear();
   control::append_hello_ok(f, 0, *hello_ok);
@@ -90,7 +90,7 @@ TEST(ControlSession, WrongProofAndFullServerAreRefused) {
   ServerSession server(terms);
   ClientSession client(std::string("another-secret-0123456789"));
   std::string f;
-  control::append_hello(f, 0, client.start());
+  control::append_hello(f, 0, *client.start());
   auto hello_ok = server.on_hello(body_of(f));
   ASSERT_TRUE(hello_ok.ok());
   f.clear();

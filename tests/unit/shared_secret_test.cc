@@ -49,20 +49,20 @@ TEST(SharedSecret, ShortOrMissingIsRefused) {
 
 TEST(SharedSecret, ProofsDependOnSecretNoncesAndRole) {
   const std::string secret = "the-shared-secret-0123";
-  const control::Nonce c = random_nonce(), s = random_nonce();
+  const control::Nonce c = *random_nonce(), s = *random_nonce();
   EXPECT_NE(c, s);  // 128 random bits each
   const control::Proof p = client_proof(secret, c, s);
   EXPECT_TRUE(proofs_equal(p, client_proof(secret, c, s)));
   EXPECT_FALSE(proofs_equal(p, server_proof(secret, c, s)));  // not reflectable
   EXPECT_FALSE(proofs_equal(p, client_proof(secret + "x", c, s)));
   EXPECT_FALSE(proofs_equal(p, client_proof(secret, s, c)));
-  EXPECT_FALSE(proofs_equal(p, client_proof(secret, c, random_nonce())));  // no replay
+  EXPECT_FALSE(proofs_equal(p, client_proof(secret, c, *random_nonce())));  // no replay
 }
 
 TEST(SharedSecret, ClientAndServerMustAgreeOnUsingOne) {
-  control::HelloOk asks{.auth_required = true, .server_nonce = random_nonce()};
+  control::HelloOk asks{.auth_required = true, .server_nonce = *random_nonce()};
   control::HelloOk open{};
-  const control::Nonce c = random_nonce();
+  const control::Nonce c = *random_nonce();
   auto none = answer_challenge(std::nullopt, asks, c);
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().kind(), ErrorKind::kDenied);

@@ -47,8 +47,9 @@ Status TcpTableReader::connect(Clock::time_point deadline) {
 // reveals nothing about the table before the proof is checked. The session
 // decides; this only moves frames.
 Status TcpTableReader::handshake(std::chrono::milliseconds timeout) {
+  RRS_ASSIGN_OR_RETURN(control::Hello hello_msg, session_.start());
   std::string out;
-  control::append_hello(out, 0, session_.start());
+  control::append_hello(out, 0, hello_msg);
   RRS_RETURN_IF_ERROR(send_all(fd_.get(), out, timeout).as(ErrorKind::kUnavailable));
 
   std::byte hello[control::kHelloOkSize];

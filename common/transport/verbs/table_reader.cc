@@ -71,7 +71,8 @@ Status VerbsTableReader::attempt(Clock::time_point deadline, bool& retry) {
   if (ibv_query_port(id->verbs, id->port_num, &port_attr) != 0)
     return Status::from_errno("ibv_query_port");
 
-  std::string connect_data = control::encode_connect(session_.start());
+  RRS_ASSIGN_OR_RETURN(control::Hello hello, session_.start());
+  std::string connect_data = control::encode_connect(hello);
   rdma_conn_param cp{};
   cp.private_data = connect_data.data();
   cp.private_data_len = static_cast<uint8_t>(connect_data.size());
