@@ -58,7 +58,8 @@ Options:
                           refuses --merge. Replica mode: accepted, adds nothing
                           (Redis's own full sync already keeps the old data
                           until the new copy is complete)
-  --connect-timeout SECS  keep retrying the server this long (default 30)
+  --connect-timeout SECS  keep retrying the server this long while it is
+                          unreachable, has no table yet or is full (default 30)
   --io-timeout SECS       longest wait for any answer once connected (default 30)
   --chunk-size BYTES      bytes per read, suffix k/M allowed (default 4M; the
                           client holds about (in-flight + 15) read buffers)

@@ -145,8 +145,9 @@ void RestoreSink::abandon(const Status&, uint64_t invalid_records, double second
   std::string left;
   if (staging_)
     if (Status d = staging_->discard(loader_->client_id()); !d.ok()) left = d.message();
-  report_incomplete(loader_->stats().failed + std::max<uint64_t>(invalid_records, invalid_.size()),
-                    left, seconds);
+  // invalid_records counts the fetcher's failures whether or not
+  // take_failures() has copied them into invalid_ yet.
+  report_incomplete(loader_->stats().failed + invalid_records, left, seconds);
 }
 
 // Says exactly what the target was given, on stderr and in an `incomplete`

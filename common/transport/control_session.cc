@@ -283,9 +283,9 @@ Status connect_with_backoff(Clock::time_point deadline, const ConnectAttempt& at
   constexpr auto kMaxBackoff = std::chrono::milliseconds(1000);
   auto backoff = kFirstBackoff;
   for (;;) {
-    bool retry = false;
-    Status s = attempt(retry);
-    if (s.ok() || !retry || Clock::now() + backoff >= deadline) return s;
+    Status s = attempt();
+    if (s.ok() || s.kind() != ErrorKind::kUnavailable || Clock::now() + backoff >= deadline)
+      return s;
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, kMaxBackoff);
   }

@@ -39,7 +39,9 @@ struct Refusal {
   bool tell = true;
 };
 
-// A protocol step's outcome: the answer, or a Refusal.
+// A protocol step's outcome: the answer, or a Refusal. Not a Status: a
+// refusal is what this server answers its peer (a wire code and text), not a
+// failure of this process; the transport sends it and carries on.
 template <typename T>
 class [[nodiscard]] Verdict {
  public:
@@ -162,11 +164,6 @@ class ClientSession {
   static Status server_error(const control::ErrorMsg& e);
   static Status server_error_body(std::span<const std::byte> body);
   static Status server_error_frame(std::span<const std::byte> frame);
-  // A connect attempt the server refused: worth trying again until the deadline?
-  static bool worth_retrying(control::ErrorCode code) {
-    return code == control::ErrorCode::kNotReady;
-  }
-
   // Range checks before a batch is posted (the same on every transport): each
   // read 1..max_read_len bytes, inside its region, the whole batch within
   // max_in_flight.
@@ -188,10 +185,13 @@ class ClientSession {
   control::Descriptor descriptor_;
 };
 
-// One connect loop for every reader: calls `attempt` until it succeeds, it
-// says a retry cannot help (`retry` left false), or `deadline` comes; waits
-// 100 ms after the first failure, doubling up to 1 s. Returns the last status.
-using ConnectAttempt = std::function<Status(bool& retry)>;
+// One connect loop for every reader: calls `attempt` until it succeeds, fails
+// with a kind other than kUnavailable (retrying cannot help: a wrong secret,
+// a lying server), or `deadline` comes; waits 100 ms after the first
+// failure, doubling up to 1 s. Returns the last status. The server's "not
+// ready" and "server full" are kUnavailable (control::error_kind): a client
+// waits them out until its --connect-timeout.
+using ConnectAttempt = std::function<Status()>;
 Status connect_with_backoff(Clock::time_point deadline, const ConnectAttempt& attempt);
 
 }  // namespace rrs

@@ -70,8 +70,9 @@ class TableReader {
  public:
   virtual ~TableReader() = default;
 
-  // Connects, negotiates a version and fetches the descriptor, retrying a
-  // refused connection until `deadline` (so a client may start first).
+  // Connects, negotiates a version and fetches the descriptor, retrying
+  // until `deadline` while the server is unreachable, has no table yet or is
+  // full (so a client may start first, or wait for a slot).
   virtual Status connect(Clock::time_point deadline) = 0;
   virtual const control::Descriptor& descriptor() const = 0;
   virtual uint32_t max_read_length() const = 0;

@@ -554,7 +554,8 @@ TEST_P(AccessConformance, OneClientTooManyIsRefusedOthersCarryOn) {
   ASSERT_TRUE(connect(*a).ok());
   ASSERT_TRUE(connect(*b).ok());
   auto c = harness_->make_reader(0, kSecret);
-  Status s = connect(*c);
+  // Shorter than the idle timeout, which would free a slot.
+  Status s = c->connect(Clock::now() + std::chrono::milliseconds(300));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.kind(), ErrorKind::kUnavailable) << s.message();
   EXPECT_NE(s.message().find("--max-clients"), std::string::npos) << s.message();
@@ -563,6 +564,25 @@ TEST_P(AccessConformance, OneClientTooManyIsRefusedOthersCarryOn) {
     Status read = read_once(*r, 0, buf);
     EXPECT_TRUE(read.ok()) << read.message();
   }
+}
+
+// "server full" is retried until the client's deadline: a slot that frees
+// meanwhile is taken.
+TEST_P(AccessConformance, AFullServerIsWaitedFor) {
+  auto a = harness_->make_reader(0, kSecret), b = harness_->make_reader(0, kSecret);
+  ASSERT_TRUE(connect(*a).ok());
+  ASSERT_TRUE(connect(*b).ok());
+  std::thread leave([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    a.reset();
+  });
+  auto c = harness_->make_reader(0, kSecret);
+  Status s = connect(*c);
+  leave.join();
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::vector<std::byte> buf(256);
+  Status read = read_once(*c, 0, buf);
+  EXPECT_TRUE(read.ok()) << read.message();
 }
 
 TEST_P(AccessConformance, IdleClientIsDropped) {

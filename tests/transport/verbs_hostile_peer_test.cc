@@ -414,8 +414,10 @@ TEST_F(VerbsHostilePeer, HandshakeFloodIsBoundedByMaxClients) {
     ASSERT_TRUE(err.ok());
     EXPECT_EQ(err->code, ErrorCode::kServerFull) << err->text;
   }
+  // A good client waits for a slot until its deadline (well before the
+  // handshake timer frees one), then says why.
   VerbsTableReader refused(at(), 5000ms, std::string(kSecret));
-  Status s = refused.connect(Clock::now() + 2s);
+  Status s = refused.connect(Clock::now() + 500ms);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.kind(), ErrorKind::kUnavailable) << s.message();
   EXPECT_NE(s.message().find("--max-clients"), std::string::npos) << s.message();

@@ -26,6 +26,24 @@ TablePtr small_table() {
   return *t;
 }
 
+// HELLO from `client`, HELLO_OK from `server`: the client's AUTH proof (its
+// frame body), or nullopt when the server asks for none or either side fails.
+std::optional<std::string> hello_then_auth(ServerSession& server, ClientSession& client) {
+  std::string f;
+  control::append_hello(f, 0, *client.start());
+  auto hello_ok = server.on_hello(body_of(f));
+  EXPECT_TRUE(hello_ok.ok());
+  if (!hello_ok.ok()) return std::nullopt;
+  f.clear();
+  control::append_hello_ok(f, 0, *hello_ok);
+  auto proof = client.on_hello_ok(body_of(f));
+  EXPECT_TRUE(proof.ok() && *proof);
+  if (!proof.ok() || !*proof) return std::nullopt;
+  f.clear();
+  control::append_auth(f, 0, control::MsgType::kAuth, **proof);
+  return f;
+}
+
 TEST(ControlSession, HandshakeWithASecretThenDescriptorAndRead) {
   ServerTerms terms;
   terms.access.secret = kSecret;
@@ -43,16 +61,9 @@ TEST(ControlSession, HandshakeWithASecretThenDescriptorAndRead) {
   EXPECT_EQ(early.refusal().code, ErrorCode::kAuthFailed);
 
   ServerSession again(terms);
-  f.clear();
-  control::append_hello(f, 0, *client.start());
-  hello_ok = again.on_hello(body_of(f));
-  f.clear();
-  control::append_hello_ok(f, 0, *hello_ok);
-  auto proof = client.on_hello_ok(body_of(f));
-  ASSERT_TRUE(proof.ok() && *proof);
-  f.clear();
-  control::append_auth(f, 0, control::MsgType::kAuth, **proof);
-  auto server_proof = again.on_auth(body_of(f));
+  auto auth = hello_then_auth(again, client);
+  ASSERT_TRUE(auth);
+  auto server_proof = again.on_auth(body_of(*auth));
   ASSERT_TRUE(server_proof.ok());
   f.clear();
   control::append_auth(f, 0, control::MsgType::kAuthOk, *server_proof);
@@ -89,17 +100,9 @@ TEST(ControlSession, WrongProofAndFullServerAreRefused) {
 
   ServerSession server(terms);
   ClientSession client(std::string("another-secret-0123456789"));
-  std::string f;
-  control::append_hello(f, 0, *client.start());
-  auto hello_ok = server.on_hello(body_of(f));
-  ASSERT_TRUE(hello_ok.ok());
-  f.clear();
-  control::append_hello_ok(f, 0, *hello_ok);
-  auto proof = client.on_hello_ok(body_of(f));
-  ASSERT_TRUE(proof.ok() && *proof);
-  f.clear();
-  control::append_auth(f, 0, control::MsgType::kAuth, **proof);
-  auto refused = server.on_auth(body_of(f));
+  auto auth = hello_then_auth(server, client);
+  ASSERT_TRUE(auth);
+  auto refused = server.on_auth(body_of(*auth));
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.refusal().code, ErrorCode::kAuthFailed);
   EXPECT_TRUE(server.closing());
@@ -116,8 +119,41 @@ TEST(ControlSession, ClientChecksBatchesAndMapsErrors) {
   control::append_error(e, 0, {ErrorCode::kNotReady, "no table published yet"});
   Status err = ClientSession::server_error_frame(std::as_bytes(std::span(e)));
   EXPECT_EQ(err.kind(), ErrorKind::kUnavailable);
-  EXPECT_TRUE(ClientSession::worth_retrying(ErrorCode::kNotReady));
-  EXPECT_FALSE(ClientSession::worth_retrying(ErrorCode::kAuthFailed));
+}
+
+// What the connect loop retries is decided by the status's kind alone: a
+// server that is not ready or full is waited out, a refused secret is not.
+TEST(ControlSession, ConnectRetriesOnlyWhatMayPass) {
+  auto answer = [](ErrorCode code) {
+    std::string e;
+    control::append_error(e, 0, {code, "x"});
+    return ClientSession::server_error_frame(std::as_bytes(std::span(e)));
+  };
+  const auto far = Clock::now() + std::chrono::seconds(30);
+  for (ErrorCode passing : {ErrorCode::kNotReady, ErrorCode::kServerFull}) {
+    int tries = 0;
+    Status s = connect_with_backoff(far, [&] { return ++tries < 3 ? answer(passing) : Status(); });
+    EXPECT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ(tries, 3);
+  }
+  int tries = 0;
+  Status denied = connect_with_backoff(far, [&] {
+    ++tries;
+    return answer(ErrorCode::kAuthFailed);
+  });
+  EXPECT_EQ(denied.kind(), ErrorKind::kDenied);
+  EXPECT_EQ(tries, 1);
+
+  tries = 0;
+  const auto start = Clock::now();
+  Status late = connect_with_backoff(start + std::chrono::milliseconds(250), [&] {
+    ++tries;
+    return answer(ErrorCode::kServerFull);
+  });
+  EXPECT_EQ(late.kind(), ErrorKind::kUnavailable);
+  EXPECT_NE(late.message().find("x"), std::string::npos) << late.message();
+  EXPECT_GE(tries, 2);  // 100 ms, then 200 ms would pass the deadline
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(400));
 }
 
 }  // namespace

@@ -22,17 +22,15 @@ Status TcpTableReader::connect(Clock::time_point deadline) {
   fd_.reset();
   out_.clear();
   pending_.clear();  // reads of a previous connection are lost with it
-  return connect_with_backoff(deadline, [&](bool& retry) -> Status {
+  return connect_with_backoff(deadline, [&]() -> Status {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     auto attempt = std::clamp(left, std::chrono::milliseconds(100),
                               std::chrono::milliseconds(2000));
     auto fd = tcp_connect(server_, attempt);
-    if (!fd.ok()) {
-      retry = true;
+    if (!fd.ok())
       return fd.status()
           .wrap("could not reach rdma-server (retried until --connect-timeout)")
           .as(ErrorKind::kUnavailable);
-    }
     fd_ = std::move(*fd);
     // A peer that accepts but never answers must not outlast --connect-timeout.
     auto budget = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline -

@@ -24,21 +24,18 @@ std::chrono::milliseconds time_left(Clock::time_point deadline) {
                   std::chrono::milliseconds(kResolveTimeoutMs));
 }
 
-// Why an unexpected CM event ended a step, and whether to try again.
-Status unexpected_event(rdma_cm_event_type want, const rdma_cm_event& ev, bool& retry) {
+// Why an unexpected CM event ended a step. kUnavailable (tried again until
+// the deadline) unless the server's ERROR says retrying cannot help.
+Status unexpected_event(rdma_cm_event_type want, const rdma_cm_event& ev) {
   std::string why = std::string(rdma_event_str(ev.event)) + " (status " +
                     std::to_string(ev.status) + ")";
   switch (ev.event) {
     case RDMA_CM_EVENT_REJECTED:
-      if (auto err = control::decode_reject(private_data(ev)); err.ok()) {
-        retry = ClientSession::worth_retrying(err->code);  // the server answered
-        return ClientSession::server_error(*err);
-      }
-      retry = true;  // no listener on that port (yet)
+      if (auto err = control::decode_reject(private_data(ev)); err.ok())
+        return ClientSession::server_error(*err);  // the server answered
       why += ": nothing is listening for RDMA connections on that port";
       break;
-    case RDMA_CM_EVENT_UNREACHABLE:
-    case RDMA_CM_EVENT_CONNECT_ERROR: retry = true; break;
+    // A host that is down (no ARP answer) shows as an address error too.
     case RDMA_CM_EVENT_ADDR_ERROR: why += ": no RDMA device can reach that address"; break;
     case RDMA_CM_EVENT_ROUTE_ERROR: why += ": no route to that address over RDMA"; break;
     default: break;
@@ -49,23 +46,20 @@ Status unexpected_event(rdma_cm_event_type want, const rdma_cm_event& ev, bool& 
 
 }  // namespace
 
-Result<CmEvent> CmClient::wait_event(rdma_cm_event_type want, Clock::time_point deadline,
-                                     bool& retry) {
+Result<CmEvent> CmClient::wait_event(rdma_cm_event_type want, Clock::time_point deadline) {
   pollfd p{channel_->fd, POLLIN, 0};
-  if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(time_left(deadline).count(), 1))) <= 0) {
-    retry = true;
+  if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(time_left(deadline).count(), 1))) <= 0)
     return Status::error(std::string("wait for ") + rdma_event_str(want), "timed out", ETIMEDOUT)
         .as(ErrorKind::kUnavailable);
-  }
   rdma_cm_event* raw = nullptr;
   if (rdma_get_cm_event(channel_.get(), &raw) != 0)
     return Status::from_errno("rdma_get_cm_event").as(ErrorKind::kUnavailable);
   CmEvent ev(raw);
   if (ev->event == want) return ev;
-  return unexpected_event(want, *ev, retry);
+  return unexpected_event(want, *ev);
 }
 
-Status CmClient::resolve(const Endpoint& server, Clock::time_point deadline, bool& retry) {
+Status CmClient::resolve(const Endpoint& server, Clock::time_point deadline) {
   reset();
   channel_.reset(rdma_create_event_channel());
   if (!channel_) return Status::from_errno("rdma_create_event_channel");
@@ -85,19 +79,17 @@ Status CmClient::resolve(const Endpoint& server, Clock::time_point deadline, boo
   int rc = rdma_resolve_addr(id, nullptr, res->ai_addr, kResolveTimeoutMs);
   freeaddrinfo(res);
   if (rc != 0) return Status::from_errno("rdma_resolve_addr").as(ErrorKind::kUnavailable);
-  if (auto ev = wait_event(RDMA_CM_EVENT_ADDR_RESOLVED, deadline, retry); !ev.ok())
-    return ev.status();
+  if (auto ev = wait_event(RDMA_CM_EVENT_ADDR_RESOLVED, deadline); !ev.ok()) return ev.status();
   if (rdma_resolve_route(id, kResolveTimeoutMs) != 0)
     return Status::from_errno("rdma_resolve_route").as(ErrorKind::kUnavailable);
-  if (auto ev = wait_event(RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, retry); !ev.ok())
-    return ev.status();
+  if (auto ev = wait_event(RDMA_CM_EVENT_ROUTE_RESOLVED, deadline); !ev.ok()) return ev.status();
   return {};
 }
 
-Result<CmEvent> CmClient::connect(rdma_conn_param& param, Clock::time_point deadline, bool& retry) {
+Result<CmEvent> CmClient::connect(rdma_conn_param& param, Clock::time_point deadline) {
   if (rdma_connect(id_.get(), &param) != 0)
     return Status::from_errno("rdma_connect").as(ErrorKind::kUnavailable);
-  return wait_event(RDMA_CM_EVENT_ESTABLISHED, deadline, retry);
+  return wait_event(RDMA_CM_EVENT_ESTABLISHED, deadline);
 }
 
 Status CmClient::check_events() {

@@ -17,11 +17,11 @@ class CmClient {
  public:
   // A fresh event channel (non-blocking) and cm_id, resolved to `server`
   // (address, then route; each waits until `deadline`, at least the resolve
-  // timeout). `retry` says whether trying again later may help.
-  Status resolve(const Endpoint& server, Clock::time_point deadline, bool& retry);
+  // timeout). kUnavailable when trying again later may help.
+  Status resolve(const Endpoint& server, Clock::time_point deadline);
   // rdma_connect with `param`, then waits for ESTABLISHED (whose private
   // data is the server's accept). A reject is the server's ERROR.
-  Result<CmEvent> connect(rdma_conn_param& param, Clock::time_point deadline, bool& retry);
+  Result<CmEvent> connect(rdma_conn_param& param, Clock::time_point deadline);
   // Takes the CM events queued now; an error once the connection is gone.
   Status check_events();
   void disconnect() { rdma_disconnect(id_.get()); }
@@ -32,7 +32,7 @@ class CmClient {
   int fd() const { return channel_->fd; }
 
  private:
-  Result<CmEvent> wait_event(rdma_cm_event_type want, Clock::time_point deadline, bool& retry);
+  Result<CmEvent> wait_event(rdma_cm_event_type want, Clock::time_point deadline);
 
   EventChannel channel_;
   CmId id_;

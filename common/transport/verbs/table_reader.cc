@@ -20,8 +20,8 @@ VerbsTableReader::VerbsTableReader(Endpoint server, std::chrono::milliseconds io
 VerbsTableReader::~VerbsTableReader() { close(); }
 
 Status VerbsTableReader::connect(Clock::time_point deadline) {
-  Status s = connect_with_backoff(deadline, [&](bool& retry) {
-    Status tried = attempt(deadline, retry);
+  Status s = connect_with_backoff(deadline, [&] {
+    Status tried = attempt(deadline);
     if (!tried.ok()) close();
     return tried;
   });
@@ -60,9 +60,9 @@ Status VerbsTableReader::create_resources() {
   return {};
 }
 
-Status VerbsTableReader::attempt(Clock::time_point deadline, bool& retry) {
+Status VerbsTableReader::attempt(Clock::time_point deadline) {
   close();  // a previous connection's objects, in order
-  RRS_RETURN_IF_ERROR(cm_.resolve(server_, deadline, retry));
+  RRS_RETURN_IF_ERROR(cm_.resolve(server_, deadline));
   RRS_RETURN_IF_ERROR(create_resources());
   rdma_cm_id* id = cm_.id();
   ibv_device_attr dev{};
@@ -82,7 +82,7 @@ Status VerbsTableReader::attempt(Clock::time_point deadline, bool& retry) {
   cp.responder_resources = 0;
   cp.retry_count = verbs::kRetryCount;
   cp.rnr_retry_count = verbs::kRnrRetryCount;
-  auto ev = cm_.connect(cp, deadline, retry);
+  auto ev = cm_.connect(cp, deadline);
   if (!ev.ok()) return ev.status();
   const auto& conn = (*ev)->param.conn;
   auto proof = session_.on_accept({static_cast<const std::byte*>(conn.private_data),

@@ -64,7 +64,7 @@ class VerbsTableReader final : public TableReader {
 
  private:
   // table_reader.cc: setting up and tearing down a connection.
-  Status attempt(Clock::time_point deadline, bool& retry);
+  Status attempt(Clock::time_point deadline);
   // PD, completion channel, CQ, message slots and QP on the resolved cm_id.
   Status create_resources();
   // AUTH as one SEND, then the server's one answer: AUTH_OK + DESCRIPTOR, or an ERROR.
