@@ -4,7 +4,12 @@
 
 namespace rrs::rdb {
 
-const char* type_name(uint8_t type) {
+const char* type_name(uint8_t type, uint16_t version) {
+  if (is_valkey_numbering(version)) {
+    if (type == kValkeyHash2) return "hash with field TTLs (Valkey)";
+    if (type == kOpValkeySlotImport) return "opcode SLOT_IMPORT";
+    if (type > kValkeyHash2 && type < kOpSlotInfo) return nullptr;  // Redis's numbers
+  }
   switch (type) {
     case kString: return "string";
     case kList: return "list";

@@ -180,7 +180,9 @@ class Cursor {
   std::string error_;
 };
 
-bool is_blob_type(uint8_t t) {
+// A value that is one RDB string (a ziplist, listpack, intset or zipmap).
+bool is_blob_type(uint8_t t, uint16_t version) {
+  if (t == kHashListpackExPreGa) return !is_valkey_numbering(version);
   switch (t) {
     case kHashZipmap:
     case kListZiplist:
@@ -189,8 +191,7 @@ bool is_blob_type(uint8_t t) {
     case kHashZiplist:
     case kHashListpack:
     case kZsetListpack:
-    case kSetListpack:
-    case kHashListpackExPreGa: return true;
+    case kSetListpack: return true;
     default: return false;
   }
 }
@@ -201,6 +202,7 @@ bool is_stream_type(uint8_t t) {
 
 // A pseudo type for MODULE_AUX data, walked like a module value.
 constexpr uint8_t kModuleAuxWalk = kOpModuleAux;
+constexpr uint64_t kClusterSlots = 16384;
 
 }  // namespace
 
@@ -253,24 +255,35 @@ Result<std::optional<Event>> RdbParser::next() {
   return std::optional<Event>();
 }
 
+// "REDIS" and 4 digits, or "VALKEY" and 3: which one also says whose
+// numbering the types and opcodes follow (rdb_format.h).
 Result<RdbParser::Step> RdbParser::parse_header() {
   if (end_ - begin_ < kHeaderSize) {
     need_ = kHeaderSize;
     return Step::kNeedMore;
   }
   std::string_view h(buf_.get() + begin_, kHeaderSize);
+  const bool valkey = h.starts_with(kValkeyMagic);
+  const std::string_view magic = valkey ? kValkeyMagic : kMagic;
   uint16_t v = 0;
   bool digits = true;
-  for (char c : h.substr(kMagic.size())) {
+  for (char c : h.substr(magic.size())) {
     digits = digits && c >= '0' && c <= '9';
     v = static_cast<uint16_t>(v * 10 + (c - '0'));
   }
-  if (h.substr(0, kMagic.size()) != kMagic || !digits)
-    return Status::error("RDB header", "does not start with REDIS and a 4-digit version");
-  if (v < kMinVersion || v > kMaxVersion)
-    return Status::error(
-        "RDB header", "RDB version " + std::to_string(v) + " is outside what this parser knows (" +
-                          std::to_string(kMinVersion) + " to " + std::to_string(kMaxVersion) + ")");
+  if (!h.starts_with(magic) || !digits)
+    return Status::error("RDB header", "does not start with REDIS and 4 digits or VALKEY and 3");
+  if (valkey != is_valkey_numbering(v))
+    return Status::error("RDB header", "RDB version " + std::to_string(v) + " under the " +
+                                           std::string(magic) +
+                                           " magic: neither engine writes that");
+  if (!is_known_version(v))
+    return Status::error("RDB header",
+                         "RDB version " + std::to_string(v) + " (" + std::string(magic) +
+                             ") is not one this sidecar reads: it reads Redis's " +
+                             std::to_string(kMinVersion) + " to " +
+                             std::to_string(kMaxRedisVersion) + " (Redis 8.0) and Valkey's " +
+                             std::to_string(kMaxValkeyVersion) + " (Valkey 9.1)");
   version_ = v;
   finish_item(kHeaderSize);
   return Step::kConsumed;
@@ -346,6 +359,30 @@ Result<RdbParser::Step> RdbParser::parse_item(Event& ev) {
       if (!c.ok()) return short_or_bad();
       finish_item(c.pos());
       return Step::kConsumed;
+    case kOpValkeySlotImport:
+      if (!is_valkey_numbering(version_)) break;  // not an opcode in Redis's numbering
+      {
+        // Slots this node was importing when it forked: the job's 40-byte
+        // name, then inclusive slot ranges. Their keys are in the RDB but
+        // not yet the node's: the caller decides.
+        c.read_string(aux_value_);
+        const uint64_t ranges = c.length();
+        if (!c.ok()) return short_or_bad();
+        if (ranges == 0 || ranges > kClusterSlots)
+          return error_at("SLOT_IMPORT with " + std::to_string(ranges) + " slot ranges");
+        for (uint64_t i = 0; i < ranges; ++i) {
+          const uint64_t first = c.length(), last = c.length();
+          if (!c.ok()) return short_or_bad();
+          if (first > last || last >= kClusterSlots)
+            return error_at("SLOT_IMPORT range " + std::to_string(first) + "-" +
+                            std::to_string(last));
+        }
+        finish_item(c.pos());
+        ev.kind = EventKind::kSlotImport;
+        ev.aux_value = aux_value_;
+        ev.slot_ranges = ranges;
+        return Step::kEvent;
+      }
     case kOpSlotInfo:
       // Cluster sizing hints (slot, keys, expires): nothing to carry.
       for (int i = 0; i < 3; ++i) c.length();
@@ -409,8 +446,10 @@ Result<RdbParser::Step> RdbParser::parse_item(Event& ev) {
   if (op == kModulePreGa)
     return type_error("a module value in the Redis 4.0 release-candidate format (type 6), "
                       "which is not self-describing; resave the data with a GA Redis");
-  const char* name = type_name(op);
-  if (!name) return type_error("unknown type or opcode " + hex_byte(op));
+  const char* name = type_name(op, version_);
+  if (!name)
+    return type_error("unknown type or opcode " + hex_byte(op) + " in RDB version " +
+                      std::to_string(version_));
   c.read_string(key_);
   if (!c.ok()) return short_or_bad();
   progress_ = {};
@@ -448,7 +487,8 @@ Result<RdbParser::Step> RdbParser::walk(Event& ev) {
     p.pos = c.pos();
   };
 
-  if (t == kString || is_blob_type(t)) {
+  const bool valkey = is_valkey_numbering(version_);
+  if (t == kString || is_blob_type(t, version_)) {
     c.skip_string();
   } else if (t == kHashListpackEx) {
     c.skip(8);  // the smallest field TTL
@@ -481,6 +521,13 @@ Result<RdbParser::Step> RdbParser::walk(Event& ev) {
       if (c.ok() && container != kQuicklistPlain && container != kQuicklistPacked)
         c.bad("quicklist node container " + std::to_string(container));
       c.skip_string();
+    });
+  } else if (valkey && t == kValkeyHash2) {
+    start(0);
+    elements([&] {
+      c.skip_string();  // field
+      c.skip_string();  // value
+      c.skip(8);        // its expiry, ms (-1: none)
     });
   } else if (t == kHashMetadata || t == kHashMetadataPreGa) {
     start(t == kHashMetadata ? 8 : 0);  // GA: the smallest field TTL first
@@ -550,7 +597,7 @@ Result<RdbParser::Step> RdbParser::walk(Event& ev) {
     }
   } else {
     return Status::error("RDB at byte " + std::to_string(consumed_ + p.value_start),
-                         std::string("no walker for ") + type_name(t));
+                         std::string("no walker for ") + type_name(t, version_));
   }
 
   // Checked while the value is still arriving, so it is never all buffered.
@@ -566,7 +613,8 @@ Result<RdbParser::Step> RdbParser::walk(Event& ev) {
   }
   if (!c.ok())
     return Status::error("RDB at byte " + std::to_string(consumed_ + c.pos()),
-                         std::string(t == kModuleAuxWalk ? "module aux data" : type_name(t)) +
+                         std::string(t == kModuleAuxWalk ? "module aux data"
+                                                         : type_name(t, version_)) +
                              ": " + c.error());
 
   size_t end = c.pos();

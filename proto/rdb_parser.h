@@ -41,13 +41,14 @@ struct Limits {
 };
 
 enum class EventKind {
-  kAux,        // aux_key, aux_value (e.g. "redis-ver", and "lua" from Redis < 7.0)
-  kSelectDb,   // db
-  kResizeDb,   // db_size, expires_size
-  kRecord,     // db, key, type, value, expire_at_ms
-  kFunction,   // function_code: one library's source (FUNCTION2, or translated pre-GA)
-  kModuleAux,  // module_id: data for a module, not a key; cannot be carried
-  kEnd,        // the EOF opcode; checksum verified (or 0: the master does not write one)
+  kAux,         // aux_key, aux_value ("redis-ver", "valkey-ver", and "lua" from Redis < 7.0)
+  kSelectDb,    // db
+  kResizeDb,    // db_size, expires_size
+  kRecord,      // db, key, type, value, expire_at_ms
+  kFunction,    // function_code: one library's source (FUNCTION2, or translated pre-GA)
+  kModuleAux,   // module_id: data for a module, not a key; cannot be carried
+  kSlotImport,  // aux_value (the job's name), slot_ranges: Valkey was importing these slots
+  kEnd,         // the EOF opcode; checksum verified (or 0: the master does not write one)
 };
 
 struct Event {
@@ -61,6 +62,7 @@ struct Event {
   int64_t expire_at_ms = -1;
   std::string_view function_code;
   uint64_t module_id = 0;
+  uint64_t slot_ranges = 0;
   uint64_t checksum = 0;
 };
 

@@ -17,7 +17,10 @@ void append_u64_le(std::string& out, uint64_t v) {
 
 RdbWriter::RdbWriter(uint16_t version) : version_(version) {
   char header[kHeaderSize + 1];
-  std::snprintf(header, sizeof header, "REDIS%04u", static_cast<unsigned>(version % 10000));
+  if (is_valkey_numbering(version))
+    std::snprintf(header, sizeof header, "VALKEY%03u", static_cast<unsigned>(version % 1000));
+  else
+    std::snprintf(header, sizeof header, "REDIS%04u", static_cast<unsigned>(version % 10000));
   out_.append(header, kHeaderSize);
 }
 
@@ -68,13 +71,14 @@ Status RdbWriter::key(std::string_view key, std::string_view payload, int64_t ex
                                               " bytes is too short")
         .as(ErrorKind::kBadData);
   const auto type = static_cast<uint8_t>(payload[0]);
-  if (type >= kOpSlotInfo || type_name(type) == nullptr)
+  if (type >= kOpValkeySlotImport || type_name(type, version_) == nullptr)
     return Status::error("write the RDB", "a DUMP payload of unknown type " + std::to_string(type))
         .as(ErrorKind::kBadData);
-  if (auto v = dump::rdb_version(payload); !v || *v > version_)
+  if (auto v = dump::rdb_version(payload); !v || !fits_in(*v, version_))
     return Status::error("write the RDB",
                          "a DUMP payload of RDB version " + std::to_string(v.value_or(0)) +
-                             ", newer than the stream's " + std::to_string(version_))
+                             " does not fit a stream of RDB " + std::to_string(version_) +
+                             " (newer, or the other engine's numbering)")
         .as(ErrorKind::kBadData);
   drop_taken();
   if (expire_at_ms >= 0) {

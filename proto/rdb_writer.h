@@ -3,8 +3,8 @@
 // turns the mapping table into the RDB a target Redis loads at its native
 // ingest speed. No I/O: the writer appends to a buffer the caller drains.
 //
-//   "REDIS" + 4 version digits, AUX fields, FUNCTION2 entries (the libraries),
-//   then SELECTDB db (RESIZEDB keys expires after a DB's first), and per key
+//   "REDIS" + 4 version digits (or "VALKEY" + 3 from RDB 80), AUX fields, FUNCTION2 entries (the
+//   libraries), then SELECTDB db (RESIZEDB keys expires after a DB's first), and per key
 //   [EXPIRETIME_MS ms] <type> <key> <value>; EOF, then the CRC-64 of every
 //   byte before it (little-endian).
 //
@@ -48,8 +48,8 @@ class RdbWriter {
   // loader presizes its tables with).
   void select_db(uint32_t db, uint64_t keys, uint64_t expires);
   // One key of the selected DB, from its DUMP payload; expire_at_ms < 0: none.
-  // kBadData for a payload of no known value type, or of a newer RDB version
-  // than the stream's.
+  // kBadData for a payload of no known value type, or of an RDB version that
+  // does not fit the stream's (rdb::fits_in).
   Status key(std::string_view key, std::string_view dump_payload, int64_t expire_at_ms);
   // The EOF opcode and the checksum. Nothing may follow.
   void end();

@@ -222,7 +222,10 @@ class Rdb {
  public:
   explicit Rdb(int version) {
     char magic[10];
-    std::snprintf(magic, sizeof magic, "REDIS%04d", version);
+    if (version >= rrs::rdb::kFirstValkeyVersion)
+      std::snprintf(magic, sizeof magic, "VALKEY%03d", version);
+    else
+      std::snprintf(magic, sizeof magic, "REDIS%04d", version);
     s_ = magic;
   }
   Rdb& op(uint8_t b) {
@@ -352,6 +355,13 @@ void rdb_seeds(const fs::path& dir) {
   v12.key(kHashListpackEx, "hlpex").le(1'900'000'000'000, 8).str("lp");
   v12.key(kHashListpackExPreGa, "hlpex-rc").str("lp");
   write(dir, "synthetic-v12", prefix + v12.eof());
+
+  Rdb v80(80);  // Valkey 9: its own numbering (type 22, opcode 243)
+  v80.aux("valkey-ver", "9.1.2").op(kOpValkeySlotImport).str(std::string(40, 'j')).len(1);
+  v80.len(0).len(100).op(kOpSelectDb).len(0);
+  v80.key(kValkeyHash2, "hash2").len(1).str("f").str("v").le(1'900'000'000'000, 8);
+  v80.key(kSetListpack, "slp").str("lp");
+  write(dir, "synthetic-v80", prefix + v80.eof());
 
   Rdb v6(6);  // Redis 2.6, and a master that does not checksum (rdbchecksum no)
   v6.op(kOpSelectDb).len(0).key(kString, "k").str("v");

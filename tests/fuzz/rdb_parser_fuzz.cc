@@ -81,7 +81,8 @@ Seen take(const Event& e, uint16_t version, const Limits& limits) {
     case EventKind::kSelectDb: s.a = e.db; break;
     case EventKind::kResizeDb: s.a = e.db, s.b = e.db_size, s.c = e.expires_size; break;
     case EventKind::kRecord: {
-      FUZZ_CHECK(e.type < rrs::rdb::kOpSlotInfo && rrs::rdb::type_name(e.type) != nullptr,
+      FUZZ_CHECK(e.type < rrs::rdb::kOpValkeySlotImport &&
+                     rrs::rdb::type_name(e.type, version) != nullptr,
                  "record of type " + std::to_string(e.type));
       FUZZ_CHECK(e.key.size() <= limits.max_string_bytes,
                  "key of " + std::to_string(e.key.size()) + " bytes");
@@ -126,7 +127,7 @@ Outcome parse(std::string_view rdb, const Limits& limits, rrs::fuzz::Fragments* 
       auto ev = p.next();
       if (ev.ok() && *ev) {
         FUZZ_CHECK(!saw_end, "an event after kEnd");
-        FUZZ_CHECK(p.version() >= rrs::rdb::kMinVersion && p.version() <= rrs::rdb::kMaxVersion,
+        FUZZ_CHECK(rrs::rdb::is_known_version(p.version()),
                    "an event with RDB version " + std::to_string(p.version()));
         out.events.push_back(take(**ev, p.version(), limits));
         saw_end = (*ev)->kind == EventKind::kEnd;

@@ -19,9 +19,14 @@ namespace {
 class RdbWriter {
  public:
   explicit RdbWriter(int version = 12) {
-    out_ = "REDIS00";
+    out_ = version >= kFirstValkeyVersion ? "VALKEY0" : "REDIS00";
     out_ += static_cast<char>('0' + version / 10);
     out_ += static_cast<char>('0' + version % 10);
+  }
+  static RdbWriter with_header(std::string header) {
+    RdbWriter w;
+    w.out_ = std::move(header);
+    return w;
   }
   RdbWriter& byte(uint8_t b) {
     out_.push_back(static_cast<char>(b));
@@ -88,6 +93,7 @@ Seen seen(const Event& e) {
               e.expire_at_ms};
     case EventKind::kFunction: return {e.kind, std::string(e.function_code)};
     case EventKind::kModuleAux: return {e.kind, {}, {}, e.module_id};
+    case EventKind::kSlotImport: return {e.kind, std::string(e.aux_value), {}, e.slot_ranges};
     case EventKind::kEnd: return {e.kind};
   }
   return {};
@@ -374,8 +380,61 @@ TEST(RdbParserTest, ChecksumMismatch) {
 TEST(RdbParserTest, BadHeaders) {
   EXPECT_NE(error_of("RADIS0010xx").find("does not start with REDIS"), std::string::npos);
   EXPECT_NE(error_of("REDIS00a0xx").find("does not start with REDIS"), std::string::npos);
-  EXPECT_NE(error_of(RdbWriter(13).finish()).find("RDB version 13"), std::string::npos);
+  EXPECT_NE(error_of("VALKEY8x0xx").find("or VALKEY and 3"), std::string::npos);
+  std::string v13 = error_of(RdbWriter(13).finish());
+  EXPECT_NE(v13.find("RDB version 13"), std::string::npos) << v13;
+  EXPECT_NE(v13.find("Valkey's 80 (Valkey 9.1)"), std::string::npos) << v13;
   EXPECT_NE(error_of(RdbWriter(5).finish()).find("RDB version 5"), std::string::npos);
+  EXPECT_NE(error_of(RdbWriter(81).finish()).find("RDB version 81 (VALKEY)"), std::string::npos);
+  // The magic and the version must agree: each engine writes only its own.
+  EXPECT_NE(error_of(RdbWriter::with_header("REDIS0080").finish()).find("neither engine"),
+            std::string::npos);
+  EXPECT_NE(error_of(RdbWriter::with_header("VALKEY011").finish()).find("neither engine"),
+            std::string::npos);
+}
+
+// Valkey 9 (RDB 80): type 22 is its hash with field TTLs, opcode 243 its
+// slot imports; in Redis's numbering 22 is the 7.4 pre-GA hash and 243 is
+// nothing. The header decides.
+TEST(RdbParserTest, ValkeyNumberingIsDecidedByTheHeader) {
+  RdbWriter w(80);
+  w.byte(kOpAux).str("valkey-ver").str("9.1.2");
+  w.byte(kOpValkeySlotImport).str(std::string(40, 'j')).len(2).len(0).len(99).len(5000).len(5000);
+  w.byte(kOpSelectDb).len(0);
+  w.key(kValkeyHash2, "h2")
+      .len(2)
+      .str("f")
+      .str("v")
+      .le(UINT64_MAX, 8)
+      .str("g")
+      .str("w")
+      .le(1893456000000, 8);
+  std::string value = w.end_value();
+  w.key(kSetListpack, "s").str("listpack");
+  Outcome o = parse_whole(w.finish());
+  ASSERT_EQ(o.error, "");
+  ASSERT_EQ(o.events.size(), 6u);
+  EXPECT_EQ(o.events[1], (Seen{EventKind::kSlotImport, std::string(40, 'j'), {}, 2}));
+  EXPECT_EQ(o.events[3], (Seen{EventKind::kRecord, "0:h2", value, kValkeyHash2}));
+  // Byte by byte too: every element of a HASH_2 resumes where it stopped.
+  RdbWriter again(80);
+  again.key(kValkeyHash2, "h2").len(1).str("f").str("v").le(5, 8);
+  Outcome bytewise = parse(again.finish(), [] { return 1; });
+  EXPECT_EQ(bytewise.error, "");
+  EXPECT_TRUE(bytewise.done);
+
+  // Redis's hash-with-TTL types are not Valkey's; 243 is no Redis opcode.
+  RdbWriter redis_types(80);
+  redis_types.key(kHashMetadata, "m").le(0, 8).len(0);
+  EXPECT_NE(error_of(redis_types.finish()).find("unknown type or opcode 0x18 in RDB version 80"),
+            std::string::npos);
+  RdbWriter slot_import_in_redis(12);
+  slot_import_in_redis.byte(kOpValkeySlotImport).str(std::string(40, 'j')).len(1).len(0).len(1);
+  EXPECT_NE(error_of(slot_import_in_redis.finish()).find("unknown type or opcode 0xf3"),
+            std::string::npos);
+  RdbWriter bad_range(80);
+  bad_range.byte(kOpValkeySlotImport).str(std::string(40, 'j')).len(1).len(7).len(16384);
+  EXPECT_NE(error_of(bad_range.finish()).find("SLOT_IMPORT range 7-16384"), std::string::npos);
 }
 
 TEST(RdbParserTest, UnknownTypeNamesTheByteAndOffset) {

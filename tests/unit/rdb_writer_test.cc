@@ -106,6 +106,7 @@ Parsed parse(std::string_view rdb) {
         out.events.push_back({e.kind, std::string(e.function_code)});
         break;
       case EventKind::kModuleAux: out.events.push_back({e.kind, {}, {}, e.module_id}); break;
+      case EventKind::kSlotImport: ADD_FAILURE() << "a SLOT_IMPORT the writer never writes"; break;
       case EventKind::kEnd:
         out.events.push_back({e.kind});
         out.checksum = e.checksum;
@@ -157,6 +158,31 @@ TEST(RdbWriter, HeaderCarriesTheVersion) {
   std::string rdb = all_of(w);
   EXPECT_EQ(rdb.substr(0, kHeaderSize), "REDIS0012");
   EXPECT_EQ(parse(rdb).version, 12);
+  RdbWriter valkey(80);
+  valkey.end();
+  rdb = all_of(valkey);
+  EXPECT_EQ(rdb.substr(0, kHeaderSize), "VALKEY080");
+  EXPECT_EQ(parse(rdb).version, 80);
+}
+
+// A payload goes only into a stream whose version is not older and in the
+// same numbering, unless it predates the split (RDB 11 and older).
+TEST(RdbWriter, PayloadsMustFitTheStreamsNumbering) {
+  auto payload = [](uint16_t version) {
+    std::string p(dump::payload_size(2), '\0');
+    dump::write_payload(kString, std::string("\x01v", 2), version, p.data());
+    return p;
+  };
+  RdbWriter valkey(80);
+  EXPECT_TRUE(valkey.key("shared", payload(11), -1).ok());
+  EXPECT_TRUE(valkey.key("own", payload(80), -1).ok());
+  Status redis12 = valkey.key("redis", payload(12), -1);
+  EXPECT_EQ(redis12.kind(), ErrorKind::kBadData);
+  EXPECT_NE(redis12.message().find("other engine's numbering"), std::string::npos);
+  RdbWriter redis(12);
+  EXPECT_FALSE(redis.key("valkey", payload(80), -1).ok());
+  RdbWriter old(10);
+  EXPECT_FALSE(old.key("newer", payload(11), -1).ok());
 }
 
 TEST(RdbWriter, RoundTripThroughParser) {
