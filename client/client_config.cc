@@ -75,6 +75,9 @@ Options:
                           prints `fetched keys=N functions=L scripts=S
                           table_bytes=B ... MBps=X`
                           (the transfer alone, no Redis needed)
+  --skip-module-data      load a table whose master held module data that is
+                          not a key (MODULE_AUX: the table cannot carry it);
+                          without this such a table is refused (exit 5)
   --follow                after the sync, keep the target in step with the
                           master: tail rdma-server's change log (the master's
                           replication stream) and apply it, until SIGINT or
@@ -219,6 +222,8 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
       c.quiet = true;
     } else if (args.flag("--no-load")) {
       c.no_load = true;
+    } else if (args.flag("--skip-module-data")) {
+      c.skip_module_data = true;
     } else if (args.flag("--follow")) {
       c.follow = true;
     } else if (args.flag("--handoff")) {

@@ -57,6 +57,9 @@ struct ClientConfig {
   std::string transport = "auto";
   // --no-load: fetch and validate the table, load nothing (transfer alone).
   bool no_load = false;
+  // --skip-module-data: load a table whose master held module data that is
+  // not a key (MODULE_AUX), which the table cannot carry; refused without.
+  bool skip_module_data = false;
   // --quiet: no progress output, only the summary and errors.
   bool quiet = false;
   // --cpu LIST: the CPUs every thread of the client runs on (empty: any);

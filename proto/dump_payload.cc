@@ -1,6 +1,5 @@
 #include "proto/dump_payload.h"
 
-#include <charconv>
 #include <cstring>
 
 #include "proto/crc64.h"
@@ -38,34 +37,6 @@ std::string function_restore_payload(const std::vector<std::string>& libraries,
   uint64_t crc = crc64(0, out.data(), out.size());
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
   return out;
-}
-
-const char* first_redis_for_rdb(uint16_t v) {
-  switch (v) {
-    case 6: return "2.6";
-    case 7: return "3.2";
-    case 8: return "4.0";
-    case 9: return "5.0";
-    case 10: return "7.0";
-    case 11: return "7.2";
-    case 12: return "7.4";
-    default: return v < 6 ? "2.6" : "a release newer than 7.4";
-  }
-}
-
-std::optional<uint16_t> max_rdb_for_redis(std::string_view version) {
-  unsigned major = 0, minor = 0;
-  auto [p, ec] = std::from_chars(version.data(), version.data() + version.size(), major);
-  if (ec != std::errc() || p == version.data() + version.size() || *p != '.') return std::nullopt;
-  std::from_chars(p + 1, version.data() + version.size(), minor);
-  unsigned m = major * 100 + minor;
-  if (m >= 704) return 12;
-  if (m >= 702) return 11;
-  if (m >= 700) return 10;
-  if (m >= 500) return 9;
-  if (m >= 400) return 8;
-  if (m >= 302) return 7;
-  return 6;
 }
 
 }  // namespace rrs::dump

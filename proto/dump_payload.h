@@ -29,12 +29,4 @@ std::optional<uint16_t> rdb_version(std::string_view payload);
 std::string function_restore_payload(const std::vector<std::string>& libraries,
                                      uint16_t rdb_version);
 
-// The oldest Redis release that writes/accepts RDB version `v` ("7.0" for 10),
-// for error messages that tell an operator what to upgrade to.
-const char* first_redis_for_rdb(uint16_t v);
-
-// The newest RDB version a Redis release reads, from its version string
-// ("7.0.15" -> 10), or nullopt if the string does not parse.
-std::optional<uint16_t> max_rdb_for_redis(std::string_view version);
-
 }  // namespace rrs::dump

@@ -4,6 +4,7 @@
 
 #include "proto/byte_order.h"
 #include "proto/crc32c.h"
+#include "proto/rdb_format.h"
 
 namespace rrs::table {
 namespace {
@@ -110,8 +111,11 @@ void encode_header(const Header& h, std::span<std::byte, kHeaderSize> out) {
   wire::store_u32(p + hdr::kState, static_cast<uint32_t>(h.state));
   wire::store_u64(p + hdr::kEpoch, h.epoch);
   wire::store_u64(p + hdr::kCreatedMs, h.created_unix_ms);
-  wire::store_text(p + hdr::kRedisVersion, hdr::kRedisVersionLen, h.redis_version.data(),
-                   h.redis_version.size());
+  wire::store_text(p + hdr::kServerVersion, hdr::kServerVersionLen, h.server_version.data(),
+                   h.server_version.size());
+  p[hdr::kEngine] = static_cast<std::byte>(h.engine);
+  wire::store_u32(p + hdr::kModuleAux, h.module_aux_count);
+  wire::store_u64(p + hdr::kEmptySkipped, h.empty_skipped);
   wire::store_u32(p + hdr::kRdbVersion, h.rdb_version);
   wire::store_u32(p + hdr::kDbCount, h.db_count);
   wire::store_u64(p + hdr::kRecordCount, h.record_count);
@@ -210,7 +214,10 @@ Header load_header_fields(const std::byte* p) {
   h.state = State::kReady;
   h.epoch = load_u64(p + hdr::kEpoch);
   h.created_unix_ms = load_u64(p + hdr::kCreatedMs);
-  h.redis_version = wire::load_text(p + hdr::kRedisVersion, hdr::kRedisVersionLen);
+  h.server_version = wire::load_text(p + hdr::kServerVersion, hdr::kServerVersionLen);
+  h.engine = static_cast<Engine>(p[hdr::kEngine]);
+  h.module_aux_count = load_u32(p + hdr::kModuleAux);
+  h.empty_skipped = load_u64(p + hdr::kEmptySkipped);
   h.rdb_version = load_u32(p + hdr::kRdbVersion);
   h.db_count = load_u32(p + hdr::kDbCount);
   h.record_count = load_u64(p + hdr::kRecordCount);
@@ -240,9 +247,15 @@ Status check_header_fields(const Header& h, const std::byte* p, uint64_t region_
   if (h.source_kind != SourceKind::kScan && h.source_kind != SourceKind::kPsync)
     return bad_header("unknown source kind " +
                       std::to_string(static_cast<uint32_t>(h.source_kind)));
-  if (!wire::is_printable(h.redis_version) || !wire::is_printable(h.source_replid))
+  if (!wire::is_printable(h.server_version) || !wire::is_printable(h.source_replid))
     return bad_header("version or replid field is not printable ASCII");
-  if (!all_zero(p + hdr::kReserved, hdr::kReservedLen))
+  if (h.engine != Engine::kUnknown && h.engine != Engine::kRedis && h.engine != Engine::kValkey)
+    return bad_header("unknown engine " + std::to_string(static_cast<int>(h.engine)));
+  if (h.rdb_version != 0 && !rdb::is_known_version(static_cast<uint16_t>(h.rdb_version)))
+    return bad_header("RDB version " + std::to_string(h.rdb_version) +
+                      " is not one this client reads (upgrade it)");
+  if (!all_zero(p + hdr::kReserved, hdr::kReservedLen) ||
+      !all_zero(p + hdr::kEngine + 1, hdr::kModuleAux - hdr::kEngine - 1))
     return bad_header("reserved bytes are not zero");
   if (load_u32(p + hdr::kSlotHeaderSize) != kSlotHeaderSize)
     return bad_header("slot header size " + std::to_string(load_u32(p + hdr::kSlotHeaderSize)) +

@@ -15,19 +15,21 @@
 //
 // TableHeader (256 bytes)
 //    0  8  magic "RRSTABLE"           128  8  slots_size  (= slot_count * slot_size)
-//    8  2  layout_version (2)         136  8  heap_offset
+//    8  2  layout_version (3)         136  8  heap_offset
 //   10  2  header_size (256)          144  8  heap_size
 //   12  4  state (1 building, 2 ready)152  8  source_offset (replication offset; 0 = scan)
 //   16  8  epoch                      160 40  source_replid (ASCII; zeros = scan)
 //   24  8  created_unix_ms            200  4  dbdir_crc32c (over the whole DbEntry array)
-//   32 32  redis_version (ASCII)      204  4  source kind (1 scan, 2 psync)
-//   64  4  rdb_version of payloads    208  8  scripts_offset (0 when scripts_size is 0)
+//   32 32  server_version (ASCII)     204  4  source kind (1 scan, 2 psync)
+//   64  4  rdb_version (see below)    208  8  scripts_offset (0 when scripts_size is 0)
 //   68  4  db_count                   216  8  scripts_size (0: no functions, no scripts)
 //   72  8  record_count               224  4  scripts_crc32c (over the whole region)
-//   80  8  total_size                 228 24  reserved, zero
-//   88  4  slot_size                  252  4  header_crc32c (over bytes 0..251)
-//   92  4  slot_header_size (48)
-//   96  8  slot_count (= record_count)
+//   80  8  total_size                 228  1  engine (1 Redis, 2 Valkey, 0 unknown)
+//   88  4  slot_size                  229  3  reserved, zero
+//   92  4  slot_header_size (48)      232  4  module_aux_count (module data not carried)
+//   96  8  slot_count (= record_count)236  8  empty_skipped (empty collections dropped)
+//                                     244  8  reserved, zero
+//                                     252  4  header_crc32c (over bytes 0..251)
 //  104  8  dbdir_offset
 //  112  8  dbdir_size (= db_count * 32)
 //  120  8  slots_offset
@@ -71,11 +73,12 @@
 #include <vector>
 
 #include "common/base/status.h"
+#include "proto/server_version.h"
 
 namespace rrs::table {
 
 inline constexpr char kMagic[8] = {'R', 'R', 'S', 'T', 'A', 'B', 'L', 'E'};
-inline constexpr uint16_t kLayoutVersion = 2;
+inline constexpr uint16_t kLayoutVersion = 3;
 inline constexpr size_t kHeaderSize = 256;
 inline constexpr size_t kDbEntrySize = 32;
 inline constexpr size_t kSlotHeaderSize = 48;
@@ -112,18 +115,20 @@ static_assert(kScriptEntryHeaderSize % kScriptAlign == 0 && kRegionAlign % kScri
 // the drawing above cannot drift apart.
 namespace hdr {
 inline constexpr size_t kMagic = 0, kLayoutVersion = 8, kHeaderSize = 10, kState = 12, kEpoch = 16,
-                        kCreatedMs = 24, kRedisVersion = 32, kRdbVersion = 64, kDbCount = 68,
+                        kCreatedMs = 24, kServerVersion = 32, kRdbVersion = 64, kDbCount = 68,
                         kRecordCount = 72, kTotalSize = 80, kSlotSize = 88, kSlotHeaderSize = 92,
                         kSlotCount = 96, kDbdirOffset = 104, kDbdirSize = 112, kSlotsOffset = 120,
                         kSlotsSize = 128, kHeapOffset = 136, kHeapSize = 144, kSourceOffset = 152,
                         kSourceReplid = 160, kDbdirCrc = 200, kSourceKind = 204,
-                        kScriptsOffset = 208, kScriptsSize = 216, kScriptsCrc = 224,
-                        kReserved = 228, kHeaderCrc = 252;
-inline constexpr size_t kRedisVersionLen = 32, kReplidLen = 40, kReservedLen = 24;
-static_assert(kRedisVersion + kRedisVersionLen == kRdbVersion);
+                        kScriptsOffset = 208, kScriptsSize = 216, kScriptsCrc = 224, kEngine = 228,
+                        kModuleAux = 232, kEmptySkipped = 236, kReserved = 244, kHeaderCrc = 252;
+inline constexpr size_t kServerVersionLen = 32, kReplidLen = 40, kReservedLen = 8;
+static_assert(kServerVersion + kServerVersionLen == kRdbVersion);
 static_assert(kSourceReplid + kReplidLen == kDbdirCrc);
 static_assert(kSourceKind + 4 == kScriptsOffset && kScriptsOffset + 8 == kScriptsSize &&
-              kScriptsSize + 8 == kScriptsCrc && kScriptsCrc + 4 == kReserved);
+              kScriptsSize + 8 == kScriptsCrc && kScriptsCrc + 4 == kEngine);
+static_assert(kEngine + 4 == kModuleAux && kModuleAux + 4 == kEmptySkipped &&
+              kEmptySkipped + 8 == kReserved);
 static_assert(kReserved + kReservedLen == kHeaderCrc);
 static_assert(kHeaderCrc + 4 == rrs::table::kHeaderSize);
 }  // namespace hdr
@@ -164,8 +169,16 @@ struct Header {
   State state = State::kBuilding;
   uint64_t epoch = 0;
   uint64_t created_unix_ms = 0;
-  std::string redis_version;  // at most 32 bytes
+  // Which server the data came from: its engine and version ("8.0.6").
+  Engine engine = Engine::kUnknown;
+  std::string server_version;  // at most 32 bytes
+  // The RDB version that says what the payloads' type numbers mean: the
+  // master's RDB header (psync), or the payloads' own (scan). 0: no data.
   uint32_t rdb_version = 0;
+  // What the source held that the table does not: module data that is not
+  // a key (MODULE_AUX), and empty collections (which servers drop at load).
+  uint32_t module_aux_count = 0;
+  uint64_t empty_skipped = 0;
   uint32_t db_count = 0;
   uint64_t record_count = 0;
   uint64_t total_size = 0;

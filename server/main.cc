@@ -101,14 +101,19 @@ Status publish_everywhere(Servers& servers, const TablePtr& table) {
 void print_table_line(const char* what, const table::Header& h, const SnapshotStats& stats,
                       double build_s) {
   std::printf("%s epoch=%llu records=%llu bytes=%llu slot_size=%u functions=%llu build_s=%.3f "
-              "source=%s offset=%llu replid=%s",
+              "source=%s offset=%llu replid=%s engine=%s version=%s rdb=%u module_aux=%u",
               what, static_cast<unsigned long long>(h.epoch),
               static_cast<unsigned long long>(h.record_count),
               static_cast<unsigned long long>(h.total_size), h.slot_size,
               static_cast<unsigned long long>(stats.functions), build_s,
               h.source_kind == table::SourceKind::kPsync ? "psync" : "scan",
               static_cast<unsigned long long>(h.source_offset),
-              h.source_replid.empty() ? "-" : h.source_replid.c_str());
+              h.source_replid.empty() ? "-" : h.source_replid.c_str(),
+              h.engine == Engine::kValkey  ? "valkey"
+              : h.engine == Engine::kRedis ? "redis"
+                                           : "-",
+              h.server_version.empty() ? "-" : h.server_version.c_str(), h.rdb_version,
+              h.module_aux_count);
 }
 
 // Who may read the table: the shared secret (or loopback only without one).

@@ -45,6 +45,13 @@ Result<MasterLink> MasterLink::connect(const Endpoint& master, const RedisCreden
   // eof: we take a diskless RDB; psync2: we understand +CONTINUE <new replid>.
   RRS_RETURN_IF_ERROR(link.send_command({"REPLCONF", "capa", "eof", "capa", "psync2"}));
   RRS_RETURN_IF_ERROR(link.expect_ok("REPLCONF capa", "use --source scan"));
+  // A Valkey master writes the newest RDB format the replica says it knows
+  // (an older one, assumed for a replica that says nothing, may not hold
+  // every value: field TTLs need RDB 80). Redis has no such option and
+  // answers an error, which changes nothing.
+  RRS_RETURN_IF_ERROR(link.send_command({"REPLCONF", "version", kAnnouncedValkeyVersion}));
+  auto answer = link.read_line(opts.timeout, nullptr);
+  if (!answer.ok()) return answer.status().wrap("REPLCONF version");
   return link;
 }
 

@@ -48,6 +48,11 @@ struct PsyncReply {
   std::string why;
 };
 
+// The Valkey release the sidecar announces in REPLCONF version: the first
+// that writes the newest format it reads (RDB 80), so a newer Valkey sends
+// that rather than a format the parser would refuse.
+inline constexpr std::string_view kAnnouncedValkeyVersion = "9.0.0";
+
 class MasterLink {
  public:
   static Result<MasterLink> connect(const Endpoint& master, const RedisCredentials& creds,

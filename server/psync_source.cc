@@ -67,7 +67,8 @@ Result<SnapshotStats> PsyncSource::receive(MasterLink& link, const PsyncReply& r
             " offset " + std::to_string(reply.offset) + "; parsing its RDB as it streams in");
   rdb::RdbParser parser(opts_.limits);
   SnapshotStats stats;
-  std::string redis_version;
+  // valkey-ver wins: a Valkey writes no redis-ver, but a future one might.
+  std::string redis_version, valkey_version;
   std::vector<std::string> libraries;
   auto t0 = Clock::now(), last_report = t0;
 
@@ -88,6 +89,7 @@ Result<SnapshotStats> PsyncSource::receive(MasterLink& link, const PsyncReply& r
         break;
       case rdb::EventKind::kAux:
         if (ev.aux_key == "redis-ver") redis_version = ev.aux_value;
+        if (ev.aux_key == "valkey-ver") valkey_version = ev.aux_value;
         if (ev.aux_key == "lua") {  // Redis < 7.0 ships its script cache this way
           into.add_lua_script(std::string(ev.aux_value));
           stats.scripts++;
@@ -98,8 +100,18 @@ Result<SnapshotStats> PsyncSource::receive(MasterLink& link, const PsyncReply& r
         stats.module_aux++;
         log::warn("the RDB holds module data that is not a key (module id " +
                   std::to_string(ev.module_id) +
-                  "); it cannot be carried: RESTORE has no way to load it");
+                  "); the table cannot carry it, and rdma-client refuses such a table unless "
+                  "told to drop it");
         break;
+      case rdb::EventKind::kSlotImport:
+        // Keys of slots being imported are in the RDB but not yet the
+        // node's: a copy taken now would hold keys the source may drop.
+        return Status::error("the master's RDB",
+                             "it was importing " + std::to_string(ev.slot_ranges) +
+                                 " slot ranges (atomic slot migration job " +
+                                 log::printable(ev.aux_value) +
+                                 "); a snapshot is taken once the migration has finished")
+            .as(ErrorKind::kUnavailable);
       default: break;
     }
     return {};
@@ -116,7 +128,11 @@ Result<SnapshotStats> PsyncSource::receive(MasterLink& link, const PsyncReply& r
   if (!libraries.empty())
     into.set_function_payload(dump::function_restore_payload(libraries, parser.version()),
                               static_cast<uint32_t>(libraries.size()));
-  into.set_source({redis_version, table::SourceKind::kPsync, reply.offset, reply.replid});
+  const auto server = valkey_version.empty()
+                          ? ServerVersion::parse(Engine::kRedis, redis_version)
+                          : ServerVersion::parse(Engine::kValkey, valkey_version);
+  into.set_source({server.value_or(ServerVersion{}), table::SourceKind::kPsync, reply.offset,
+                   reply.replid, parser.version(), static_cast<uint32_t>(stats.module_aux)});
   log::info("snapshot: RDB complete: " + mib(stats.rdb_bytes) + ", " + std::to_string(stats.keys) +
             " keys in " + std::to_string(seconds_since(t0)).substr(0, 5) +
             " s; the table is the keyspace as of offset " + std::to_string(reply.offset));

@@ -12,13 +12,6 @@ namespace {
 
 std::string_view text(const redisReply* r) { return {r->str, r->len}; }
 
-// Redis major version from "7.0.15".
-int major_version(const std::string& v) {
-  int m = 0;
-  std::from_chars(v.data(), v.data() + v.size(), m);
-  return m;
-}
-
 // The master's Redis Functions (7.0+): FUNCTION LIST to count the libraries
 // and FUNCTION DUMP for the payload, in one MULTI so that the count matches
 // the payload even if a client loads a library in between. Returns how many
@@ -61,18 +54,23 @@ Result<SnapshotStats> ScanSource::snapshot(TableBuilder& into) {
   if (!server.ok()) return server.status().wrap("read master's INFO");
   auto keyspace = redis->info("keyspace");
   if (!keyspace.ok()) return keyspace.status().wrap("read master's INFO");
-  std::string version = info_field(*server, "redis_version");
-  into.set_source({version, table::SourceKind::kScan, 0, {}});
-  bool absolute_expiry = major_version(version) >= 7;
+  auto engine = ServerVersion::from_info(*server);
+  if (!engine)
+    return Status::error("read master's INFO server", "no redis_version or valkey_version in it")
+        .as(ErrorKind::kBadData);
+  into.set_source({*engine, table::SourceKind::kScan, 0, {}});
+  // PEXPIRETIME and Redis Functions came with Redis 7.0; every Valkey has both.
+  const bool redis7 = engine->engine == Engine::kValkey || engine->at_least(7, 0);
+  bool absolute_expiry = redis7;
   if (!absolute_expiry)
-    log::warn("master runs Redis " + version +
+    log::warn("master runs " + engine->to_string() +
               " (no PEXPIRETIME): expiries come from PTTL and this host's clock");
   // Redis Functions exist from 7.0 on. Before that a master's Lua scripts
   // live only in its script cache, which no command lists (SCRIPT EXISTS
   // needs the SHA1); only the RDB a master sends its replicas carries them
   // ("lua" aux fields), so only a PSYNC source can put them in the table.
   SnapshotStats stats;
-  if (major_version(version) >= 7) {
+  if (redis7) {
     auto libraries = snapshot_functions(*redis, into);
     if (!libraries.ok()) return libraries.status().wrap("snapshot " + master_.to_string());
     stats.functions = *libraries;

@@ -145,19 +145,23 @@ Result<std::shared_ptr<Table>> TableBuilder::build(uint64_t epoch) {
   table::Header& h = t->header;
   h.epoch = epoch;
   h.created_unix_ms = static_cast<uint64_t>(unix_ms());
-  h.redis_version = source_.redis_version.substr(0, table::hdr::kRedisVersionLen);
+  h.engine = source_.server.engine;
+  h.server_version = source_.server.number().substr(0, table::hdr::kServerVersionLen);
+  h.module_aux_count = source_.module_aux;
   h.source_kind = source_.kind;
   h.source_offset = source_.replication_offset;
   h.source_replid = source_.replid.substr(0, table::hdr::kReplidLen);
   h.db_count = static_cast<uint32_t>(dbs_.size());
   h.record_count = records_;
   h.slot_size = slot_size_;
-  h.rdb_version = rdb_version_;
-  if (records_ == 0 && !scripts_.function_payload.empty()) {
-    // No keys: the function payload's trailer still tells a client which
-    // Redis can take it.
+  // What the type numbers mean: the RDB header's version says it for an RDB
+  // (even one without keys); a scan has only its payloads to go by, or, with
+  // none, the version the server writes.
+  h.rdb_version = source_.rdb_version;
+  if (h.rdb_version == 0) h.rdb_version = rdb_version_;
+  if (h.rdb_version == 0 && !scripts_.function_payload.empty())
     h.rdb_version = dump::rdb_version(scripts_.function_payload).value_or(0);
-  }
+  if (h.rdb_version == 0) h.rdb_version = source_.server.newest_rdb();
   RRS_RETURN_IF_ERROR(table::plan_geometry(h, heap_used_, scripts_bytes));
   auto mem = PageBuffer::allocate(h.total_size);
   if (!mem.ok()) return mem.status();

@@ -19,10 +19,14 @@
 namespace rrs {
 
 struct SourceInfo {
-  std::string redis_version;
+  ServerVersion server;  // the engine and version the data came from
   table::SourceKind kind = table::SourceKind::kScan;
   uint64_t replication_offset = 0;
   std::string replid;
+  // The master's RDB header (psync): what the payloads' type numbers mean.
+  // 0 (scan): the payloads' own version, or the server's newest without any.
+  uint16_t rdb_version = 0;
+  uint32_t module_aux = 0;  // module data (MODULE_AUX) the table does not carry
 };
 
 class TableBuilder {

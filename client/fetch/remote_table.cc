@@ -22,7 +22,11 @@ void log_table(const table::Header& h, const table::Scripts& scripts) {
             std::to_string(scripts.function_libraries) + " function libraries, " +
             std::to_string(scripts.lua_scripts.size()) + " Lua scripts, " +
             std::to_string(h.total_size) + " bytes, slot size " + std::to_string(h.slot_size) +
-            ", from Redis " + h.redis_version + " (RDB " + std::to_string(h.rdb_version) + ")");
+            ", from " + engine_name(h.engine) + " " + h.server_version + " (RDB " +
+            std::to_string(h.rdb_version) + ")" +
+            (h.empty_skipped ? "; " + std::to_string(h.empty_skipped) +
+                                   " empty collections were left out, as servers drop them"
+                             : ""));
 }
 
 }  // namespace

@@ -29,7 +29,8 @@ class RdbStreamer {
 
   RdbStreamer(const TableInfo& info, ReplicaLink& link, std::string_view replid, uint64_t offset)
       : info_(info), link_(link), writer_(static_cast<uint16_t>(info.header.rdb_version)) {
-    writer_.aux("redis-ver", info.header.redis_version);
+    writer_.aux(info.header.engine == Engine::kValkey ? "valkey-ver" : "redis-ver",
+                info.header.server_version);
     writer_.aux("redis-bits", "64");
     writer_.aux("ctime", std::to_string(unix_us() / 1000000));
     writer_.aux("used-mem", "0");

@@ -46,11 +46,9 @@ RestoreLoader::~RestoreLoader() {
 }
 
 Status RestoreLoader::prepare(const TableInfo& info, TargetPolicy policy, bool staged) {
-  auto server = redis_.info("server");
-  if (!server.ok()) return server.status().wrap("inspect target");
-  target_version_ = info_field(*server, "redis_version");
+  RRS_ASSIGN_OR_RETURN(target_, target_server(redis_));
   table_rdb_ = static_cast<uint16_t>(info.header.rdb_version);
-  RRS_RETURN_IF_ERROR(check_target_reads(redis_, target_version_, info));
+  RRS_RETURN_IF_ERROR(check_target_reads(redis_, target_, info));
 
   if (staged)  // for Staging::discard(); only then, so a plain load needs no CLIENT right
     if (auto id = redis_.command({"CLIENT", "ID"}); id.ok() && (*id)->type == REDIS_REPLY_INTEGER)
@@ -91,7 +89,7 @@ Status RestoreLoader::apply_functions(const table::Scripts& s, TargetPolicy poli
   const std::string where = "load functions into " + redis_.endpoint().to_string();
   if (s.function_payload.empty()) {
     // A replica of a master without functions has none; FLUSHALL kept them.
-    if (policy == TargetPolicy::kFlush && has_functions(target_version_))
+    if (policy == TargetPolicy::kFlush && target_.has_functions())
       RRS_RETURN_IF_ERROR(redis_.command({"FUNCTION", "FLUSH"}).status().wrap(where));
     return {};
   }
@@ -318,8 +316,8 @@ Status RestoreLoader::handle_reply(const redisReply* reply) {
                       std::to_string(p.index) + ", DB " + std::to_string(p.db) +
                       "): " + std::string(err);
     if (err.find("payload version or checksum") != std::string_view::npos)
-      msg += " (payload RDB version " + std::to_string(table_rdb_) + ", target Redis " +
-             target_version_ + "; if the target is older than the source, upgrade it)";
+      msg += " (payload RDB version " + std::to_string(table_rdb_) + ", target " +
+             target_.to_string() + "; if the target is older than the source, upgrade it)";
     stats_.errors.push_back(std::move(msg));
   }
   return {};

@@ -78,7 +78,7 @@ class RestoreLoader {
   int64_t client_id() const { return client_id_; }
 
   const LoadStats& stats() const { return stats_; }
-  const std::string& target_version() const { return target_version_; }
+  const ServerVersion& target() const { return target_; }
 
  private:
   struct Pending {
@@ -113,7 +113,7 @@ class RestoreLoader {
   bool flushed_ = false;
   int64_t client_id_ = 0;
   uint16_t table_rdb_ = 0;
-  std::string target_version_;
+  ServerVersion target_;
   LoadStats stats_;
 };
 

@@ -46,7 +46,7 @@ Status RestoreSink::prepare(const TableInfo& info) {
   RRS_RETURN_IF_ERROR(loader_->prepare(info, config_.policy, staging_.has_value()));
   if (staging_) {
     stage_ = Stage::kStaging;
-    RRS_RETURN_IF_ERROR(staging_->prepare(info, loader_->target_version()));
+    RRS_RETURN_IF_ERROR(staging_->prepare(info, loader_->target()));
     loader_->stage_into(staging_->dbs());
   }
   stage_ = Stage::kLoading;

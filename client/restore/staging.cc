@@ -159,13 +159,13 @@ Result<Staging> Staging::plan(const Endpoint& target, const RedisCredentials& cr
   return st;
 }
 
-Status Staging::prepare(const TableInfo& info, const std::string& target_version) {
+Status Staging::prepare(const TableInfo& info, const ServerVersion& target) {
   auto c = connect();
   if (!c.ok()) return c.status().wrap("--atomic: prepare the target");
   const table::Scripts& s = info.scripts;
   if (s.function_payload.empty()) {
     // Like --flush without --atomic: a table without functions leaves none.
-    flush_functions_ = policy_ == TargetPolicy::kFlush && has_functions(target_version);
+    flush_functions_ = policy_ == TargetPolicy::kFlush && target.has_functions();
   } else {
     RRS_RETURN_IF_ERROR(rehearse_functions(*c, info));
   }

@@ -54,7 +54,7 @@ class Staging {
                               TargetPolicy policy);
 
   // After the loader's prepare(): rehearses the functions, claims the staging DBs.
-  Status prepare(const TableInfo& info, const std::string& target_version);
+  Status prepare(const TableInfo& info, const ServerVersion& target);
 
   // Table DB -> staging DB.
   const std::map<uint32_t, uint32_t>& dbs() const { return map_; }

@@ -5,6 +5,7 @@
 #include "client/fetch/remote_table.h"
 #include "client/sync/progress.h"
 #include "client/sync/summary.h"
+#include "common/base/log.h"
 
 namespace rrs {
 namespace {
@@ -63,10 +64,28 @@ Status load_everything(const ClientConfig& config, RemoteTable& remote, FetchThr
 
 }  // namespace
 
+// What the master held that the table could not carry, which a replica of
+// it would have: refused unless the user says to drop it.
+Status check_nothing_dropped(const ClientConfig& config, const table::Header& h) {
+  if (h.module_aux_count == 0) return {};
+  const std::string what = std::to_string(h.module_aux_count) +
+                           " blocks of module data that are not keys (MODULE_AUX)";
+  if (config.skip_module_data) {
+    log::warn("dropping " + what + " (--skip-module-data)");
+    return {};
+  }
+  return Status::error("check the table", "the master's RDB held " + what +
+                                              ", which the table cannot carry; a target without "
+                                              "that module would refuse them. Give "
+                                              "--skip-module-data to load the keys without them")
+      .as(ErrorKind::kRefused);
+}
+
 Result<SyncedTable> run_sync(const ClientConfig& config, LoadSink& sink) {
   const auto t0 = Clock::now();
   RRS_RETURN_IF_ERROR(sink.connect());
   RRS_ASSIGN_OR_RETURN(std::unique_ptr<RemoteTable> remote, open_remote_table(config, t0));
+  if (sink.loads()) RRS_RETURN_IF_ERROR(check_nothing_dropped(config, remote->info.header));
   RRS_RETURN_IF_ERROR(sink.check(remote->info));
 
   // Reading starts before the target is prepared (FLUSHALL of a big target

@@ -1,32 +1,38 @@
 #include "client/sync/target_checks.h"
 
-#include "proto/dump_payload.h"
-
 namespace rrs {
-bool has_functions(std::string_view redis_version) {
-  return dump::max_rdb_for_redis(redis_version).value_or(10) >= 10;
+
+Result<ServerVersion> target_server(RedisClient& target) {
+  auto server = target.info("server");
+  if (!server.ok()) return server.status().wrap("inspect target");
+  auto version = ServerVersion::from_info(*server);
+  if (!version)
+    return Status::error("inspect target " + target.endpoint().to_string(),
+                         "INFO server names no redis_version or valkey_version: is it Redis?")
+        .as(ErrorKind::kRefused);
+  return *version;
 }
 
-Status check_target_reads(const RedisClient& target, const std::string& target_version,
+Status check_target_reads(const RedisClient& target, const ServerVersion& server,
                           const TableInfo& info) {
-  const std::string step = "check target Redis " + target.endpoint().to_string();
-  if (!info.scripts.function_payload.empty() && !has_functions(target_version))
+  const std::string step = "check target " + target.endpoint().to_string();
+  const table::Header& h = info.header;
+  const std::string source = std::string(engine_name(h.engine)) + " " + h.server_version;
+  if (!info.scripts.function_payload.empty() && !server.has_functions())
     return Status::error(step, "the table carries " +
                                    std::to_string(info.scripts.function_libraries) +
-                                   " function libraries from Redis " + info.header.redis_version +
-                                   ", but the target runs Redis " + target_version +
+                                   " function libraries from " + source + ", but the target runs " +
+                                   server.to_string() +
                                    ", which has no Redis Functions; upgrade the target to Redis "
                                    "7.0 or later")
         .as(ErrorKind::kRefused);
-  const auto table_rdb = static_cast<uint16_t>(info.header.rdb_version);
-  auto max_rdb = dump::max_rdb_for_redis(target_version);
-  if (max_rdb && table_rdb > *max_rdb)
-    return Status::error(step, "the table's DUMP payloads are RDB version " +
-                                   std::to_string(table_rdb) + " (written by Redis " +
-                                   info.header.redis_version + "), but the target runs Redis " +
-                                   target_version + ", which reads up to RDB version " +
-                                   std::to_string(*max_rdb) + "; upgrade the target to Redis " +
-                                   dump::first_redis_for_rdb(table_rdb) + " or later")
+  const auto table_rdb = static_cast<uint16_t>(h.rdb_version);
+  if (table_rdb != 0 && !server.loads_rdb(table_rdb))
+    return Status::error(
+               step, "the table's DUMP payloads are RDB version " + std::to_string(table_rdb) +
+                         " (written by " + source + "), but the target runs " + server.to_string() +
+                         ", which loads RDB up to version " + std::to_string(server.newest_rdb()) +
+                         "; upgrade the target to " + first_servers_for_rdb(table_rdb))
         .as(ErrorKind::kRefused);
   return {};
 }

@@ -7,17 +7,18 @@
 
 #include "client/fetch/table_fetcher.h"
 #include "common/redis/redis_client.h"
+#include "proto/server_version.h"
 
 namespace rrs {
 
-// Redis Functions came with 7.0 (RDB 10). A version string that does not
-// parse gets the benefit of the doubt: loading itself will say.
-bool has_functions(std::string_view redis_version);
+// The target's engine and version, from INFO server (kRefused when it names
+// neither, so nothing is loaded into what may not be Redis).
+Result<ServerVersion> target_server(RedisClient& target);
 
-// Refuses a target whose Redis (`target_version`, from INFO server) cannot
-// read the table's RDB version or has no Redis Functions while the table
-// carries libraries (kRefused).
-Status check_target_reads(const RedisClient& target, const std::string& target_version,
+// Refuses a target (`server`, from target_server) that cannot load the
+// table's RDB version or has no Redis Functions while the table carries
+// libraries (kRefused).
+Status check_target_reads(const RedisClient& target, const ServerVersion& server,
                           const TableInfo& info);
 
 // "db0: 3 keys, db5: 1 keys" for a target holding keys, empty if it holds none.

@@ -129,7 +129,8 @@ std::string table(const std::vector<Rec>& recs, uint32_t slot_size,
   h.state = State::kReady;
   h.epoch = 42;
   h.created_unix_ms = 1'790'000'000'000;
-  h.redis_version = "7.0.15";
+  h.engine = rrs::Engine::kRedis;
+  h.server_version = "7.0.15";
   h.rdb_version = 10;
   h.slot_size = slot_size;
   h.record_count = recs.size();

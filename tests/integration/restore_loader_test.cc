@@ -33,7 +33,8 @@ class RestoreLoaderTest : public ::testing::Test {
   TableInfo info_for(uint32_t rdb_version, std::string redis_version = "7.0.15") {
     TableInfo info;
     info.header.rdb_version = rdb_version;
-    info.header.redis_version = std::move(redis_version);
+    info.header.engine = Engine::kRedis;
+    info.header.server_version = std::move(redis_version);
     return info;
   }
 };

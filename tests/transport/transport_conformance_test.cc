@@ -31,7 +31,7 @@ const char* const kSampleScript = "return redis.call('GET', KEYS[1])";
 
 std::shared_ptr<Table> sample_table(uint64_t epoch, int records = 300) {
   TableBuilder b;
-  b.set_source({"7.0.15", table::SourceKind::kScan, 0, {}});
+  b.set_source({{Engine::kRedis, 7, 0, 15}, table::SourceKind::kScan, 0, {}});
   for (int i = 0; i < records; ++i)
     b.add(i < records / 2 ? 0 : 1, "key:" + std::to_string(i),
           test::fake_payload(200 + i % 50, static_cast<char>('a' + i % 26)), -1);

@@ -37,7 +37,7 @@ std::span<const std::byte> bytes_of(const std::string& s) { return std::as_bytes
 
 std::shared_ptr<Table> small_table() {
   TableBuilder b;
-  b.set_source({"7.0.15", table::SourceKind::kScan, 0, {}});
+  b.set_source({{Engine::kRedis, 7, 0, 15}, table::SourceKind::kScan, 0, {}});
   for (int i = 0; i < 80; ++i)
     b.add(0, "key:" + std::to_string(i),
           test::fake_payload(100 + i, static_cast<char>('a' + i % 26)), -1);

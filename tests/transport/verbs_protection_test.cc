@@ -78,7 +78,7 @@ constexpr const char* kSecret = "protection-secret-0123456789";
 
 std::shared_ptr<Table> sample_table(uint64_t epoch, int records = 50) {
   TableBuilder b;
-  b.set_source({"7.0.15", table::SourceKind::kScan, 0, {}});
+  b.set_source({{Engine::kRedis, 7, 0, 15}, table::SourceKind::kScan, 0, {}});
   for (int i = 0; i < records; ++i)
     b.add(0, "key:" + std::to_string(i),
           test::fake_payload(200 + i, static_cast<char>('a' + i % 26)), -1);

@@ -19,7 +19,7 @@ std::span<const std::byte> body_of(const std::string& frame) {
 
 TablePtr small_table() {
   TableBuilder b;
-  b.set_source({"7.0.15", table::SourceKind::kScan, 0, {}});
+  b.set_source({{Engine::kRedis, 7, 0, 15}, table::SourceKind::kScan, 0, {}});
   b.add(0, "k", "v", -1);
   auto t = b.build(5);
   EXPECT_TRUE(t.ok());

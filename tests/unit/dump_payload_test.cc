@@ -18,16 +18,5 @@ TEST(DumpPayload, ReadsRdbVersionFromTrailer) {
   EXPECT_EQ(rdb_version("short"), std::nullopt);
 }
 
-TEST(DumpPayload, MapsRedisVersionsToRdbVersions) {
-  EXPECT_EQ(max_rdb_for_redis("7.0.15"), 10);
-  EXPECT_EQ(max_rdb_for_redis("7.2.4"), 11);
-  EXPECT_EQ(max_rdb_for_redis("7.4.0"), 12);
-  EXPECT_EQ(max_rdb_for_redis("8.0.1"), 12);
-  EXPECT_EQ(max_rdb_for_redis("6.2.14"), 9);
-  EXPECT_EQ(max_rdb_for_redis("5.0.0"), 9);
-  EXPECT_EQ(max_rdb_for_redis("garbage"), std::nullopt);
-  EXPECT_STREQ(first_redis_for_rdb(11), "7.2");
-}
-
 }  // namespace
 }  // namespace rrs::dump

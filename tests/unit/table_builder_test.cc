@@ -56,7 +56,7 @@ TEST(TableBuilder, RoundTripsInlineAndHeapRecordsAcrossDbs) {
   in.push_back({15, "medium", test::fake_payload(100000, 'M'), 1800000000000});  // heap
 
   TableBuilder b;
-  b.set_source({"7.0.15", table::SourceKind::kScan, 0, {}});
+  b.set_source({{Engine::kRedis, 7, 0, 15}, table::SourceKind::kScan, 0, {}});
   for (const Rec& r : in) b.add(r.db, r.key, r.payload, r.expire);
   auto t = b.build(77);
   ASSERT_TRUE(t.ok()) << t.status().message();
@@ -153,7 +153,7 @@ std::string function_payload(const std::string& code) {
 
 TEST(TableBuilder, WritesFunctionsAndLuaScriptsAfterTheHeap) {
   TableBuilder b;
-  b.set_source({"7.0.15", table::SourceKind::kScan, 0, {}});
+  b.set_source({{Engine::kRedis, 7, 0, 15}, table::SourceKind::kScan, 0, {}});
   b.add(0, "k", test::fake_payload(10, 'k'), -1);
   b.add(0, "heap", test::fake_payload(100000, 'h'), -1);
   const std::string payload = function_payload("#!lua name=lib1 ...");
@@ -186,7 +186,7 @@ TEST(TableBuilder, WritesFunctionsAndLuaScriptsAfterTheHeap) {
 
 TEST(TableBuilder, FunctionsWithoutKeysGiveTheTableTheirRdbVersion) {
   TableBuilder b;
-  b.set_source({"7.0.15", table::SourceKind::kScan, 0, {}});
+  b.set_source({{Engine::kRedis, 7, 0, 15}, table::SourceKind::kScan, 0, {}});
   b.set_function_payload(function_payload("#!lua name=only"), 1);
   auto t = b.build(9);
   ASSERT_TRUE(t.ok()) << t.status().message();
@@ -225,7 +225,7 @@ namespace {
 // returns a record that differs from the original.
 TEST(TableBuilder, SurvivesEveryByteFlipOfASmallTable) {
   TableBuilder b;
-  b.set_source({"7.0.15", table::SourceKind::kScan, 0, {}});
+  b.set_source({{Engine::kRedis, 7, 0, 15}, table::SourceKind::kScan, 0, {}});
   b.add(0, "a", test::fake_payload(5, 'x'), -1);
   b.add(2, "bb", test::fake_payload(30, 'y'), 1700000000000);
   b.add(2, "heap", test::fake_payload(400, 'z'), -1);

@@ -20,8 +20,11 @@ Header sample_header(uint64_t scripts_bytes = 0) {
   h.state = State::kReady;
   h.epoch = 42;
   h.created_unix_ms = 1700000000000;
-  h.redis_version = "7.0.15";
-  h.rdb_version = 10;
+  h.engine = Engine::kValkey;
+  h.server_version = "9.1.2";
+  h.rdb_version = 80;
+  h.module_aux_count = 2;
+  h.empty_skipped = 5;
   h.db_count = 2;
   h.record_count = 3;
   h.slot_size = 128;
@@ -45,15 +48,18 @@ TEST(TableHeader, RoundTrips) {
   auto d = decode_header(encode(h), h.total_size);
   ASSERT_TRUE(d.ok()) << d.status().message();
   EXPECT_EQ(d->epoch, 42u);
-  EXPECT_EQ(d->redis_version, "7.0.15");
-  EXPECT_EQ(d->rdb_version, 10u);
+  EXPECT_EQ(d->engine, Engine::kValkey);
+  EXPECT_EQ(d->server_version, "9.1.2");
+  EXPECT_EQ(d->rdb_version, 80u);
+  EXPECT_EQ(d->module_aux_count, 2u);
+  EXPECT_EQ(d->empty_skipped, 5u);
   EXPECT_EQ(d->record_count, 3u);
   EXPECT_EQ(d->slot_size, 128u);
   EXPECT_EQ(d->slots_offset % kRegionAlign, 0u);
   EXPECT_EQ(d->heap_offset, h.heap_offset);
   EXPECT_EQ(d->slot_offset(2), h.slots_offset + uint64_t{2} * 128);
   EXPECT_EQ(d->total_size, h.total_size);
-  EXPECT_EQ(d->layout_version, 2u);
+  EXPECT_EQ(d->layout_version, kLayoutVersion);
   EXPECT_EQ(d->scripts_offset, 0u);
   EXPECT_EQ(d->scripts_size, 0u);
 }
@@ -118,7 +124,12 @@ TEST(TableHeader, RejectsEveryInconsistency) {
        true, "no scripts region"},
       {"scripts crc alone", [](auto& b) { wire::store_u32(&b[hdr::kScriptsCrc], 1); }, true,
        "no scripts region"},
-      {"version text", [](auto& b) { b[hdr::kRedisVersion] = std::byte{0x01}; }, true, "printable"},
+      {"version text", [](auto& b) { b[hdr::kServerVersion] = std::byte{0x01}; }, true,
+       "printable"},
+      {"engine", [](auto& b) { b[hdr::kEngine] = std::byte{3}; }, true, "unknown engine"},
+      {"engine padding", [](auto& b) { b[hdr::kEngine + 1] = std::byte{1}; }, true, "reserved"},
+      {"rdb version", [](auto& b) { wire::store_u32(&b[hdr::kRdbVersion], 13); }, true,
+       "RDB version 13"},
       {"slot header", [](auto& b) { wire::store_u32(&b[hdr::kSlotHeaderSize], 40); }, true,
        "slot header size"},
       {"too long", [](auto& b) { wire::store_u64(&b[hdr::kTotalSize], 1ull << 40); }, true,
