@@ -1,12 +1,14 @@
 // Writes the seeds that redis-server cannot produce: control-protocol
 // messages and mapping tables (made with the real encoders, so they stay in
 // step with the format), and RDBs with the types and opcodes that Redis 7.0
-// does not write (older and newer encodings, modules, pre-GA functions).
+// does not write (older and newer encodings, modules, pre-GA functions), and
+// RDB values, empty collections among them, for rdb_value_fuzz.
 //
 //   build-fuzz/tests/fuzz/make_seeds tests/fuzz/corpus
 //
-// writes into corpus/control, corpus/table_layout and corpus/rdb. Each table
-// is checked with the decoders before it is written.
+// writes into corpus/control, corpus/table_layout, corpus/rdb and
+// corpus/rdb_value. Each table is checked with the decoders before it is
+// written.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -399,6 +401,61 @@ void change_log_seeds(const fs::path& dir) {
   write(dir, "change-log", seed);
 }
 
+// --- Values for rdb_value_fuzz ---------------------------------------------
+
+// Each seed: a type byte, a version byte (0: RDB 12, 1: RDB 80), the value.
+// Empty collections of every kind that has them, and their nearest
+// non-empty neighbours.
+void rdb_value_seeds(const fs::path& dir) {
+  using namespace rrs::rdb;
+  auto len = [](uint64_t n) {
+    std::string s;
+    append_length(s, n);
+    return s;
+  };
+  auto str = [&](std::string_view v) { return len(v.size()) + std::string(v); };
+  auto lzf = [&](std::string_view plain) {  // one literal run
+    return "\xc3" + len(1 + plain.size()) + len(plain.size()) +
+           static_cast<char>(plain.size() - 1) + std::string(plain);
+  };
+  const std::string ttl = bin("\x00\x68\xe5\xcf\x8b\x01\x00\x00");
+  const std::string zl = bin("\x0b\x00\x00\x00\x0a\x00\x00\x00\x00\x00\xff");
+  const std::string zl_one = bin("\x0e\x00\x00\x00\x0a\x00\x00\x00\x01\x00\x00\x01"
+                                 "a\xff");
+  const std::string lp = bin("\x07\x00\x00\x00\x00\x00\xff");
+  const std::string lp_one = bin("\x0a\x00\x00\x00\x01\x00\x81"
+                                 "a\x02\xff");
+  const std::string packed = len(kQuicklistPacked);
+  auto seed = [&](const std::string& name, uint8_t type, bool valkey, const std::string& value) {
+    write(dir, name, std::string(1, static_cast<char>(type)) + (valkey ? '\x01' : '\x00') + value);
+  };
+  seed("list-empty", kList, false, len(0));
+  seed("list-one", kList, false, len(1) + str("a"));
+  seed("zset2-empty", kZset2, false, len(0));
+  seed("hash-empty", kHash, true, len(0));
+  seed("ziplist-empty", kListZiplist, false, str(zl));
+  seed("ziplist-one", kHashZiplist, false, str(zl_one));
+  seed("ziplist-lzf", kZsetZiplist, false, lzf(zl));
+  seed("listpack-empty", kHashListpack, false, str(lp));
+  seed("listpack-one", kSetListpack, false, str(lp_one));
+  seed("listpack-lzf", kZsetListpack, true, lzf(lp));
+  seed("quicklist-empty-nodes", kListQuicklist, false, len(2) + str(zl) + lzf(zl));
+  seed("quicklist-one", kListQuicklist, false, len(2) + str(zl) + str(zl_one));
+  seed("quicklist2-empty-nodes", kListQuicklist2, false,
+       len(2) + packed + str(lp) + packed + lzf(lp));
+  seed("quicklist2-plain", kListQuicklist2, false,
+       len(2) + packed + str(lp) + len(kQuicklistPlain) + str("p"));
+  seed("hash-ttl-rc-empty", kHashMetadataPreGa, false, len(0));
+  seed("valkey-hash2-empty", 22, true, len(0));
+  seed("hash-lpex-rc-empty", kHashListpackExPreGa, false, str(lp));
+  seed("hash-ttl-empty", kHashMetadata, false, ttl + len(0));
+  seed("hash-lpex-empty", kHashListpackEx, false, ttl + lzf(lp));
+  seed("intset-empty", kSetIntset, false, str(bin("\x02\x00\x00\x00\x00\x00\x00\x00")));
+  seed("zipmap-empty", kHashZipmap, false, str(bin("\x00\xff")));
+  seed("stream-empty", kStreamListpacks2, false, len(0) + std::string(7, '\0') + len(0));
+  seed("string-empty", kString, false, str(""));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -411,5 +468,6 @@ int main(int argc, char** argv) {
   table_seeds(out / "table_layout");
   change_log_seeds(out / "table_layout");
   rdb_seeds(out / "rdb");
+  rdb_value_seeds(out / "rdb_value");
   return 0;
 }
