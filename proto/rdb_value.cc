@@ -9,11 +9,9 @@
 namespace rrs::rdb {
 namespace {
 
-// Where type numbers 22 and up part ways: Redis's RDB versions stop at 12,
-// Valkey's start at 80 (its rdb.h: RDB_FOREIGN_VERSION_MIN/MAX, 12 to 79).
-constexpr uint16_t kLastRedisVersion = 12;
-constexpr uint16_t kFirstValkeyVersion = 80;
-constexpr uint8_t kValkeyHash2 = 22;  // Valkey's RDB_TYPE_HASH_2: count, then field, value, expiry
+// Where type numbers 22 and up part ways (rdb_format.h): Redis's RDB
+// versions stop at kMaxRedisVersion, Valkey's start at kFirstValkeyVersion.
+constexpr uint16_t kLastRedisVersion = kMaxRedisVersion;
 
 // ziplist: zlbytes u32, zltail u32, zllen u16, entries, 0xff.
 // listpack: total bytes u32, count u16, entries, 0xff. (Little-endian.)

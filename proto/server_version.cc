@@ -83,9 +83,7 @@ bool ServerVersion::loads_rdb(uint16_t version) const {
   return rdb::fits_in(version, newest_rdb());
 }
 
-bool ServerVersion::has_functions() const {
-  return engine == Engine::kValkey || at_least(7, 0);
-}
+bool ServerVersion::has_functions() const { return engine == Engine::kValkey || at_least(7, 0); }
 
 std::string first_servers_for_rdb(uint16_t version) {
   if (rdb::is_valkey_numbering(version)) return "Valkey 9.0 or later";

@@ -101,7 +101,8 @@ Status publish_everywhere(Servers& servers, const TablePtr& table) {
 void print_table_line(const char* what, const table::Header& h, const SnapshotStats& stats,
                       double build_s) {
   std::printf("%s epoch=%llu records=%llu bytes=%llu slot_size=%u functions=%llu build_s=%.3f "
-              "source=%s offset=%llu replid=%s engine=%s version=%s rdb=%u module_aux=%u",
+              "source=%s offset=%llu replid=%s engine=%s version=%s rdb=%u module_aux=%u "
+              "empty_skipped=%llu",
               what, static_cast<unsigned long long>(h.epoch),
               static_cast<unsigned long long>(h.record_count),
               static_cast<unsigned long long>(h.total_size), h.slot_size,
@@ -113,7 +114,7 @@ void print_table_line(const char* what, const table::Header& h, const SnapshotSt
               : h.engine == Engine::kRedis ? "redis"
                                            : "-",
               h.server_version.empty() ? "-" : h.server_version.c_str(), h.rdb_version,
-              h.module_aux_count);
+              h.module_aux_count, static_cast<unsigned long long>(h.empty_skipped));
 }
 
 // Who may read the table: the shared secret (or loopback only without one).

@@ -6,6 +6,7 @@
 #include "common/base/clock.h"
 #include "proto/crc32c.h"
 #include "proto/dump_payload.h"
+#include "proto/rdb_value.h"
 
 namespace rrs {
 namespace {
@@ -28,6 +29,11 @@ void TableBuilder::add(uint32_t db, std::string_view key, std::string_view paylo
 void TableBuilder::add_rdb_value(uint32_t db, std::string_view key, uint8_t type,
                                  std::string_view value, uint16_t rdb_version,
                                  int64_t expire_at_ms) {
+  // Servers drop these when they load them; RESTORE would refuse them.
+  if (rdb::is_empty_collection(type, value, rdb_version)) {
+    ++empty_skipped_;
+    return;
+  }
   append(db, key.size(), dump::payload_size(value.size()), expire_at_ms, [&](char* dst) {
     std::memcpy(dst, key.data(), key.size());
     dump::write_payload(type, value, rdb_version, dst + key.size());
@@ -148,6 +154,7 @@ Result<std::shared_ptr<Table>> TableBuilder::build(uint64_t epoch) {
   h.engine = source_.server.engine;
   h.server_version = source_.server.number().substr(0, table::hdr::kServerVersionLen);
   h.module_aux_count = source_.module_aux;
+  h.empty_skipped = empty_skipped_;
   h.source_kind = source_.kind;
   h.source_offset = source_.replication_offset;
   h.source_replid = source_.replid.substr(0, table::hdr::kReplidLen);

@@ -36,7 +36,8 @@ class TableBuilder {
   // scan source both do); build() refuses a table whose order was broken.
   void add(uint32_t db, std::string_view key, std::string_view payload, int64_t expire_at_ms);
   // A record straight from an RDB: the DUMP payload is built in place from
-  // the value's raw bytes (type, value, RDB version, CRC64).
+  // the value's raw bytes (type, value, RDB version, CRC64). An empty
+  // collection is left out and counted, as the server's own loader does.
   void add_rdb_value(uint32_t db, std::string_view key, uint8_t type, std::string_view value,
                      uint16_t rdb_version, int64_t expire_at_ms);
   // The master's Redis Functions: exactly what FUNCTION DUMP returned, holding
@@ -86,7 +87,8 @@ class TableBuilder {
   uint64_t records_ = 0, heap_records_ = 0, data_bytes_ = 0;
   std::vector<table::DbEntry> dbs_;
   uint16_t rdb_version_ = 0;
-  Status error_;  // sticky: memory could not grow, or the DB order broke
+  uint64_t empty_skipped_ = 0;  // empty collections left out (add_rdb_value)
+  Status error_;                // sticky: memory could not grow, or the DB order broke
   table::SlotSizeChoice choice_;
 };
 

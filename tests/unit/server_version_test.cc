@@ -8,7 +8,8 @@ namespace {
 ServerVersion of(Engine e, const char* v) { return *ServerVersion::parse(e, v); }
 
 TEST(ServerVersion, ReadsTheEngineFromInfoServer) {
-  auto redis = ServerVersion::from_info("# Server\r\nredis_version:8.0.6\r\nredis_mode:standalone\r\n");
+  auto redis = ServerVersion::from_info(
+      "# Server\r\nredis_version:8.0.6\r\nredis_mode:standalone\r\n");
   ASSERT_TRUE(redis);
   EXPECT_EQ(redis->to_string(), "Redis 8.0.6");
   // Valkey keeps redis_version at 7.2.4 for old clients: valkey_version decides.
@@ -35,7 +36,8 @@ TEST(ServerVersion, NewestRdbByEngineAndVersion) {
 // both load what came before the split.
 TEST(ServerVersion, LoadsOnlyItsOwnNumberingPastRdb11) {
   const ServerVersion redis8 = of(Engine::kRedis, "8.0.6"), redis70 = of(Engine::kRedis, "7.0.15");
-  const ServerVersion valkey8 = of(Engine::kValkey, "8.0.1"), valkey9 = of(Engine::kValkey, "9.1.2");
+  const ServerVersion valkey8 = of(Engine::kValkey, "8.0.1"),
+                      valkey9 = of(Engine::kValkey, "9.1.2");
   EXPECT_TRUE(redis8.loads_rdb(12));
   EXPECT_TRUE(redis8.loads_rdb(11));
   EXPECT_FALSE(redis8.loads_rdb(80));

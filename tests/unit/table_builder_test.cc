@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "proto/rdb_format.h"
+
 #include <map>
 #include <string>
 #include <vector>
@@ -149,6 +151,23 @@ table::Scripts walk_scripts(const Table& t) {
 // Shaped like a FUNCTION DUMP reply: opaque bytes ending in RDB version 10 and a CRC64.
 std::string function_payload(const std::string& code) {
   return "\xf5" + code + std::string("\x0a\x00", 2) + "12345678";
+}
+
+// An RDB's empty collections are left out and counted (servers drop them at
+// load; RESTORE refuses them), and the RDB header's version is the table's
+// even when no key is left.
+TEST(TableBuilder, EmptyCollectionsAreCountedNotStored) {
+  TableBuilder b;
+  b.set_source({{Engine::kValkey, 9, 1, 2}, table::SourceKind::kPsync, 5, "r", 80});
+  b.add_rdb_value(0, "empty-list", rdb::kList, std::string("\x00", 1), 80, -1);
+  b.add_rdb_value(0, "empty-hash2", rdb::kValkeyHash2, std::string("\x00", 1), 80, -1);
+  auto t = b.build(1);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ((*t)->header.record_count, 0u);
+  EXPECT_EQ((*t)->header.empty_skipped, 2u);
+  EXPECT_EQ((*t)->header.rdb_version, 80u);
+  EXPECT_EQ((*t)->header.engine, Engine::kValkey);
+  EXPECT_EQ((*t)->header.server_version, "9.1.2");
 }
 
 TEST(TableBuilder, WritesFunctionsAndLuaScriptsAfterTheHeap) {
