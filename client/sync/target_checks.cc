@@ -27,14 +27,20 @@ Status check_target_reads(const RedisClient& target, const ServerVersion& server
                                    "7.0 or later")
         .as(ErrorKind::kRefused);
   const auto table_rdb = static_cast<uint16_t>(h.rdb_version);
-  if (table_rdb != 0 && !server.loads_rdb(table_rdb))
-    return Status::error(
-               step, "the table's DUMP payloads are RDB version " + std::to_string(table_rdb) +
-                         " (written by " + source + "), but the target runs " + server.to_string() +
-                         ", which loads RDB up to version " + std::to_string(server.newest_rdb()) +
-                         "; upgrade the target to " + first_servers_for_rdb(table_rdb))
+  if (table_rdb == 0 || server.loads_rdb(table_rdb)) return {};
+  const std::string which = "the table's DUMP payloads are RDB version " +
+                            std::to_string(table_rdb) + " (written by " + source +
+                            "), but the target runs " + server.to_string();
+  if (table_rdb <= server.newest_rdb())  // the other engine's format after the split
+    return Status::error(step, which + ", which does not load RDB " + std::to_string(table_rdb) +
+                                   ": past RDB 11 Redis and Valkey each have formats of their "
+                                   "own; load it into " +
+                                   first_servers_for_rdb(table_rdb))
         .as(ErrorKind::kRefused);
-  return {};
+  return Status::error(step, which + ", which loads RDB up to version " +
+                                 std::to_string(server.newest_rdb()) + "; upgrade the target to " +
+                                 first_servers_for_rdb(table_rdb))
+      .as(ErrorKind::kRefused);
 }
 
 Result<std::string> keys_held(RedisClient& target) {
