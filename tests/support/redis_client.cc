@@ -182,6 +182,97 @@ std::map<std::string, std::string> RedisClient::state_outside_digest() {
   return state;
 }
 
+namespace {
+
+// A reply rendered like to_string(), but a flat map (an even-length array of
+// string keys) drops the pairs whose key is in `skip`.
+std::string render_without(const redisReply* r, const std::vector<std::string>& skip) {
+  if (!r || r->type != REDIS_REPLY_ARRAY) return to_string(r);
+  bool map = r->elements % 2 == 0 && r->elements > 0;
+  for (size_t i = 0; map && i < r->elements; i += 2)
+    map = r->element[i]->type == REDIS_REPLY_STRING || r->element[i]->type == REDIS_REPLY_STATUS;
+  std::string out = "[";
+  for (size_t i = 0; i < r->elements; ++i) {
+    if (map && i % 2 == 0 &&
+        std::find(skip.begin(), skip.end(), std::string(r->element[i]->str, r->element[i]->len)) !=
+            skip.end()) {
+      ++i;
+      continue;
+    }
+    out += (out.size() > 1 ? " " : "") + render_without(r->element[i], skip);
+  }
+  return out + "]";
+}
+
+// The strings of an array reply, sorted: a set's members, a hash's
+// field/value pairs joined.
+std::vector<std::string> strings_of(const redisReply* r) {
+  std::vector<std::string> out;
+  for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; ++i)
+    out.push_back(to_string(r->element[i]));
+  return out;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> RedisClient::logical_state() {
+  std::map<std::string, std::string> state;
+  for (const auto& [db, counts] : keyspace()) {
+    select(db);
+    Reply keys = run({"KEYS", "*"});
+    if (!keys || keys->type != REDIS_REPLY_ARRAY) continue;
+    for (size_t i = 0; i < keys->elements; ++i) {
+      const std::string key(keys->element[i]->str, keys->element[i]->len);
+      const std::string name = "db" + std::to_string(db) + ":" + printable(key.data(), key.size());
+      const std::string type = text(command({"TYPE", key}));
+      std::string value;
+      if (type == "string") {
+        value = to_string(command({"GET", key}));
+      } else if (type == "list") {
+        value = to_string(command({"LRANGE", key, "0", "-1"}));
+      } else if (type == "set") {
+        auto members = strings_of(command({"SMEMBERS", key}).get());
+        std::sort(members.begin(), members.end());
+        for (const auto& m : members) value += m + "\n";
+      } else if (type == "zset") {
+        value = to_string(command({"ZRANGE", key, "0", "-1", "WITHSCORES"}));
+      } else if (type == "hash") {
+        Reply all = command({"HGETALL", key});
+        std::vector<std::string> fields, pairs;
+        for (size_t f = 0; all && all->type == REDIS_REPLY_ARRAY && f + 1 < all->elements; f += 2) {
+          fields.emplace_back(all->element[f]->str, all->element[f]->len);
+          pairs.push_back(to_string(all->element[f]) + "=" + to_string(all->element[f + 1]));
+        }
+        std::sort(pairs.begin(), pairs.end());
+        for (const auto& p : pairs) value += p + "\n";
+        std::vector<std::string> ask = {"HPEXPIRETIME", key, "FIELDS",
+                                        std::to_string(fields.size())};
+        ask.insert(ask.end(), fields.begin(), fields.end());
+        Reply ttls = fields.empty() ? Reply() : command(ask);
+        if (ttls && ttls->type == REDIS_REPLY_ARRAY) {  // servers with field TTLs
+          std::vector<std::string> timed;
+          for (size_t f = 0; f < ttls->elements && f < fields.size(); ++f)
+            if (ttls->element[f]->type == REDIS_REPLY_INTEGER && ttls->element[f]->integer >= 0)
+              timed.push_back(fields[f] + "@" + std::to_string(ttls->element[f]->integer));
+          std::sort(timed.begin(), timed.end());
+          for (const auto& t : timed) state[name + " field expiry " + t] = "";
+        }
+      } else if (type == "stream") {
+        value = render_without(command({"XINFO", "STREAM", key, "FULL"}).get(), {"active-time"});
+      } else {
+        value = to_string(command({"DUMP", key}));  // a module type: as it is
+      }
+      state[name] = type + " " + value;
+      Reply at = command({"PEXPIRETIME", key});
+      if (at && at->type == REDIS_REPLY_INTEGER && at->integer != -1)
+        state[name + " pexpiretime"] = std::to_string(at->integer);
+    }
+  }
+  select(0);
+  for (const auto& [name, library] : functions()) state["function library " + name] = library;
+  return state;
+}
+
 std::map<std::string, std::string> RedisClient::functions() {
   std::map<std::string, std::string> libraries;
   Reply list = command({"FUNCTION", "LIST", "WITHCODE"});

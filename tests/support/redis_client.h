@@ -79,6 +79,16 @@ class RedisClient {
   // and the function libraries (functions()), keyed "function library <name>".
   // Leaves DB 0 selected.
   std::map<std::string, std::string> state_outside_digest();
+  // The whole data set as values, read with each type's own commands, so it
+  // compares across server versions and engines (where DUMP payloads and
+  // DEBUG DIGEST may differ): "db<N>:<key>" -> type and value (sets and hash
+  // fields sorted), exact expiry (PEXPIRETIME), each hash field's expiry
+  // where the server has field TTLs (HPEXPIRETIME), each stream's entries,
+  // groups, pending entries and consumers (XINFO STREAM FULL without the
+  // consumers' active-time, which older servers do not keep), and the
+  // function libraries. Leaves DB 0 selected.
+  std::map<std::string, std::string> logical_state();
+
   // FUNCTION LIST WITHCODE as library name -> engine, functions (sorted, as
   // Redis lists them in hash order) and code; empty before Redis 7.0.
   std::map<std::string, std::string> functions();
