@@ -289,6 +289,10 @@ Result<RdbParser::Step> RdbParser::parse_header() {
   return Step::kConsumed;
 }
 
+// The opcode switch, one case per RDB opcode, reads as the format's table;
+// split into functions it would scatter the format, so it is exempt from
+// the 80-line limit (.clang-tidy).
+// NOLINTNEXTLINE(readability-function-size): the parser's type switch
 Result<RdbParser::Step> RdbParser::parse_item(Event& ev) {
   if (progress_.active) return walk(ev);
   const char* item = buf_.get() + begin_;
@@ -461,6 +465,10 @@ Result<RdbParser::Step> RdbParser::parse_item(Event& ev) {
 
 // Walks the value from the checkpoint in progress_, moving the checkpoint
 // after every complete element, so bytes that arrive later resume there.
+// The type switch, one branch per value encoding, all sharing the cursor,
+// the checkpoint and the two lambdas at its top: exempt from the 80-line
+// limit like parse_item().
+// NOLINTNEXTLINE(readability-function-size): the parser's type switch
 Result<RdbParser::Step> RdbParser::walk(Event& ev) {
   ValueProgress& p = progress_;
   const char* item = buf_.get() + begin_;

@@ -162,6 +162,12 @@ Result<PsyncReply> MasterLink::psync(std::string_view replid, int64_t next_offse
 
 Status MasterLink::receive_rdb(rdb::RdbParser& parser, const OnEvent& on_event,
                                const std::atomic<bool>& stop) {
+  RRS_ASSIGN_OR_RETURN(const std::string mark, read_rdb_preamble(stop));
+  RRS_RETURN_IF_ERROR(pump_rdb(parser, on_event, stop));
+  return check_rdb_end(parser, mark);
+}
+
+Result<std::string> MasterLink::read_rdb_preamble(const std::atomic<bool>& stop) {
   // $<len> (RDB written to disk first) or $EOF:<40-byte mark> (diskless).
   auto line = read_line(opts_.repl_timeout, &stop);
   if (!line.ok()) return line.status().wrap("wait for the master's RDB");
@@ -180,7 +186,11 @@ Status MasterLink::receive_rdb(rdb::RdbParser& parser, const OnEvent& on_event,
                          "expected $<len> or $EOF:<mark>, got '" + line->substr(0, 100) + "'")
         .as(ErrorKind::kBadData);
   }
+  return mark;
+}
 
+Status MasterLink::pump_rdb(rdb::RdbParser& parser, const OnEvent& on_event,
+                            const std::atomic<bool>& stop) {
   // Bytes that came with the preamble, then straight into the parser's buffer.
   uint64_t received = inbuf_.size();
   parser.feed(inbuf_);
@@ -193,7 +203,7 @@ Status MasterLink::receive_rdb(rdb::RdbParser& parser, const OnEvent& on_event,
       if (!*ev) break;
       RRS_RETURN_IF_ERROR(on_event(**ev));
     }
-    if (parser.done()) break;
+    if (parser.done()) return {};
     if (rdb_size_ && received >= rdb_size_)
       return Status::error("RDB from " + master_.to_string(),
                            "ended (" + std::to_string(rdb_size_) +
@@ -229,7 +239,9 @@ Status MasterLink::receive_rdb(rdb::RdbParser& parser, const OnEvent& on_event,
     received += static_cast<uint64_t>(got);
     last_byte = Clock::now();
   }
+}
 
+Status MasterLink::check_rdb_end(const rdb::RdbParser& parser, const std::string& mark) {
   // What followed the RDB: the mark (diskless), then the replication stream.
   inbuf_.assign(parser.rest());
   if (rdb_size_ && parser.consumed() != rdb_size_)

@@ -99,6 +99,13 @@ class MasterLink {
   Result<size_t> read_some(std::chrono::milliseconds wait);
   Status expect_ok(std::string_view what, std::string_view hint);
   Status send_ack();
+  // receive_rdb()'s steps. The preamble sets rdb_size_ ($<len>) or returns
+  // the end mark ($EOF:<mark>; empty otherwise). pump_rdb() feeds the
+  // socket to the parser until its EOF opcode; check_rdb_end() then checks
+  // the framing and keeps what follows it in inbuf_.
+  Result<std::string> read_rdb_preamble(const std::atomic<bool>& stop);
+  Status pump_rdb(rdb::RdbParser& parser, const OnEvent& on_event, const std::atomic<bool>& stop);
+  Status check_rdb_end(const rdb::RdbParser& parser, const std::string& mark);
 
   UniqueFd fd_;
   Endpoint master_;

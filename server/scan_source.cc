@@ -87,34 +87,40 @@ Result<SnapshotStats> ScanSource::snapshot(TableBuilder& into) {
 
 Status ScanSource::scan_db(RedisClient& redis, uint32_t db, uint64_t expected, bool absolute_expiry,
                            TableBuilder& into, SnapshotStats& stats) {
-  std::string db_text = std::to_string(db);
-  RRS_RETURN_IF_ERROR(redis.command({"SELECT", db_text}).status());
+  RRS_RETURN_IF_ERROR(redis.command({"SELECT", std::to_string(db)}).status());
+  RRS_ASSIGN_OR_RETURN(const std::deque<std::string> keys, collect_keys(redis, expected));
+  return dump_keys(redis, db, keys, absolute_expiry, into, stats);
+}
 
-  // Pass 1: the key names. SCAN may return a key more than once; keep one.
+// Pass 1: the key names. SCAN may return a key more than once; keep one.
+Result<std::deque<std::string>> ScanSource::collect_keys(RedisClient& redis, uint64_t expected) {
   std::deque<std::string> keys;  // push_back keeps references stable for `seen`
-  {
-    std::unordered_set<std::string_view> seen;
-    seen.reserve(expected);
-    const std::string count = std::to_string(opts_.count);
-    std::string cursor = "0";
-    do {
-      auto scan = redis.command({"SCAN", cursor, "COUNT", count});
-      if (!scan.ok()) return scan.status();
-      const redisReply* r = scan->get();
-      if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-          r->element[1]->type != REDIS_REPLY_ARRAY)
-        return Status::error("SCAN", "unexpected reply shape");
-      cursor = std::string(text(r->element[0]));
-      for (size_t i = 0; i < r->element[1]->elements; ++i) {
-        std::string_view k = text(r->element[1]->element[i]);
-        if (seen.contains(k)) continue;
-        seen.insert(keys.emplace_back(k));
-      }
-    } while (cursor != "0");
-  }
+  std::unordered_set<std::string_view> seen;
+  seen.reserve(expected);
+  const std::string count = std::to_string(opts_.count);
+  std::string cursor = "0";
+  do {
+    auto scan = redis.command({"SCAN", cursor, "COUNT", count});
+    if (!scan.ok()) return scan.status();
+    const redisReply* r = scan->get();
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[1]->type != REDIS_REPLY_ARRAY)
+      return Status::error("SCAN", "unexpected reply shape");
+    cursor = std::string(text(r->element[0]));
+    for (size_t i = 0; i < r->element[1]->elements; ++i) {
+      std::string_view k = text(r->element[1]->element[i]);
+      if (seen.contains(k)) continue;
+      seen.insert(keys.emplace_back(k));
+    }
+  } while (cursor != "0");
+  return keys;
+}
 
-  // Pass 2: DUMP + expiry per key, two batches queued so Redis never waits
-  // for us to parse the previous one.
+// Pass 2: DUMP + expiry per key, two batches queued so Redis never waits
+// for us to parse the previous one.
+Status ScanSource::dump_keys(RedisClient& redis, uint32_t db, const std::deque<std::string>& keys,
+                             bool absolute_expiry, TableBuilder& into, SnapshotStats& stats) {
+  const std::string db_text = std::to_string(db);
   const std::string_view expiry_cmd = absolute_expiry ? "PEXPIRETIME" : "PTTL";
   constexpr size_t kBatch = 512;
   size_t sent = 0;

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
+#include <string>
 
 #include "common/net/endpoint.h"
 #include "common/redis/redis_client.h"
@@ -24,8 +26,16 @@ class ScanSource final : public SnapshotSource {
   Result<SnapshotStats> snapshot(TableBuilder& into) override;
 
  private:
+  // SELECTs `db` (`expected` keys, as INFO keyspace counted them), then
+  // collect_keys() and dump_keys() into `into`.
   Status scan_db(RedisClient& redis, uint32_t db, uint64_t expected, bool absolute_expiry,
                  TableBuilder& into, SnapshotStats& stats);
+  // Pass 1: every key name in the selected DB, once each.
+  Result<std::deque<std::string>> collect_keys(RedisClient& redis, uint64_t expected);
+  // Pass 2: DUMP and the expiry of each key, added to `into`; keys gone
+  // since pass 1 count as vanished, keys whose DUMP failed as failed.
+  Status dump_keys(RedisClient& redis, uint32_t db, const std::deque<std::string>& keys,
+                   bool absolute_expiry, TableBuilder& into, SnapshotStats& stats);
 
   Endpoint master_;
   RedisCredentials creds_;

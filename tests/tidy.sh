@@ -53,10 +53,16 @@ start=$(date +%s)
 # (not GCC) deprecates, in C++20, `&` between two enum types, which
 # libibverbs' own ibv_reg_mr() macro does (access & IBV_ACCESS_OPTIONAL_RANGE):
 # not in the code, nothing it can mend.
+# And gtest's headers are not taken for system headers: a TEST() body is a
+# function whose name the TEST macro spells, and clang drops any warning
+# placed in a system header's macro, so the 80-line limit
+# (readability-function-size) would never see a test. The header filter
+# still keeps gtest's own warnings out.
 printf '%s\n' "${files[@]}" | xargs -P 2 -I{} sh -c '
   log="$2/$(echo "$1" | tr / _).log"
   clang-tidy -p "$3" --quiet --extra-arg=-Wno-unknown-warning-option \
-    --extra-arg=-Wno-deprecated-enum-enum-conversion "$1" >"$log" 2>&1 ||
+    --extra-arg=-Wno-deprecated-enum-enum-conversion \
+    --extra-arg=--no-system-header-prefix=gtest/ "$1" >"$log" 2>&1 ||
     echo "$1" >>"$2/failed"' _ {} "$out" "$build"
 secs=$(( $(date +%s) - start ))
 

@@ -48,6 +48,100 @@ std::string random_token() {
   return buf;
 }
 
+// The target's `databases` setting, which bounds the DBs to stage in.
+Result<uint32_t> read_databases(RedisClient& c, const std::string& step) {
+  auto databases = c.command({"CONFIG", "GET", "databases"});
+  // A well-formed answer is ["databases", "<count>"], the count at least 1.
+  std::string_view count;
+  if (databases.ok() && (*databases)->type == REDIS_REPLY_ARRAY && (*databases)->elements == 2 &&
+      (*databases)->element[1]->type == REDIS_REPLY_STRING)
+    count = std::string_view((*databases)->element[1]->str, (*databases)->element[1]->len);
+  uint32_t n = 0;
+  auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), n);
+  if (count.empty() || ec != std::errc() || end != count.data() + count.size() || n == 0) {
+    return Status::error(step, "cannot read the target's `databases` (CONFIG GET databases: " +
+                                   (databases.ok() ? std::string("unexpected reply")
+                                                   : databases.status().reason()) +
+                                   "), which --atomic needs to pick empty DBs to stage in: allow "
+                                   "this user CONFIG GET, or run without --atomic")
+        .as(ErrorKind::kRefused);
+  }
+  return n;
+}
+
+// Staging DBs an earlier run left behind (killed mid-load, or its target
+// went away before it could flush them) are recognized by their marker and
+// flushed. Returns the other DBs in `held`: those holding keys not ours.
+Result<std::set<uint32_t>> flush_abandoned(RedisClient& c, const std::vector<KeyspaceDb>& held,
+                                           const std::string& step) {
+  for (const KeyspaceDb& db : held) {
+    c.append({"SELECT", std::to_string(db.db)});
+    c.append({"GET", kStagingMarker});
+  }
+  auto got = replies(c, 2 * held.size());
+  if (!got.ok()) return got.status().wrap(step);
+  std::set<uint32_t> busy;
+  for (size_t i = 0; i < held.size(); ++i) {
+    const redisReply* marker = (*got)[2 * i + 1].get();
+    if (marker->type != REDIS_REPLY_STRING) {
+      busy.insert(held[i].db);
+      continue;
+    }
+    log::warn("DB " + std::to_string(held[i].db) + " holds " + std::to_string(held[i].keys) +
+              " keys staged by an earlier --atomic run that did not finish (" +
+              log::printable(text(marker)) + "): flushing it");
+    auto flushed = c.command({"SELECT", std::to_string(held[i].db)});
+    if (flushed.ok()) flushed = c.command({"FLUSHDB", "ASYNC"});
+    if (!flushed.ok()) return flushed.status().wrap(step);
+  }
+  return busy;
+}
+
+// Table DB -> staging DB: for each DB the table has keys in, one of the
+// highest-numbered DBs that is neither `busy` nor used by the table.
+Result<std::map<uint32_t, uint32_t>> choose_staging_dbs(const TableInfo& info,
+                                                        const std::vector<KeyspaceDb>& held,
+                                                        std::set<uint32_t> busy, uint32_t databases,
+                                                        const std::string& step) {
+  std::vector<uint32_t> table;
+  for (const table::DbEntry& e : info.dbs)
+    if (e.key_count > 0) table.push_back(e.db);
+  std::sort(table.begin(), table.end());
+  if (!table.empty() && table.back() >= databases) {
+    return Status::error(step, "the table has keys in DB " + std::to_string(table.back()) +
+                                   " but the target has only " + std::to_string(databases) +
+                                   " databases: raise its `databases` setting (a restart)")
+        .as(ErrorKind::kRefused);
+  }
+  busy.insert(table.begin(), table.end());
+  std::vector<uint32_t> free_dbs;
+  for (uint32_t x = databases; x-- > 0 && free_dbs.size() < table.size();)
+    if (!busy.count(x)) free_dbs.push_back(x);
+  if (free_dbs.size() < table.size()) {
+    const uint32_t missing = static_cast<uint32_t>(table.size() - free_dbs.size());
+    std::string in_use;
+    for (const KeyspaceDb& db : held)
+      if (busy.count(db.db) && !std::binary_search(table.begin(), table.end(), db.db))
+        in_use += (in_use.empty() ? "" : ", ") + std::string("db") + std::to_string(db.db);
+    return Status::error(
+               step,
+               "--atomic loads each of the table's " + std::to_string(table.size()) + " DBs (" +
+                   join(table) +
+                   ") into an empty DB that the table does not use, then swaps them in; of the "
+                   "target's " +
+                   std::to_string(databases) + " databases only " +
+                   std::to_string(free_dbs.size()) + " qualify" +
+                   (in_use.empty() ? "" : " (" + in_use + " hold keys)") +
+                   ": raise its `databases` setting to at least " +
+                   std::to_string(databases + missing) +
+                   " (a restart), empty some DBs, or run without --atomic")
+        .as(ErrorKind::kRefused);
+  }
+  std::map<uint32_t, uint32_t> map;
+  for (size_t i = 0; i < table.size(); ++i) map[table[i]] = free_dbs[i];
+  return map;
+}
+
 }  // namespace
 
 Result<RedisClient> Staging::connect() const {
@@ -78,84 +172,14 @@ Result<Staging> Staging::plan(const Endpoint& target, const RedisCredentials& cr
                                "no DB to stage the table in; run without --atomic")
         .as(ErrorKind::kRefused);
   }
-  auto databases = c->command({"CONFIG", "GET", "databases"});
-  // A well-formed answer is ["databases", "<count>"], the count at least 1.
-  std::string_view count;
-  if (databases.ok() && (*databases)->type == REDIS_REPLY_ARRAY && (*databases)->elements == 2 &&
-      (*databases)->element[1]->type == REDIS_REPLY_STRING)
-    count = std::string_view((*databases)->element[1]->str, (*databases)->element[1]->len);
-  auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), st.databases_);
-  if (count.empty() || ec != std::errc() || end != count.data() + count.size() ||
-      st.databases_ == 0) {
-    return Status::error(step, "cannot read the target's `databases` (CONFIG GET databases: " +
-                                   (databases.ok() ? std::string("unexpected reply")
-                                                   : databases.status().reason()) +
-                                   "), which --atomic needs to pick empty DBs to stage in: allow "
-                                   "this user CONFIG GET, or run without --atomic")
-        .as(ErrorKind::kRefused);
-  }
+  RRS_ASSIGN_OR_RETURN(st.databases_, read_databases(*c, step));
 
-  // Staging DBs an earlier run left behind (killed mid-load, or its target
-  // went away before it could flush them) are recognized by their marker.
   auto ks = c->info("keyspace");
   if (!ks.ok()) return ks.status().wrap(step);
-  std::vector<KeyspaceDb> held = parse_keyspace(*ks);
-  for (const KeyspaceDb& db : held) {
-    c->append({"SELECT", std::to_string(db.db)});
-    c->append({"GET", kStagingMarker});
-  }
-  auto got = replies(*c, 2 * held.size());
-  if (!got.ok()) return got.status().wrap(step);
-  std::set<uint32_t> busy;  // DBs holding keys that are not ours
-  for (size_t i = 0; i < held.size(); ++i) {
-    const redisReply* marker = (*got)[2 * i + 1].get();
-    if (marker->type != REDIS_REPLY_STRING) {
-      busy.insert(held[i].db);
-      continue;
-    }
-    log::warn("DB " + std::to_string(held[i].db) + " holds " + std::to_string(held[i].keys) +
-              " keys staged by an earlier --atomic run that did not finish (" +
-              log::printable(text(marker)) + "): flushing it");
-    auto flushed = c->command({"SELECT", std::to_string(held[i].db)});
-    if (flushed.ok()) flushed = c->command({"FLUSHDB", "ASYNC"});
-    if (!flushed.ok()) return flushed.status().wrap(step);
-  }
-
-  std::vector<uint32_t> table;
-  for (const table::DbEntry& e : info.dbs)
-    if (e.key_count > 0) table.push_back(e.db);
-  std::sort(table.begin(), table.end());
-  if (!table.empty() && table.back() >= st.databases_) {
-    return Status::error(step, "the table has keys in DB " + std::to_string(table.back()) +
-                                   " but the target has only " + std::to_string(st.databases_) +
-                                   " databases: raise its `databases` setting (a restart)")
-        .as(ErrorKind::kRefused);
-  }
-  busy.insert(table.begin(), table.end());
-  std::vector<uint32_t> free_dbs;
-  for (uint32_t x = st.databases_; x-- > 0 && free_dbs.size() < table.size();)
-    if (!busy.count(x)) free_dbs.push_back(x);
-  if (free_dbs.size() < table.size()) {
-    const uint32_t missing = static_cast<uint32_t>(table.size() - free_dbs.size());
-    std::string in_use;
-    for (const KeyspaceDb& db : held)
-      if (busy.count(db.db) && !std::binary_search(table.begin(), table.end(), db.db))
-        in_use += (in_use.empty() ? "" : ", ") + std::string("db") + std::to_string(db.db);
-    return Status::error(
-               step,
-               "--atomic loads each of the table's " + std::to_string(table.size()) + " DBs (" +
-                   join(table) +
-                   ") into an empty DB that the table does not use, then swaps them in; of the "
-                   "target's " +
-                   std::to_string(st.databases_) + " databases only " +
-                   std::to_string(free_dbs.size()) + " qualify" +
-                   (in_use.empty() ? "" : " (" + in_use + " hold keys)") +
-                   ": raise its `databases` setting to at least " +
-                   std::to_string(st.databases_ + missing) +
-                   " (a restart), empty some DBs, or run without --atomic")
-        .as(ErrorKind::kRefused);
-  }
-  for (size_t i = 0; i < table.size(); ++i) st.map_[table[i]] = free_dbs[i];
+  const std::vector<KeyspaceDb> held = parse_keyspace(*ks);
+  RRS_ASSIGN_OR_RETURN(std::set<uint32_t> busy, flush_abandoned(*c, held, step));
+  RRS_ASSIGN_OR_RETURN(st.map_,
+                       choose_staging_dbs(info, held, std::move(busy), st.databases_, step));
   return st;
 }
 

@@ -92,10 +92,9 @@ std::vector<Key> dump_db(RedisClient& c) {
   return keys;
 }
 
-TEST(RdbWriterRedis, RedisLoadsTheWrittenRdb) {
-  RedisProcess source;
-  ASSERT_TRUE(source.started()) << source.start_error();
-  RedisClient& src = source.client();
+// The source's data: every DB of kDbs filled, two function libraries; and
+// a check that the dataset has the encodings it is meant to cover.
+void fill_source(RedisClient& src) {
   for (int db : kDbs) {
     src.select(db);
     fill_db(src, "db" + std::to_string(db));
@@ -117,7 +116,11 @@ TEST(RdbWriterRedis, RedisLoadsTheWrittenRdb) {
       {"hash:big", "hashtable"},  {"stream", "stream"}};
   for (const auto& [key, encoding] : encodings)
     EXPECT_EQ(text(src.run({"OBJECT", "ENCODING", key})), encoding) << key;
+}
 
+// The source's keys (DUMP, PTTL) and functions written as an RDB into
+// `rdb`, ending with DB 0 selected a second time.
+void write_rdb(RedisClient& src, std::string& rdb) {
   std::map<int, std::vector<Key>> dbs;
   for (int db : kDbs) {
     src.select(db);
@@ -130,7 +133,6 @@ TEST(RdbWriterRedis, RedisLoadsTheWrittenRdb) {
 
   // Written in small takes, as a stream would be sent.
   rdb::RdbWriter w(*version);
-  std::string rdb;
   w.aux("redis-ver", src.info_field("server", "redis_version"));
   w.aux("redis-bits", "64");
   w.aux("ctime", std::to_string(now_ms() / 1000));
@@ -156,22 +158,12 @@ TEST(RdbWriterRedis, RedisLoadsTheWrittenRdb) {
   w.end();
   rdb += w.take();
   EXPECT_EQ(w.bytes(), rdb.size());
+}
 
-  TempDir dir("rdb-writer");
-  dir.write_file("dump.rdb", rdb);
-  RedisProcess target(RedisOptions().with_args({"--dir", dir.path(), "--dbfilename", "dump.rdb"}));
-  ASSERT_TRUE(target.started()) << target.start_error();
-
-  EXPECT_EQ(target.keyspace(), source.keyspace());
-  std::string digest = source.digest();
-  EXPECT_NE(digest, std::string(40, '0'));
-  EXPECT_EQ(target.digest(), digest);
-  EXPECT_EQ(target.client().functions(), source.client().functions());
-  EXPECT_EQ(target.client().functions().size(), 2u);
-
-  // Stream groups, consumers and PELs exactly; expiries to PTTL's precision.
-  auto want = source.client().state_outside_digest();
-  auto got = target.client().state_outside_digest();
+// Stream groups, consumers and PELs exactly; expiries to PTTL's precision.
+void expect_same_state_outside_digest(RedisClient& src, RedisClient& dst) {
+  auto want = src.state_outside_digest();
+  auto got = dst.state_outside_digest();
   auto expiries = [](std::map<std::string, std::string>& state) {
     std::map<std::string, int64_t> out;
     for (auto it = state.begin(); it != state.end();) {
@@ -192,6 +184,29 @@ TEST(RdbWriterRedis, RedisLoadsTheWrittenRdb) {
     ASSERT_TRUE(got_expiries.count(name)) << name;
     EXPECT_LT(std::llabs(got_expiries[name] - at), 1000) << name;
   }
+}
+
+TEST(RdbWriterRedis, RedisLoadsTheWrittenRdb) {
+  RedisProcess source;
+  ASSERT_TRUE(source.started()) << source.start_error();
+  RedisClient& src = source.client();
+  ASSERT_NO_FATAL_FAILURE(fill_source(src));
+  std::string rdb;
+  ASSERT_NO_FATAL_FAILURE(write_rdb(src, rdb));
+
+  TempDir dir("rdb-writer");
+  dir.write_file("dump.rdb", rdb);
+  RedisProcess target(RedisOptions().with_args({"--dir", dir.path(), "--dbfilename", "dump.rdb"}));
+  ASSERT_TRUE(target.started()) << target.start_error();
+
+  EXPECT_EQ(target.keyspace(), source.keyspace());
+  std::string digest = source.digest();
+  EXPECT_NE(digest, std::string(40, '0'));
+  EXPECT_EQ(target.digest(), digest);
+  EXPECT_EQ(target.client().functions(), source.client().functions());
+  EXPECT_EQ(target.client().functions().size(), 2u);
+
+  ASSERT_NO_FATAL_FAILURE(expect_same_state_outside_digest(source.client(), target.client()));
 
   // The TTL key still counts down on the target.
   target.client().select(3);

@@ -151,7 +151,7 @@ TEST(ControlSession, ConnectRetriesOnlyWhatMayPass) {
     return answer(ErrorCode::kServerFull);
   });
   EXPECT_EQ(late.kind(), ErrorKind::kUnavailable);
-  EXPECT_NE(late.message().find("x"), std::string::npos) << late.message();
+  EXPECT_NE(late.message().find('x'), std::string::npos) << late.message();
   EXPECT_GE(tries, 2);  // 100 ms, then 200 ms would pass the deadline
   EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(400));
 }

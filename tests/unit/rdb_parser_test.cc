@@ -145,154 +145,183 @@ struct Sample {
   std::vector<Seen> want;
 };
 
-Sample every_type() {
-  RdbWriter w(12);
+// Writes the sample, one family of types and opcodes at a time, in the
+// order the RDB holds them, and what the parser must report for each.
+struct SampleWriter {
+  RdbWriter w{12};
   std::vector<Seen> want;
-  auto record = [&](uint64_t type, const std::string& key, int64_t expire = -1, uint32_t db = 0) {
+
+  // The key just written with w.key(type, key), and its value.
+  void record(uint64_t type, const std::string& key, int64_t expire = -1, uint32_t db = 0) {
     want.push_back(
         {EventKind::kRecord, std::to_string(db) + ":" + key, w.end_value(), type, expire});
-  };
-
-  w.byte(kOpAux).str("redis-ver").str("7.4.0");
-  want.push_back({EventKind::kAux, "redis-ver", "7.4.0"});
-  w.byte(kOpAux).str("redis-bits").raw("\xc0\x40");  // int8 encoding: 64
-  want.push_back({EventKind::kAux, "redis-bits", "64"});
-  w.byte(kOpAux).str("ctime").raw("\xc2").le(static_cast<uint32_t>(-5), 4);  // int32: -5
-  want.push_back({EventKind::kAux, "ctime", "-5"});
-  w.byte(kOpAux).str("lua").str("return 1");
-  want.push_back({EventKind::kAux, "lua", "return 1"});
-  w.byte(kOpFunction2)
-      .str("#!lua name=lib1\nredis.register_function('f', function() return 1 end)");
-  want.push_back({EventKind::kFunction,
-                  "#!lua name=lib1\nredis.register_function('f', function() return 1 end)"});
-  w.byte(kOpFunctionPreGa).str("old").str("LUA").len(1).str("a description").str("return 2");
-  want.push_back({EventKind::kFunction, "#!LUA name=old\nreturn 2"});
-  // MODULE_AUX: id, when-opcode UINT, when, then module opcodes up to EOF.
-  w.byte(kOpModuleAux).len(0x1234567890).len(kModuleUint).len(2);
-  w.len(kModuleUint).len(7).len(kModuleString).str("aux").len(kModuleDouble).le(0, 8);
-  w.len(kModuleFloat).le(0, 4).len(kModuleSint).len(3).len(kModuleEof);
-  want.push_back({EventKind::kModuleAux, {}, {}, 0x1234567890});
-
-  w.byte(kOpSelectDb).len(0);
-  want.push_back({EventKind::kSelectDb, {}, {}, 0});
-  w.byte(kOpResizeDb).len(40).len(2);
-  want.push_back({EventKind::kResizeDb, "40", "2", 0});
-
-  w.byte(kOpExpireTimeMs).le(1893456000123, 8);
-  w.key(kString, "plain").str("value");
-  record(kString, "plain", 1893456000123);
-  w.byte(kOpExpireTime).le(1893456000, 4);
-  // Key "12345" as int16; value LZF: literal 'a' then a back-reference of 9.
-  w.byte(kString).raw("\xc1").le(12345, 2);
-  size_t start = w.bytes().size();
-  w.raw("\xc3").len(5).len(10).raw(std::string("\x00"
-                                               "a"
-                                               "\xe0\x00\x00",
-                                               5));
-  want.push_back({EventKind::kRecord, "0:12345", w.bytes().substr(start), kString, 1893456000000});
-  w.byte(kOpIdle).len(1000).byte(kOpFreq).byte(5);
-  w.key(kString, "int").raw("\xc0\x07");
-  record(kString, "int");
-  // An LZF key: literal runs only ("lzf-key" + "!").
-  w.byte(kString).raw("\xc3").len(10).len(8).raw(std::string("\x06"
-                                                             "lzf-key"
-                                                             "\x00"
-                                                             "!",
-                                                             10));
-  w.str("v");
-  want.push_back({EventKind::kRecord, "0:lzf-key!", std::string("\x01v", 2), kString, -1});
-
-  w.key(kList, "list").len(3).str("a").raw("\xc0\x05").str(std::string(300, 'x'));
-  record(kList, "list");
-  w.key(kSet, "set").len(2).str("m1").str("m2");
-  record(kSet, "set");
-  w.key(kZset, "zset1").len(3).str("a").byte(3).raw("1.5").str("b").byte(254).str("c").byte(253);
-  record(kZset, "zset1");
-  w.key(kHash, "hash").len(2).str("f1").str("v1").str("f2").raw("\xc1").le(500, 2);
-  record(kHash, "hash");
-  w.key(kZset2, "zset2").len(2).str("a").le(0x3ff8000000000000, 8).str("b").le(0, 8);
-  record(kZset2, "zset2");
-  w.key(kModule2, "mod").raw("\x81").le(0, 4).le(0x01020304, 4);  // 64-bit module id
-  w.len(kModuleString).str("payload").len(kModuleUint).len(9).len(kModuleEof);
-  record(kModule2, "mod");
-  for (uint8_t blob : {kHashZipmap, kListZiplist, kSetIntset, kZsetZiplist, kHashZiplist,
-                       kHashListpack, kZsetListpack, kSetListpack, kHashListpackExPreGa}) {
-    std::string k = std::string("blob") + std::to_string(blob);
-    w.key(blob, k).str(std::string(20 + blob, static_cast<char>(blob)));
-    record(blob, k);
   }
-  w.key(kHashListpackEx, "lpex").le(1893456000000, 8).str("listpack bytes");
-  record(kHashListpackEx, "lpex");
-  w.key(kListQuicklist, "ql1").len(2).str("ziplist1").str("ziplist2");
-  record(kListQuicklist, "ql1");
-  w.key(kListQuicklist2, "ql2")
-      .len(2)
-      .len(kQuicklistPacked)
-      .str("listpack")
-      .len(kQuicklistPlain)
-      .str(std::string(9000, 'p'));
-  record(kListQuicklist2, "ql2");
-  w.key(kHashMetadataPreGa, "hfe-rc")
-      .len(2)
-      .len(0)
-      .str("f")
-      .str("v")
-      .len(1893456000000)
-      .str("g")
-      .str("w");
-  record(kHashMetadataPreGa, "hfe-rc");
-  w.key(kHashMetadata, "hfe")
-      .le(1893456000000, 8)
-      .len(2)
-      .len(0)
-      .str("f")
-      .str("v")
-      .len(1)
-      .str("g")
-      .str("w");
-  record(kHashMetadata, "hfe");
+
+  // Aux fields, both function forms, MODULE_AUX.
+  void aux_and_functions() {
+    w.byte(kOpAux).str("redis-ver").str("7.4.0");
+    want.push_back({EventKind::kAux, "redis-ver", "7.4.0"});
+    w.byte(kOpAux).str("redis-bits").raw("\xc0\x40");  // int8 encoding: 64
+    want.push_back({EventKind::kAux, "redis-bits", "64"});
+    w.byte(kOpAux).str("ctime").raw("\xc2").le(static_cast<uint32_t>(-5), 4);  // int32: -5
+    want.push_back({EventKind::kAux, "ctime", "-5"});
+    w.byte(kOpAux).str("lua").str("return 1");
+    want.push_back({EventKind::kAux, "lua", "return 1"});
+    w.byte(kOpFunction2)
+        .str("#!lua name=lib1\nredis.register_function('f', function() return 1 end)");
+    want.push_back({EventKind::kFunction,
+                    "#!lua name=lib1\nredis.register_function('f', function() return 1 end)"});
+    w.byte(kOpFunctionPreGa).str("old").str("LUA").len(1).str("a description").str("return 2");
+    want.push_back({EventKind::kFunction, "#!LUA name=old\nreturn 2"});
+    // MODULE_AUX: id, when-opcode UINT, when, then module opcodes up to EOF.
+    w.byte(kOpModuleAux).len(0x1234567890).len(kModuleUint).len(2);
+    w.len(kModuleUint).len(7).len(kModuleString).str("aux").len(kModuleDouble).le(0, 8);
+    w.len(kModuleFloat).le(0, 4).len(kModuleSint).len(3).len(kModuleEof);
+    want.push_back({EventKind::kModuleAux, {}, {}, 0x1234567890});
+  }
+
+  // SELECTDB 0 and RESIZEDB, then strings: expiries, int and LZF encodings,
+  // LRU/LFU hints.
+  void strings() {
+    w.byte(kOpSelectDb).len(0);
+    want.push_back({EventKind::kSelectDb, {}, {}, 0});
+    w.byte(kOpResizeDb).len(40).len(2);
+    want.push_back({EventKind::kResizeDb, "40", "2", 0});
+
+    w.byte(kOpExpireTimeMs).le(1893456000123, 8);
+    w.key(kString, "plain").str("value");
+    record(kString, "plain", 1893456000123);
+    w.byte(kOpExpireTime).le(1893456000, 4);
+    // Key "12345" as int16; value LZF: literal 'a' then a back-reference of 9.
+    w.byte(kString).raw("\xc1").le(12345, 2);
+    size_t start = w.bytes().size();
+    w.raw("\xc3").len(5).len(10).raw(std::string("\x00"
+                                                 "a"
+                                                 "\xe0\x00\x00",
+                                                 5));
+    want.push_back(
+        {EventKind::kRecord, "0:12345", w.bytes().substr(start), kString, 1893456000000});
+    w.byte(kOpIdle).len(1000).byte(kOpFreq).byte(5);
+    w.key(kString, "int").raw("\xc0\x07");
+    record(kString, "int");
+    // An LZF key: literal runs only ("lzf-key" + "!").
+    w.byte(kString).raw("\xc3").len(10).len(8).raw(std::string("\x06"
+                                                               "lzf-key"
+                                                               "\x00"
+                                                               "!",
+                                                               10));
+    w.str("v");
+    want.push_back({EventKind::kRecord, "0:lzf-key!", std::string("\x01v", 2), kString, -1});
+  }
+
+  // Lists, sets, zsets, hashes, module values, the blob encodings,
+  // quicklists and hashes with field TTLs.
+  void collections() {
+    w.key(kList, "list").len(3).str("a").raw("\xc0\x05").str(std::string(300, 'x'));
+    record(kList, "list");
+    w.key(kSet, "set").len(2).str("m1").str("m2");
+    record(kSet, "set");
+    w.key(kZset, "zset1").len(3).str("a").byte(3).raw("1.5").str("b").byte(254).str("c").byte(253);
+    record(kZset, "zset1");
+    w.key(kHash, "hash").len(2).str("f1").str("v1").str("f2").raw("\xc1").le(500, 2);
+    record(kHash, "hash");
+    w.key(kZset2, "zset2").len(2).str("a").le(0x3ff8000000000000, 8).str("b").le(0, 8);
+    record(kZset2, "zset2");
+    w.key(kModule2, "mod").raw("\x81").le(0, 4).le(0x01020304, 4);  // 64-bit module id
+    w.len(kModuleString).str("payload").len(kModuleUint).len(9).len(kModuleEof);
+    record(kModule2, "mod");
+    for (uint8_t blob : {kHashZipmap, kListZiplist, kSetIntset, kZsetZiplist, kHashZiplist,
+                         kHashListpack, kZsetListpack, kSetListpack, kHashListpackExPreGa}) {
+      std::string k = std::string("blob") + std::to_string(blob);
+      w.key(blob, k).str(std::string(20 + blob, static_cast<char>(blob)));
+      record(blob, k);
+    }
+    w.key(kHashListpackEx, "lpex").le(1893456000000, 8).str("listpack bytes");
+    record(kHashListpackEx, "lpex");
+    w.key(kListQuicklist, "ql1").len(2).str("ziplist1").str("ziplist2");
+    record(kListQuicklist, "ql1");
+    w.key(kListQuicklist2, "ql2")
+        .len(2)
+        .len(kQuicklistPacked)
+        .str("listpack")
+        .len(kQuicklistPlain)
+        .str(std::string(9000, 'p'));
+    record(kListQuicklist2, "ql2");
+    w.key(kHashMetadataPreGa, "hfe-rc")
+        .len(2)
+        .len(0)
+        .str("f")
+        .str("v")
+        .len(1893456000000)
+        .str("g")
+        .str("w");
+    record(kHashMetadataPreGa, "hfe-rc");
+    w.key(kHashMetadata, "hfe")
+        .le(1893456000000, 8)
+        .len(2)
+        .len(0)
+        .str("f")
+        .str("v")
+        .len(1)
+        .str("g")
+        .str("w");
+    record(kHashMetadata, "hfe");
+  }
 
   // Streams: listpacks, metadata, groups with a PEL and consumers.
-  auto stream_body = [&](uint8_t type) {
-    bool v2 = type != kStreamListpacks, v3 = type == kStreamListpacks3;
-    w.len(2);
-    for (int i = 0; i < 2; ++i) w.str(std::string(16, 'I')).str("listpack entries");
-    w.len(3).len(1700000000000).len(1);                        // length, last ID
-    if (v2) w.len(1700000000000).len(0).len(0).len(0).len(3);  // first ID, max deleted, added
-    w.len(2);                                                  // groups
-    for (int g = 0; g < 2; ++g) {
-      w.str("group" + std::to_string(g)).len(1700000000000).len(0);
-      if (v2) w.len(2);
-      w.len(2);  // PEL
-      for (int e = 0; e < 2; ++e) w.raw(std::string(16, 'E')).le(1700000000500, 8).len(1);
-      w.len(g == 0 ? 1 : 0);  // consumers
-      if (g == 0) {
-        w.str("alice").le(1700000000600, 8);
-        if (v3) w.le(1700000000700, 8);
-        w.len(2).raw(std::string(32, 'E'));
+  void streams() {
+    auto stream_body = [&](uint8_t type) {
+      bool v2 = type != kStreamListpacks, v3 = type == kStreamListpacks3;
+      w.len(2);
+      for (int i = 0; i < 2; ++i) w.str(std::string(16, 'I')).str("listpack entries");
+      w.len(3).len(1700000000000).len(1);                        // length, last ID
+      if (v2) w.len(1700000000000).len(0).len(0).len(0).len(3);  // first ID, max deleted, added
+      w.len(2);                                                  // groups
+      for (int g = 0; g < 2; ++g) {
+        w.str("group" + std::to_string(g)).len(1700000000000).len(0);
+        if (v2) w.len(2);
+        w.len(2);  // PEL
+        for (int e = 0; e < 2; ++e) w.raw(std::string(16, 'E')).le(1700000000500, 8).len(1);
+        w.len(g == 0 ? 1 : 0);  // consumers
+        if (g == 0) {
+          w.str("alice").le(1700000000600, 8);
+          if (v3) w.le(1700000000700, 8);
+          w.len(2).raw(std::string(32, 'E'));
+        }
       }
+    };
+    for (uint8_t type : {kStreamListpacks, kStreamListpacks2, kStreamListpacks3}) {
+      std::string k = "stream" + std::to_string(type);
+      w.key(type, k);
+      stream_body(type);
+      record(type, k);
     }
-  };
-  for (uint8_t type : {kStreamListpacks, kStreamListpacks2, kStreamListpacks3}) {
-    std::string k = "stream" + std::to_string(type);
-    w.key(type, k);
-    stream_body(type);
-    record(type, k);
   }
 
-  w.byte(kOpSlotInfo).len(42).len(10).len(1);
-  w.byte(kOpSelectDb).len(15);
-  want.push_back({EventKind::kSelectDb, {}, {}, 15});
-  w.key(kString, "").str("");  // empty key, empty value
-  record(kString, "", -1, 15);
-  w.byte(kOpSelectDb).len(70000);
-  want.push_back({EventKind::kSelectDb, {}, {}, 70000});
-  w.key(kString, "far").str("db");
-  record(kString, "far", -1, 70000);
+  // A slot-info hint, then keys in DB 15 and in a DB past 65535.
+  void other_dbs() {
+    w.byte(kOpSlotInfo).len(42).len(10).len(1);
+    w.byte(kOpSelectDb).len(15);
+    want.push_back({EventKind::kSelectDb, {}, {}, 15});
+    w.key(kString, "").str("");  // empty key, empty value
+    record(kString, "", -1, 15);
+    w.byte(kOpSelectDb).len(70000);
+    want.push_back({EventKind::kSelectDb, {}, {}, 70000});
+    w.key(kString, "far").str("db");
+    record(kString, "far", -1, 70000);
+  }
+};
 
-  std::string rdb = w.finish();
-  want.push_back({EventKind::kEnd});
-  return {rdb, want};
+Sample every_type() {
+  SampleWriter s;
+  s.aux_and_functions();
+  s.strings();
+  s.collections();
+  s.streams();
+  s.other_dbs();
+  std::string rdb = s.w.finish();
+  s.want.push_back({EventKind::kEnd});
+  return {rdb, s.want};
 }
 
 TEST(RdbParserTest, EveryTypeAndOpcodeWhole) {
