@@ -26,4 +26,13 @@ echo "install-deps: installing ${missing[*]}" >&2
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # The package starts a system redis-server on 6379; tests and the demo start
-# their own on free ports and do not need it.
+# their own on free ports and do not need it: stopped, and kept from starting
+# at boot (tests/servers.sh does the same for valkey-server).
+if printf '%s\n' "${missing[@]}" | grep -qx redis-server; then
+  if [ -d /run/systemd/system ]; then
+    $sudo systemctl disable --now redis-server.service >/dev/null 2>&1 || true
+  else
+    $sudo service redis-server stop >/dev/null 2>&1 || true
+    $sudo update-rc.d redis-server disable >/dev/null 2>&1 || true
+  fi
+fi

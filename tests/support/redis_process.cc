@@ -2,13 +2,20 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <csignal>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "tests/support/ports.h"
 
 #ifndef RRS_REDIS_SERVER_BIN
 #define RRS_REDIS_SERVER_BIN "redis-server"
+#endif
+#ifndef RRS_SERVERS_SCRIPT
+#define RRS_SERVERS_SCRIPT "tests/servers.sh"
 #endif
 
 namespace rrs::test {
@@ -17,7 +24,63 @@ namespace {
 // Another test may take the port between our probe and redis-server's bind.
 constexpr int kStartAttempts = 5;
 
+// Parses the list's lines into `list`; a line that is not "NAME BINARY
+// VERSION", or whose binary is not there, goes to its problems. `source` names
+// where the lines came from, for those messages.
+void parse_server_list(const std::string& lines, const std::string& source, ServerList& list) {
+  std::istringstream in(lines);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    ServerVersion s;
+    std::string extra;
+    if (!(fields >> s.name >> s.binary >> s.version) || (fields >> extra) ||
+        s.name.find('-') == std::string::npos) {
+      list.problems += source + ": not a \"NAME BINARY VERSION\" line: " + line + "\n";
+      continue;
+    }
+    if (access(s.binary.c_str(), X_OK) != 0) {
+      list.problems += source + " lists " + s.name + " at " + s.binary + ", which is not there\n";
+      continue;
+    }
+    list.servers.push_back(std::move(s));
+  }
+}
+
+ServerList read_server_list() {
+  ServerList list;
+  if (const char* file = std::getenv("RRS_SERVERS_FILE"); file && *file) {
+    std::ifstream in(file);
+    if (!in) {
+      list.problems = std::string("RRS_SERVERS_FILE=") + file + " cannot be read\n";
+      return list;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    parse_server_list(text.str(), std::string("RRS_SERVERS_FILE=") + file, list);
+  } else {
+    CommandResult r = run_command({"bash", RRS_SERVERS_SCRIPT, "list"});
+    parse_server_list(r.out, "tests/servers.sh list", list);
+    // It names each missing server on stderr and exits 1.
+    if (r.code != 0) list.problems += r.error;
+  }
+  if (list.servers.empty() && list.problems.empty()) list.problems = "the server list is empty\n";
+  return list;
+}
+
 }  // namespace
+
+const ServerList& server_versions() {
+  static const ServerList list = read_server_list();
+  return list;
+}
+
+std::optional<ServerVersion> find_server(const std::string& name) {
+  for (const ServerVersion& s : server_versions().servers)
+    if (s.name == name) return s;
+  return std::nullopt;
+}
 
 RedisProcess::RedisProcess(RedisOptions opts) : opts_(std::move(opts)), dir_("redis") {
   for (int attempt = 1; attempt <= kStartAttempts; ++attempt) {
@@ -38,9 +101,10 @@ RedisProcess::~RedisProcess() {
 
 bool RedisProcess::try_start(std::string& error) {
   port_ = opts_.port ? opts_.port : free_loopback_port();
-  std::vector<std::string> argv = {RRS_REDIS_SERVER_BIN, "--port", std::to_string(port_), "--bind",
-                                   "127.0.0.1", "--dir", dir_.path(), "--save", "", "--appendonly",
-                                   "no", "--enable-debug-command", "yes",
+  const std::string binary = opts_.binary.empty() ? RRS_REDIS_SERVER_BIN : opts_.binary;
+  std::vector<std::string> argv = {binary, "--port", std::to_string(port_), "--bind", "127.0.0.1",
+                                   "--dir", dir_.path(), "--save", "", "--appendonly", "no",
+                                   "--enable-debug-command", "yes",
                                    // As a master serving the sidecar should be set: fork for a
                                    // full sync at once, not 5 s later waiting for more replicas.
                                    "--repl-diskless-sync-delay", "0", "--daemonize", "no",
@@ -57,7 +121,7 @@ bool RedisProcess::try_start(std::string& error) {
   while (std::chrono::steady_clock::now() < deadline) {
     if (!server_->running()) {
       server_->wait(std::chrono::seconds(1));
-      error = "redis-server exited early:\n" + server_->describe();
+      error = binary + " exited early:\n" + server_->describe();
       server_.reset();
       return false;
     }

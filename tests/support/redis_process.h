@@ -1,10 +1,13 @@
 // A real redis-server for one test: its own loopback port and temp dir, no
 // persistence, DEBUG enabled (for DEBUG DIGEST). Stopped and cleaned up with
 // its owner. It forks for a full sync at once (repl-diskless-sync-delay 0).
+// By default it is Debian 12's redis-server (7.0); RedisOptions::with_server
+// runs another of the versions tests/servers.sh installs (server_versions()).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +19,55 @@
 
 namespace rrs::test {
 
+// One Redis/Valkey server version the tests run against: a line of
+// `bash tests/servers.sh list`, "NAME BINARY VERSION", e.g.
+// "redis-8.0 /var/cache/rrs-servers/redis-8.0.6-3/bin/redis-server 8.0.6".
+struct ServerVersion {
+  std::string name;     // engine-major.minor: "redis-7.0", "valkey-9.1"
+  std::string binary;   // the server binary
+  std::string version;  // as the binary reports it: "8.0.6"
+  // "redis" or "valkey": the name up to its '-'.
+  std::string engine() const { return name.substr(0, name.find('-')); }
+};
+
+// The server versions, read once per test process: from the file
+// RRS_SERVERS_FILE names (tests/run.sh writes one; any file in the list's
+// format will do), else from running `bash tests/servers.sh list`. `problems`
+// says what is missing, one line each (what servers.sh names on stderr, a
+// listed binary that is not there, a line that does not parse), "" if nothing
+// is; a missing server is not in `servers`.
+struct ServerList {
+  std::vector<ServerVersion> servers;
+  std::string problems;
+};
+const ServerList& server_versions();
+
+// The listed server called `name`, or nullopt.
+std::optional<ServerVersion> find_server(const std::string& name);
+
+// Whether a missing server fails a test (CI=true: CI must run every
+// version) rather than skipping it (elsewhere).
+inline bool servers_required() {
+  const char* ci = std::getenv("CI");
+  return ci && *ci && std::string(ci) != "false" && std::string(ci) != "0";
+}
+
+// In a test body or SetUp: sets `var` (a ServerVersion) to the listed server
+// `name`; when it is not there, skips the test (fails it under CI=true).
+#define RRS_NEED_SERVER(var, name)                                                      \
+  do {                                                                                  \
+    if (auto rrs_found_ = ::rrs::test::find_server(name)) {                             \
+      (var) = *rrs_found_;                                                              \
+    } else {                                                                            \
+      const std::string rrs_why_ = std::string("server ") + (name) +                    \
+                                   " is not in the server list (bash tests/servers.sh " \
+                                   "install); the list's problems: " +                  \
+                                   ::rrs::test::server_versions().problems;             \
+      if (::rrs::test::servers_required()) FAIL() << "CI=true and " << rrs_why_;        \
+      GTEST_SKIP() << rrs_why_;                                                         \
+    }                                                                                   \
+  } while (0)
+
 struct RedisOptions {
   // Sets --requirepass; the admin connection AUTHs with it.
   std::string password;
@@ -25,6 +77,8 @@ struct RedisOptions {
   uint16_t port = 0;
   // How long PING may take to answer after the spawn.
   std::chrono::milliseconds start_timeout = std::chrono::seconds(15);
+  // The server binary; "": Debian 12's redis-server, the one CMake found.
+  std::string binary;
 
   // Chainable setters: RedisOptions().with_password("pw").
   RedisOptions& with_password(std::string p) {
@@ -33,6 +87,11 @@ struct RedisOptions {
   }
   RedisOptions& with_args(std::vector<std::string> args) {
     extra_args = std::move(args);
+    return *this;
+  }
+  // Runs this server version (server_versions(), RRS_NEED_SERVER).
+  RedisOptions& with_server(const ServerVersion& server) {
+    binary = server.binary;
     return *this;
   }
 };
