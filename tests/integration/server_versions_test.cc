@@ -29,7 +29,7 @@ TEST(ServerVersionsTest, EachListedServerIsTheEngineAndVersionItsNameSays) {
   const ServerList& list = server_versions();
   if (list.servers.empty()) GTEST_SKIP() << "no server listed:\n" << list.problems;
   std::set<std::string> names;
-  for (const ServerVersion& server : list.servers) {
+  for (const TestServer& server : list.servers) {
     SCOPED_TRACE(server.name + " " + server.binary);
     std::cout << "checking " << server.name << " " << server.version << " (" << server.binary
               << ")\n";
@@ -57,7 +57,7 @@ TEST(ServerVersionsTest, EachListedServerIsTheEngineAndVersionItsNameSays) {
 TEST(ServerVersionsTest, NamedServerStarts) {
   // The API a test that needs one version uses (redis-8.0: trixie keeps an
   // 8.0.x, so CI always has it).
-  ServerVersion server;
+  TestServer server;
   RRS_NEED_SERVER(server, "redis-8.0");
   RedisProcess redis(RedisOptions().with_server(server).with_password("pw"));
   ASSERT_TRUE(redis.started()) << redis.start_error();
@@ -65,7 +65,7 @@ TEST(ServerVersionsTest, NamedServerStarts) {
 }
 
 TEST(ServerVersionsTest, ABinaryThatIsNotThereIsAStartError) {
-  ServerVersion nowhere{"redis-0.0", "/nonexistent/redis-server", "0.0.0"};
+  TestServer nowhere{"redis-0.0", "/nonexistent/redis-server", "0.0.0"};
   RedisProcess redis(RedisOptions().with_server(nowhere));
   EXPECT_FALSE(redis.started());
   EXPECT_NE(redis.start_error().find("/nonexistent/redis-server"), std::string::npos)

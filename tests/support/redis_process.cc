@@ -33,7 +33,7 @@ void parse_server_list(const std::string& lines, const std::string& source, Serv
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#') continue;
     std::istringstream fields(line);
-    ServerVersion s;
+    TestServer s;
     std::string extra;
     if (!(fields >> s.name >> s.binary >> s.version) || (fields >> extra) ||
         s.name.find('-') == std::string::npos) {
@@ -76,8 +76,8 @@ const ServerList& server_versions() {
   return list;
 }
 
-std::optional<ServerVersion> find_server(const std::string& name) {
-  for (const ServerVersion& s : server_versions().servers)
+std::optional<TestServer> find_server(const std::string& name) {
+  for (const TestServer& s : server_versions().servers)
     if (s.name == name) return s;
   return std::nullopt;
 }

@@ -22,7 +22,7 @@ namespace rrs::test {
 // One Redis/Valkey server version the tests run against: a line of
 // `bash tests/servers.sh list`, "NAME BINARY VERSION", e.g.
 // "redis-8.0 /var/cache/rrs-servers/redis-8.0.6-3/bin/redis-server 8.0.6".
-struct ServerVersion {
+struct TestServer {
   std::string name;     // engine-major.minor: "redis-7.0", "valkey-9.1"
   std::string binary;   // the server binary
   std::string version;  // as the binary reports it: "8.0.6"
@@ -37,13 +37,13 @@ struct ServerVersion {
 // listed binary that is not there, a line that does not parse), "" if nothing
 // is; a missing server is not in `servers`.
 struct ServerList {
-  std::vector<ServerVersion> servers;
+  std::vector<TestServer> servers;
   std::string problems;
 };
 const ServerList& server_versions();
 
 // The listed server called `name`, or nullopt.
-std::optional<ServerVersion> find_server(const std::string& name);
+std::optional<TestServer> find_server(const std::string& name);
 
 // Whether a missing server fails a test (CI=true: CI must run every
 // version) rather than skipping it (elsewhere).
@@ -52,7 +52,7 @@ inline bool servers_required() {
   return ci && *ci && std::string(ci) != "false" && std::string(ci) != "0";
 }
 
-// In a test body or SetUp: sets `var` (a ServerVersion) to the listed server
+// In a test body or SetUp: sets `var` (a TestServer) to the listed server
 // `name`; when it is not there, skips the test (fails it under CI=true).
 #define RRS_NEED_SERVER(var, name)                                                      \
   do {                                                                                  \
@@ -90,7 +90,7 @@ struct RedisOptions {
     return *this;
   }
   // Runs this server version (server_versions(), RRS_NEED_SERVER).
-  RedisOptions& with_server(const ServerVersion& server) {
+  RedisOptions& with_server(const TestServer& server) {
     binary = server.binary;
     return *this;
   }
