@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "tests/support/dataset.h"
+#include "tests/support/eventually.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/sidecar.h"
 
@@ -111,6 +112,50 @@ INSTANTIATE_TEST_SUITE_P(Servers, EmptyMaster,
                          ::testing::ValuesIn(std::vector<std::string>(std::begin(kServers),
                                                                       std::end(kServers))),
                          [](const auto& server) { return identifier(server.param); });
+
+// Upgrades through replica mode and --handoff: the target, newer than the
+// master (or the other engine of a generation that loads its RDB), ends a
+// replica of the master by a partial resync, and stays equal under writes.
+using Pair = std::pair<std::string, std::string>;
+class UpgradeHandoff : public SidecarTest, public ::testing::WithParamInterface<Pair> {};
+
+TEST_P(UpgradeHandoff, EndsWithAPartialResync) {
+  TestServer master_version, target_version;
+  RRS_NEED_SERVER(master_version, GetParam().first);
+  RRS_NEED_SERVER(target_version, GetParam().second);
+  RedisProcess master(RedisOptions().with_server(master_version));
+  RedisProcess target(RedisOptions().with_server(target_version));
+  ASSERT_TRUE(master.started()) << master.start_error();
+  ASSERT_TRUE(target.started()) << target.start_error();
+  fill_strings(master, 0, "k:", 500);
+  fill_strings(master, 3, "k3:", 50, 2000);
+  SidecarServer server(master.address());
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  fill_strings(master, 0, "after:", 200);  // into the change log, past the table
+  const std::string full_before = master.info_field("stats", "sync_full");
+  const std::string partial_before = master.info_field("stats", "sync_partial_ok");
+
+  ClientRun run = sync_to(server.port(), target,
+                          {"--mode", "replica", "--handoff", "--master", master.address()});
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_NE(run.out.find("partial_resync=yes"), std::string::npos) << run.describe();
+  EXPECT_EQ(master.info_field("stats", "sync_full"), full_before);
+  EXPECT_EQ(std::stoull(master.info_field("stats", "sync_partial_ok")),
+            std::stoull(partial_before) + 1);
+  master.client().run({"SET", "after-handoff", "1"});
+  EXPECT_TRUE(
+      eventually([&] { return target.client().total_keys() == master.client().total_keys(); },
+                 std::chrono::seconds(10), std::chrono::milliseconds(50)));
+  EXPECT_EQ(target.info_field("replication", "master_link_status"), "up");
+  EXPECT_EQ(target.client().logical_state(), master.client().logical_state());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Servers, UpgradeHandoff,
+    ::testing::Values(Pair{"redis-7.0", "redis-8.0"}, Pair{"redis-7.0", "valkey-8.0"},
+                      Pair{"redis-7.0", "valkey-9.1"}, Pair{"valkey-8.0", "valkey-9.1"},
+                      Pair{"valkey-8.0", "redis-8.0"}),
+    [](const auto& pair) { return identifier(pair.param.first + "_to_" + pair.param.second); });
 
 std::vector<Cell> every_cell() {
   std::vector<Cell> cells;
