@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <sstream>
 
 #include "common/base/clock.h"
@@ -157,27 +158,33 @@ std::string RedisClient::info_field(const std::string& section, const std::strin
   return rrs::info_field(text(r), field);
 }
 
-std::map<std::string, std::string> RedisClient::state_outside_digest() {
-  std::map<std::string, std::string> state;
+void RedisClient::for_each_key(
+    const std::function<void(const std::string& key, const std::string& name)>& visit) {
   for (const auto& [db, counts] : keyspace()) {
     select(db);
     Reply keys = run({"KEYS", "*"});
     if (!keys || keys->type != REDIS_REPLY_ARRAY) continue;
     for (size_t i = 0; i < keys->elements; ++i) {
-      std::string key(keys->element[i]->str, keys->element[i]->len);
-      std::string name = "db" + std::to_string(db) + ":" + printable(key.data(), key.size());
-      // A key may go (deleted, expired) between KEYS and these while the
-      // data set still changes: what is read then is different, not a
-      // failure, and a caller that waits for convergence reads again.
-      Reply at = command({"PEXPIRETIME", key});
-      if (at && at->type == REDIS_REPLY_INTEGER && at->integer != -1)
-        state[name + " pexpiretime"] = std::to_string(at->integer);
-      Reply type = command({"TYPE", key});
-      if (type && type->str && std::string(type->str, type->len) == "stream")
-        state[name + " xinfo"] = to_string(command({"XINFO", "STREAM", key, "FULL"}));
+      const std::string key(keys->element[i]->str, keys->element[i]->len);
+      visit(key, "db" + std::to_string(db) + ":" + printable(key.data(), key.size()));
     }
   }
   select(0);
+}
+
+std::map<std::string, std::string> RedisClient::state_outside_digest() {
+  std::map<std::string, std::string> state;
+  for_each_key([&](const std::string& key, const std::string& name) {
+    // A key may go (deleted, expired) between KEYS and these while the
+    // data set still changes: what is read then is different, not a
+    // failure, and a caller that waits for convergence reads again.
+    Reply at = command({"PEXPIRETIME", key});
+    if (at && at->type == REDIS_REPLY_INTEGER && at->integer != -1)
+      state[name + " pexpiretime"] = std::to_string(at->integer);
+    Reply type = command({"TYPE", key});
+    if (type && type->str && std::string(type->str, type->len) == "stream")
+      state[name + " xinfo"] = to_string(command({"XINFO", "STREAM", key, "FULL"}));
+  });
   for (const auto& [name, library] : functions()) state["function library " + name] = library;
   return state;
 }
@@ -215,60 +222,55 @@ std::vector<std::string> strings_of(const redisReply* r) {
 
 }  // namespace
 
+std::string RedisClient::hash_state(const std::string& key, const std::string& name,
+                                    std::map<std::string, std::string>& state) {
+  Reply all = command({"HGETALL", key});
+  std::vector<std::string> fields, pairs;
+  for (size_t f = 0; all && all->type == REDIS_REPLY_ARRAY && f + 1 < all->elements; f += 2) {
+    fields.emplace_back(all->element[f]->str, all->element[f]->len);
+    pairs.push_back(to_string(all->element[f]) + "=" + to_string(all->element[f + 1]));
+  }
+  std::sort(pairs.begin(), pairs.end());
+  std::string value;
+  for (const auto& p : pairs) value += p + "\n";
+  if (fields.empty()) return value;
+  std::vector<std::string> ask = {"HPEXPIRETIME", key, "FIELDS", std::to_string(fields.size())};
+  ask.insert(ask.end(), fields.begin(), fields.end());
+  Reply ttls = command(ask);
+  if (!ttls || ttls->type != REDIS_REPLY_ARRAY) return value;  // no field TTLs on this server
+  for (size_t f = 0; f < ttls->elements && f < fields.size(); ++f)
+    if (ttls->element[f]->type == REDIS_REPLY_INTEGER && ttls->element[f]->integer >= 0)
+      state[name + " field expiry " + fields[f] + "@" + std::to_string(ttls->element[f]->integer)];
+  return value;
+}
+
 std::map<std::string, std::string> RedisClient::logical_state() {
   std::map<std::string, std::string> state;
-  for (const auto& [db, counts] : keyspace()) {
-    select(db);
-    Reply keys = run({"KEYS", "*"});
-    if (!keys || keys->type != REDIS_REPLY_ARRAY) continue;
-    for (size_t i = 0; i < keys->elements; ++i) {
-      const std::string key(keys->element[i]->str, keys->element[i]->len);
-      const std::string name = "db" + std::to_string(db) + ":" + printable(key.data(), key.size());
-      const std::string type = text(command({"TYPE", key}));
-      std::string value;
-      if (type == "string") {
-        value = to_string(command({"GET", key}));
-      } else if (type == "list") {
-        value = to_string(command({"LRANGE", key, "0", "-1"}));
-      } else if (type == "set") {
-        auto members = strings_of(command({"SMEMBERS", key}).get());
-        std::sort(members.begin(), members.end());
-        for (const auto& m : members) value += m + "\n";
-      } else if (type == "zset") {
-        value = to_string(command({"ZRANGE", key, "0", "-1", "WITHSCORES"}));
-      } else if (type == "hash") {
-        Reply all = command({"HGETALL", key});
-        std::vector<std::string> fields, pairs;
-        for (size_t f = 0; all && all->type == REDIS_REPLY_ARRAY && f + 1 < all->elements; f += 2) {
-          fields.emplace_back(all->element[f]->str, all->element[f]->len);
-          pairs.push_back(to_string(all->element[f]) + "=" + to_string(all->element[f + 1]));
-        }
-        std::sort(pairs.begin(), pairs.end());
-        for (const auto& p : pairs) value += p + "\n";
-        std::vector<std::string> ask = {"HPEXPIRETIME", key, "FIELDS",
-                                        std::to_string(fields.size())};
-        ask.insert(ask.end(), fields.begin(), fields.end());
-        Reply ttls = fields.empty() ? Reply() : command(ask);
-        if (ttls && ttls->type == REDIS_REPLY_ARRAY) {  // servers with field TTLs
-          std::vector<std::string> timed;
-          for (size_t f = 0; f < ttls->elements && f < fields.size(); ++f)
-            if (ttls->element[f]->type == REDIS_REPLY_INTEGER && ttls->element[f]->integer >= 0)
-              timed.push_back(fields[f] + "@" + std::to_string(ttls->element[f]->integer));
-          std::sort(timed.begin(), timed.end());
-          for (const auto& t : timed) state[name + " field expiry " + t] = "";
-        }
-      } else if (type == "stream") {
-        value = render_without(command({"XINFO", "STREAM", key, "FULL"}).get(), {"active-time"});
-      } else {
-        value = to_string(command({"DUMP", key}));  // a module type: as it is
-      }
-      state[name] = type + " " + value;
-      Reply at = command({"PEXPIRETIME", key});
-      if (at && at->type == REDIS_REPLY_INTEGER && at->integer != -1)
-        state[name + " pexpiretime"] = std::to_string(at->integer);
+  for_each_key([&](const std::string& key, const std::string& name) {
+    const std::string type = text(command({"TYPE", key}));
+    std::string value;
+    if (type == "string") {
+      value = to_string(command({"GET", key}));
+    } else if (type == "list") {
+      value = to_string(command({"LRANGE", key, "0", "-1"}));
+    } else if (type == "set") {
+      auto members = strings_of(command({"SMEMBERS", key}).get());
+      std::sort(members.begin(), members.end());
+      for (const auto& m : members) value += m + "\n";
+    } else if (type == "zset") {
+      value = to_string(command({"ZRANGE", key, "0", "-1", "WITHSCORES"}));
+    } else if (type == "hash") {
+      value = hash_state(key, name, state);
+    } else if (type == "stream") {
+      value = render_without(command({"XINFO", "STREAM", key, "FULL"}).get(), {"active-time"});
+    } else {
+      value = to_string(command({"DUMP", key}));  // a module type: as it is
     }
-  }
-  select(0);
+    state[name] = type + " " + value;
+    Reply at = command({"PEXPIRETIME", key});
+    if (at && at->type == REDIS_REPLY_INTEGER && at->integer != -1)
+      state[name + " pexpiretime"] = std::to_string(at->integer);
+  });
   for (const auto& [name, library] : functions()) state["function library " + name] = library;
   return state;
 }

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <ostream>
 #include <string>
@@ -105,6 +106,13 @@ class RedisClient {
 
  private:
   explicit RedisClient(rrs::RedisClient c) : client_(std::move(c)) {}
+  // Every key of every non-empty DB, with its name in the state maps
+  // ("db<N>:<printable key>"), its DB selected. Leaves DB 0 selected.
+  void for_each_key(
+      const std::function<void(const std::string& key, const std::string& name)>& visit);
+  // A hash's fields and values (sorted); its fields' expiries go into `state`.
+  std::string hash_state(const std::string& key, const std::string& name,
+                         std::map<std::string, std::string>& state);
 
   rrs::RedisClient client_;
   std::string last_error_;

@@ -13,11 +13,13 @@
 
 #include "proto/lzf.h"
 #include "proto/rdb_format.h"
+#include "tests/support/lzf_compress.h"
 
 namespace rrs::rdb {
 namespace {
 
 using namespace std::string_literals;
+using test::lzf_compress_for_test;
 
 constexpr uint16_t kRedis = 12;   // the newest Redis RDB version (7.4 and later)
 constexpr uint16_t kValkey = 80;  // Valkey 9.0's
@@ -37,42 +39,6 @@ std::string str(std::string_view s) { return len(s.size()) + std::string(s); }
 // An RDB string stored as RDB_ENC_LZF: 0xc3, compressed length, plain length.
 std::string lzf_str(std::string_view compressed, size_t plain_len) {
   return "\xc3"s + len(compressed.size()) + len(plain_len) + std::string(compressed);
-}
-// A test-only LZF compressor (as in lzf_test.cc): greedy, one candidate per
-// 3-byte hash, back-references up to 8 KiB behind.
-std::string lzf_compress_for_test(std::string_view in) {
-  std::string out, lit;
-  auto flush = [&] {
-    if (lit.empty()) return;
-    out += static_cast<char>(lit.size() - 1);
-    out += lit;
-    lit.clear();
-  };
-  auto u8 = [&](size_t i) { return static_cast<unsigned char>(in[i]); };
-  std::vector<size_t> seen(1 << 14, SIZE_MAX);
-  size_t i = 0;
-  while (i < in.size()) {
-    if (i + 3 <= in.size()) {
-      uint32_t h = ((u8(i) << 16 | u8(i + 1) << 8 | u8(i + 2)) * 2654435761u) >> 18;
-      size_t cand = seen[h];
-      seen[h] = i;
-      if (cand != SIZE_MAX && i - cand <= 8192 && in.compare(cand, 3, in.substr(i, 3)) == 0) {
-        size_t n = 3;
-        while (n < 264 && i + n < in.size() && in[cand + n] == in[i + n]) ++n;
-        flush();
-        size_t off = i - cand - 1, l = n - 2;
-        out += static_cast<char>((l < 7 ? l : 7) << 5 | off >> 8);
-        if (l >= 7) out += static_cast<char>(l - 7);
-        out += static_cast<char>(off & 0xff);
-        i += n;
-        continue;
-      }
-    }
-    lit += in[i++];
-    if (lit.size() == 32) flush();
-  }
-  flush();
-  return out;
 }
 // A valid LZF stream of literal runs only (up to 32 bytes each).
 std::string lzf_literals(std::string_view plain) {
