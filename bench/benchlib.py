@@ -1,7 +1,8 @@
-"""Plumbing for the benchmarks (sync_bench.py, build_bench.py): a tiny RESP
-client, a registry that stops every process it started, a redis-server on a
-free loopback port, replication-state predicates, gen_dataset, rdma-server up
-to its `ready` line, and /proc CPU time and peak RSS.
+"""Plumbing for the benchmarks (sync_bench.py, build_bench.py, lag_bench.py): a
+tiny RESP client, a registry that stops every process it started, the server
+versions tests/servers.sh knows (--server), a redis-server or valkey-server
+on a free loopback port, replication-state predicates, gen_dataset,
+rdma-server up to its `ready` line, and /proc CPU time and peak RSS.
 
 Standard library only. Every wall time in the benchmarks is time.monotonic()
 (CLOCK_MONOTONIC): never CPU time.
@@ -18,10 +19,19 @@ import time
 
 LOOPBACK = "127.0.0.1"
 POLL_S = 0.010  # how often a wait loop looks again
+SERVERS_SH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          "tests", "servers.sh")
+DEFAULT_SERVER = "redis-7.0"  # Debian 12's redis-server: what the benchmarks always ran
 
 
 class BenchError(Exception):
     """A step of the benchmark failed; the message says which and why."""
+
+
+class Refused(BenchError):
+    """The target server cannot take the master's data (rdma-client exit 5, or a
+    replica that cannot load the master's RDB version): the pair is reported as
+    refused, not measured."""
 
 
 class RespError(BenchError):
@@ -83,6 +93,92 @@ class Resp:
                 k, v = ln.split(":", 1)
                 fields[k] = v
         return fields
+
+
+class ServerBinary:
+    """One server version of `bash tests/servers.sh list`: its NAME (engine-major.minor,
+    e.g. valkey-9.1), BINARY and VERSION (what the binary reports)."""
+
+    def __init__(self, name, binary, version):
+        self.name, self.binary, self.version = name, binary, version
+        self.engine = name.split("-", 1)[0]  # redis | valkey
+
+    def describe(self):
+        """`valkey-9.1 (Valkey 9.1.2)`"""
+        return f"{self.name} ({self.engine.capitalize()} {self.version})"
+
+    def version_line(self):
+        """The first line of `BINARY --version` (with its sha and build), or '?'."""
+        try:
+            out = subprocess.run([self.binary, "--version"], capture_output=True, text=True,
+                                 timeout=10).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return "?"
+        return out.strip().splitlines()[0] if out.strip() else "?"
+
+    def __eq__(self, other):
+        return isinstance(other, ServerBinary) and self.binary == other.binary
+
+    def __hash__(self):
+        return hash(self.binary)
+
+
+def find_server(name):
+    """The ServerBinary called `name` in `bash tests/servers.sh list`, or a
+    BenchError naming what is there and `bash tests/servers.sh install`."""
+    try:
+        p = subprocess.run(["bash", SERVERS_SH, "list"], capture_output=True, text=True,
+                           timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise BenchError(f"bash {SERVERS_SH} list failed: {e}")
+    found = {}
+    for ln in p.stdout.splitlines():
+        parts = ln.split()
+        if len(parts) >= 3:
+            found[parts[0]] = ServerBinary(parts[0], " ".join(parts[1:-1]), parts[-1])
+    if name in found:
+        return found[name]
+    missing = "".join(f"\n  {ln}" for ln in p.stderr.strip().splitlines())
+    raise BenchError(
+        f"server {name!r} is not installed: `bash tests/servers.sh list` finds "
+        f"{', '.join(found) or 'none'}" + (f"; it says:{missing}" if missing else "") +
+        "\nrun: bash tests/servers.sh install (it installs or builds redis-7.0, valkey-8.0, "
+        "redis-8.0 and valkey-9.1; bash tests/servers.sh --help)")
+
+
+def add_server_args(p, target=False):
+    """--server NAME (and, with target, --target-server NAME) for a harness's parser."""
+    p.add_argument("--server", default=DEFAULT_SERVER, metavar="NAME",
+                   help=f"the server version to run, a NAME from `bash tests/servers.sh list` "
+                        f"(redis-7.0, valkey-8.0, redis-8.0, valkey-9.1; default "
+                        f"{DEFAULT_SERVER}); `bash tests/servers.sh install` installs them")
+    if target:
+        p.add_argument("--target-server", default=None, metavar="NAME",
+                       help="the server version of every replica, sidecar target and the "
+                            "floor's replica (default: --server); the master runs --server. "
+                            "A pair the sidecar refuses (rdma-client exit 5) or the target "
+                            "cannot load natively is reported as refused, not measured")
+
+
+def servers_tag(server, target=None):
+    """The results file name's part for the servers: '' for the default, so its
+    results keep the names they had before --server; else `-valkey-9.1` or
+    `-redis-7.0-to-valkey-9.1`."""
+    if target is not None and target != server:
+        return f"-{server.name}-to-{target.name}"
+    return "" if server.name == DEFAULT_SERVER else f"-{server.name}"
+
+
+def resolve_servers(p, a):
+    """Replaces a.server (and a.target_server, if the parser has it) by its
+    ServerBinary; a name that is not installed is a usage error."""
+    try:
+        a.server = find_server(a.server)
+        if hasattr(a, "target_server"):
+            a.target_server = (a.server if a.target_server in (None, a.server.name)
+                               else find_server(a.target_server))
+    except BenchError as e:
+        p.error(str(e))
 
 
 def built_binary(build_dir, rel, how):
@@ -184,7 +280,8 @@ class Procs:
 
 
 class RedisServer:
-    """A redis-server on a free loopback port with its own directory and log."""
+    """A redis-server (or valkey-server: `server`, a ServerBinary; default the
+    redis-server on PATH) on a free loopback port with its own directory and log."""
 
     BASE_ARGS = [
         "--bind", LOOPBACK,
@@ -194,8 +291,10 @@ class RedisServer:
         "--enable-debug-command", "yes",  # DEBUG DIGEST, to compare keyspaces
     ]
 
-    def __init__(self, procs, name, workdir, cpu=None, extra_args=()):
+    def __init__(self, procs, name, workdir, cpu=None, extra_args=(), server=None):
         self.procs, self.name, self.cpu = procs, name, cpu
+        self.binary = server.binary if server else shutil.which("redis-server") or "redis-server"
+        self.label = server.describe() if server else os.path.basename(self.binary)
         self.dir = os.path.join(workdir, name)
         os.makedirs(self.dir, exist_ok=True)
         self.log = os.path.join(self.dir, "redis.log")
@@ -203,12 +302,13 @@ class RedisServer:
         self.port = None
         self.proc = None
         self.conn = None
+        self._log_seen = 0  # bytes of the log load_failure() has read
 
     def start(self, timeout_s=20.0):
         for _ in range(3):  # a free port can be taken between probe and bind
             self.port = free_port()
             argv = pin_prefix(self.cpu) + [
-                shutil.which("redis-server") or "redis-server",
+                self.binary,
                 "--port", str(self.port), "--dir", self.dir, "--logfile", self.log,
             ] + self.BASE_ARGS + self.extra_args
             self.proc = self.procs.start(self.name, argv, stdout=subprocess.DEVNULL,
@@ -223,6 +323,27 @@ class RedisServer:
                 if "Address already in use" not in tail(self.log):
                     raise BenchError(f"{self.name} exited at start:\n{tail(self.log)}")
         raise BenchError(f"{self.name}: no free port after 3 tries")
+
+    def load_failure(self):
+        """Refused(...) once this replica's log says it cannot load its master's
+        RDB version, a BenchError for another failed load, else None. Reads
+        only what the log gained since the last call."""
+        try:
+            with open(self.log, "rb") as f:
+                f.seek(self._log_seen)
+                chunk = f.read()
+        except OSError:
+            return None
+        done = chunk[:chunk.rfind(b"\n") + 1]
+        self._log_seen += len(done)
+        for ln in done.decode(errors="replace").splitlines():
+            if "Can't handle RDB format version" in ln:
+                return Refused(f"the {self.label} replica ({self.name}) cannot load the "
+                               f"master's RDB: {ln.split(' # ', 1)[-1].strip()}")
+            if re.search(r"Failed trying to load the (MASTER|PRIMARY) synchronization", ln):
+                return BenchError(f"{self.name} failed to load the master's RDB:\n"
+                                  f"{tail(self.log)}")
+        return None
 
     def _pings(self):
         if self.proc.poll() is not None:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Replication lag under a steady write load: the sidecar (rdma-server --source
 psync + rdma-client --follow) vs a native Redis replica of the same master,
-measured the same way in the same run.
+measured the same way in the same run. Every server runs the --server version
+(a NAME from `bash tests/servers.sh list`; default redis-7.0).
 
 Per run (--runs), all fresh:
 
@@ -29,7 +30,8 @@ before the load starts and must end with the master's DEBUG DIGEST.
 Report: p50, p90, p99, p99.9, max and writes seen / missed per replica,
 sidecar p99 / native p99 against the issue's target (<= 2x over TCP), the
 CPU each process used, printed and written to
-bench/results/<date>-lag-<host>-<transport>[-tag].md. See bench/README.md.
+bench/results/<date>-lag-<host>-<transport>[-SERVER][-tag].md (SERVER: the
+--server name unless redis-7.0). See bench/README.md.
 """
 import argparse
 import array
@@ -53,9 +55,10 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 os.environ.setdefault("GIT_OPTIONAL_LOCKS", "0")  # report.machine's git status: read only
-from benchlib import (built_binary, choose_pinning, run_harness, CLK_TCK, LOOPBACK, BenchError, Procs,
-                      RedisServer, Sidecar, cpu_seconds, kv_fields, pin_prefix, processes_cpu,
-                      replica_synced, tail, wait_until)
+from benchlib import (add_server_args, built_binary, choose_pinning, resolve_servers, run_harness,
+                      servers_tag, CLK_TCK, LOOPBACK, BenchError, Procs, RedisServer, Sidecar,
+                      cpu_seconds, kv_fields, pin_prefix, processes_cpu, replica_synced, tail,
+                      wait_until)
 import report
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -108,6 +111,7 @@ def parse_args(argv):
     p.add_argument("--log-size", default="64M", help="rdma-server --log-size (default 64M)")
     p.add_argument("--snapshot-every", default=None,
                    help="rdma-server --snapshot-every (default: rdma-server's, 3/4 of the log)")
+    add_server_args(p)
     p.add_argument("--build-dir", default="build",
                    help="CMake build tree, relative to the repo root unless absolute")
     p.add_argument("--master-cpu", type=int, default=0, help="CPU for the master and the writer")
@@ -138,6 +142,7 @@ def parse_args(argv):
                     "netdev) or $RRS_VERBS_ADDR")
     if not os.path.isabs(a.build_dir):
         a.build_dir = os.path.join(REPO_DIR, a.build_dir)
+    resolve_servers(p, a)
     return a
 
 
@@ -362,8 +367,8 @@ class LagBench:
         for rel in ("server/rdma-server", "client/rdma-client"):
             self.binary(rel)
         self.pinning = choose_pinning(args, (
-            f"master redis-server and the writer: CPU {args.master_cpu}; the native replica and "
-            f"the sidecar's target redis-server: CPU {args.replica_cpu} (the same core, so "
+            f"master server and the writer: CPU {args.master_cpu}; the native replica and "
+            f"the sidecar's target server: CPU {args.replica_cpu} (the same core, so "
             f"neither replica has a core to itself); rdma-server, rdma-client and the two probes: "
             f"unpinned (the scheduler places them)"))
         self.procs = Procs()
@@ -446,10 +451,10 @@ class LagBench:
         a = self.a
         notify = ["--notify-keyspace-events", "E$"]  # a `set` keyevent per applied SET
         master = RedisServer(self.procs, f"{tag}-master", self.work, a.master_cpu, [
-            "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"]).start()
+            "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"], a.server).start()
         master.call("DEBUG", "POPULATE", a.keyspace, "lag", a.value_size)
         native = RedisServer(self.procs, f"{tag}-native", self.work, a.replica_cpu,
-                             notify).start()
+                             notify, a.server).start()
         native.call("REPLICAOF", LOOPBACK, master.port)
         wait_until("the native replica's full sync", lambda: replica_synced(native), 120)
 
@@ -461,7 +466,7 @@ class LagBench:
             argv += ["--snapshot-every", a.snapshot_every]
         server.start(argv, 120)
         target = RedisServer(self.procs, f"{tag}-target", self.work, a.replica_cpu,
-                             notify).start()
+                             notify, a.server).start()
         cname = f"{tag}-rdma-client"
         client = self.start_logged(cname, [
             self.binary("client/rdma-client"), a.sidecar_host, str(server.port),
@@ -619,6 +624,7 @@ class LagBench:
               f"{res['snapshots']}, client resyncs {res['client_resyncs']}", flush=True)
 
     def run(self):
+        print("\n".join(report.server_lines(self.a)), flush=True)
         print(f"pinning: {self.pinning}", flush=True)
         a = self.a
         print(f"load: {a.rate:,} SET/s of {a.value_size} B values over {a.keyspace:,} keys, "
@@ -776,7 +782,7 @@ def read_off(a, runs):
 def write_report(a, bench, command, ok):
     host = socket.gethostname()
     date = datetime.date.today().isoformat()
-    stem = f"{date}-lag-{host}-{a.transport}" + (f"-{a.tag}" if a.tag else "")
+    stem = f"{date}-lag-{host}-{a.transport}" + servers_tag(a.server) + (f"-{a.tag}" if a.tag else "")
     os.makedirs(a.results_dir, exist_ok=True)
     path = os.path.join(a.results_dir, stem + ".md")
     runs = bench.summarized()
@@ -791,11 +797,11 @@ def write_report(a, bench, command, ok):
                    if bench.clean() else ". **Every run was disturbed: the summary is over all "
                    "of them; treat it as unreliable.**"), ""]
     md = [f"# Replication lag under a steady write load: sidecar ({a.transport}) vs native "
-          f"replica ({host}, {date})", ""]
+          f"replica, {a.server.describe()} ({host}, {date})", ""]
     if not ok:
         md += ["**The run did not finish: this holds what was measured.**", ""]
     md += ["## Machine", "", "| | |", "|---|---|"]
-    md += [f"| {k} | {v} |" for k, v in report.machine(REPO_DIR)]
+    md += [f"| {k} | {v} |" for k, v in report.machine(REPO_DIR, report.servers_of(a))]
     md += [f"| python | {platform.python_version()} |",
            f"| load average | {bench.loadavg_start} at the start, {report.loadavg()} at the end |",
            f"| pinning | {bench.pinning} |", "",
@@ -811,8 +817,9 @@ def write_report(a, bench, command, ok):
            f"{a.sidecar_host} --log-size {a.log_size}"
            + (f" --snapshot-every {a.snapshot_every}" if a.snapshot_every else "") +
            f"` and `rdma-client {a.sidecar_host} PORT --follow --transport {a.transport} "
-           f"--status-interval 1` into a target redis-server. Native: a redis-server "
-           f"`REPLICAOF` the master. Master: `--save ''`, `repl-diskless-sync yes`, "
+           f"--status-interval 1` into a target server. Native: a server "
+           f"`REPLICAOF` the master. Every server `{a.server.binary}`; the master: "
+           f"`--save ''`, `repl-diskless-sync yes`, "
            f"`repl-diskless-sync-delay 0`.", "",
            f"```\n{command}\n```", "",
            "## Results", "", summary_table(a, runs), ""] + note + [

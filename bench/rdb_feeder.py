@@ -100,8 +100,9 @@ class RdbFeeder:
     def start(self):
         """Checks the file, listens, returns the port."""
         with open(self.rdb_path, "rb") as f:
-            if f.read(5) != b"REDIS":
-                raise ValueError(f"{self.rdb_path}: not an RDB file (no REDIS magic)")
+            head = f.read(6)
+            if not (head.startswith(b"REDIS") or head == b"VALKEY"):  # Valkey 9: VALKEY080
+                raise ValueError(f"{self.rdb_path}: not an RDB file (no REDIS or VALKEY magic)")
         ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
             ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

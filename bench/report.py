@@ -13,7 +13,7 @@ import socket
 import statistics
 import subprocess
 
-from benchlib import RedisServer
+from benchlib import RedisServer, servers_tag
 
 SYSTEM_ORDER = ["native-disk", "native-diskless", "sidecar-tcp", "sidecar-verbs",
                 "sidecar-tcp-replica", "sidecar-verbs-replica", "floor"]
@@ -44,7 +44,21 @@ def loadavg():
         return " ".join(f.read().split()[:3])
 
 
-def machine(repo_dir):
+def server_lines(a):
+    """What ran, for the printed header: `server: NAME (Engine VERSION) BINARY`,
+    and the target server's line when it is another."""
+    def line(role, s):
+        return f"{role}: {s.describe()} {s.binary}"
+    target = getattr(a, "target_server", None)
+    if target is None or target == a.server:
+        return [line("server", a.server)]
+    return [line("master server", a.server), line("target server", target)]
+
+
+def machine(repo_dir, servers=None):
+    """The machine's description as (key, value) rows. servers: (role, ServerBinary)
+    pairs, each a row with its name and `--version`; without, the redis-server
+    on PATH (build_bench)."""
     def first(path, key):
         try:
             with open(path) as f:
@@ -73,9 +87,18 @@ def machine(repo_dir):
         ("cpu", first("/proc/cpuinfo", "model name")),
         ("memory", f"{int(mem_kb) / 1024 / 1024:.1f} GiB" if mem_kb.isdigit() else "?"),
         ("kernel", platform.release()),
-        ("redis", cmd("redis-server", "--version")),
+    ] + ([(role, f"{s.describe()}: `{s.binary}`, {s.version_line()}") for role, s in servers]
+         if servers else [("redis", cmd("redis-server", "--version"))]) + [
         ("source", sha + (" + uncommitted changes" if dirty else "")),
     ]
+
+
+def servers_of(a):
+    """machine()'s servers for a harness's arguments."""
+    target = getattr(a, "target_server", None)
+    if target is None or target == a.server:
+        return [("server", a.server)]
+    return [("master server", a.server), ("target server", target)]
 
 
 def stats(xs):
@@ -126,7 +149,7 @@ def summarize(rows, dataset, system, n):
 
 def write(a, bench, command, date, host, datasets):
     os.makedirs(a.results_dir, exist_ok=True)
-    suffix = (f"-{a.tag}" if a.tag else "") + \
+    suffix = servers_tag(a.server, a.target_server) + (f"-{a.tag}" if a.tag else "") + \
         ("-rdbcompression-no" if a.rdbcompression == "no" else "")
     stem = os.path.join(a.results_dir, f"{date}-{host}{suffix}")
     with open(stem + ".csv", "w", newline="") as f:
@@ -137,9 +160,14 @@ def write(a, bench, command, date, host, datasets):
     systems = [s for s in SYSTEM_ORDER if s in a.systems]
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with open(stem + ".md", "w") as f:
-        f.write(f"# Full sync: native Redis replication vs the sidecar, on {host}, {date}\n\n"
+        if a.target_server == a.server:
+            what = f"native {a.server.describe()} replication vs the sidecar"
+        else:
+            what = (f"a {a.server.describe()} master into {a.target_server.describe()} "
+                    "replicas, native replication vs the sidecar")
+        f.write(f"# Full sync: {what}, on {host}, {date}\n\n"
                 f"Command: `{command}`\n\n## Machine\n\n| | |\n|---|---|\n")
-        for k, v in machine(repo):
+        for k, v in machine(repo, servers_of(a)):
             f.write(f"| {k} | {v} |\n")
         f.write("\n## Data sets (random bytes from gen_dataset, seed 1; all traffic on "
                 "loopback or, for verbs, the RDMA device)\n\n")
@@ -164,8 +192,16 @@ def write(a, bench, command, date, host, datasets):
                     "python3 bench/sync_bench.py --scale 0.05`.\n")
         noisy = len({(r["dataset"], r["system"], r["replicas"], r["run"]) for r in bench.rows
                      if r.get("others_cores", 0) > 0.10})
-        f.write(f"\nAll Redis: `{shlex.join(RedisServer.BASE_ARGS)}`; the master "
-                f"`--rdbcompression {a.rdbcompression}`.\n\n## Pinning\n\n"
+        servers = (f"{a.server.describe()}, `{a.server.binary}`, for the master and every "
+                   "replica" if a.target_server == a.server
+                   else f"the master {a.server.describe()}, `{a.server.binary}`; every replica "
+                        f"(native, sidecar target, the floor's) {a.target_server.describe()}, "
+                        f"`{a.target_server.binary}`; each replica's DBSIZE and DEBUG DIGEST "
+                        f"checked against a {a.target_server.name} loaded by gen_dataset with the "
+                        "same data set (digests differ between versions: Valkey 9.1 digests a "
+                        "zset otherwise than Redis 7.0)")
+        f.write(f"\nServers: {servers}. Every one: `{shlex.join(RedisServer.BASE_ARGS)}`; "
+                f"the master `--rdbcompression {a.rdbcompression}`.\n\n## Pinning\n\n"
                 f"{bench.pinning}\n\n## Quiet?\n\nLoad average (1/5/15 min) at start "
                 f"{bench.loadavg_start}, at end {loadavg()}. Syncs that started with the "
                 f"machine more than 15% busy: {bench.disturbed} (per sync: `busy_before` in "
@@ -174,12 +210,12 @@ def write(a, bench, command, date, host, datasets):
                 "(`others_cores` in the CSV).\n\n")
         f.write("## Results\n\nWall time is CLOCK_MONOTONIC, from REPLICAOF (native, floor) or "
                 "the clients' start (sidecar) until the last replica is synced; "
-                "median (min-max) over runs. Master CPU is the master redis-server's "
+                "median (min-max) over runs. Master CPU is the master server's "
                 "user+system time with its fork children, from the start to the end of the "
                 "sync; for the sidecar it includes the table build (rdma-server --source "
                 f"{a.sidecar_source}) of that run's epoch. `transfer` is when the last client "
                 "read its last table byte; `rdma-client CPU` is one client's user+system time "
-                "(the mean over the N); `replica CPU` is the first replica redis-server's, from "
+                "(the mean over the N); `replica CPU` is the first replica server's, from "
                 "its start to the end of the sync (it starts empty).\n\n")
         for ds in datasets:
             f.write(f"### {ds.name}\n\n| system | replicas | runs | sync s, all done | "
@@ -205,6 +241,11 @@ def write(a, bench, command, date, host, datasets):
                                 f"{fmt(stats([b['master_cpu_s'] for b in bs]))} s, table "
                                 f"{bs[0]['table_bytes'] / 1e6:,.0f} MB; ")
                 f.write("\n")
+            refused = [(s, why) for (d, s), why in bench.refused.items() if d == ds.name]
+            if refused:
+                f.write(f"\n**Refused, not measured** ({a.server.describe()} master, "
+                        f"{a.target_server.describe()} target):\n\n" +
+                        "".join(f"- {s}: {why}\n" for s, why in refused))
             f.write("\n" + targets(bench.rows, ds.name, a.replicas) + "\n")
         if not a.no_plots:
             pngs = plot(bench.rows, datasets, systems, a.replicas, stem)

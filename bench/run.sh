@@ -9,9 +9,20 @@
 #     python3 bench/sync_bench.py --scale 0.05 --tag vm   # adds sidecar-verbs on Soft-RoCE
 #
 # On a host with an HCA: bash bench/run.sh --device mlx5_0
+# Another server version: bash bench/run.sh --server valkey-9.1 (or redis-8.0,
+# valkey-8.0: names from bash tests/servers.sh list; with --server or
+# --target-server this runs bash tests/servers.sh install first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tests/install-deps.sh
+for arg in "$@"; do
+  case "$arg" in
+    --server | --server=* | --target-server | --target-server=*)
+      bash tests/servers.sh install
+      break
+      ;;
+  esac
+done
 # Debian's python3, which python3-matplotlib serves (a pyenv or venv python3
 # earlier on PATH would not see it).
 py=/usr/bin/python3

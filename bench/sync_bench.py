@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""Full-sync benchmark: native Redis replication vs the sidecar, 1..N replicas.
+"""Full-sync benchmark: native Redis/Valkey replication vs the sidecar, 1..N replicas.
 
 For each data set (--datasets), on one master loaded by gen_dataset, every
 system (--systems) gives N fresh, empty replicas (--replicas, all at once) a
-full copy, --runs times:
+full copy, --runs times. Every server runs the --server version (a NAME from
+`bash tests/servers.sh list`; default redis-7.0), or, with --target-server,
+the master runs --server and every replica (native, sidecar target, the
+floor's) --target-server:
 
   native-disk      REPLICAOF; master forks and writes an RDB to disk, then
                    streams it (replicas arriving meanwhile share that RDB)
@@ -25,10 +28,14 @@ full copy, --runs times:
 
 Per replica: wall time from the start to its last key loaded (CLOCK_MONOTONIC,
 never CPU time), MB/s, keys/s, and for the sidecar the transfer part. Per
-sync: the master Redis process's CPU time (its fork children included) and
+sync: the master server process's CPU time (its fork children included) and
 peak RSS, copy-on-write of its fork child, rdma-server's CPU time; the table
-build once per epoch. Every copy is checked (DBSIZE, DEBUG DIGEST). Writes
-bench/results/<date>-<host>.{md,csv} and PNG plots. See bench/README.md.
+build once per epoch. Every copy is checked (DBSIZE, DEBUG DIGEST). A target
+that cannot take the master's data (rdma-client exit 5; a replica that cannot
+load the master's RDB version) is reported as refused and not measured. Writes
+bench/results/<date>-<host>[-SERVER][-tag].{md,csv} and PNG plots (SERVER:
+the --server name unless redis-7.0, `A-to-B` with another --target-server).
+See bench/README.md.
 """
 import argparse
 import datetime
@@ -45,9 +52,10 @@ import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from benchlib import (built_binary, choose_pinning, run_harness, LOOPBACK, BenchError, Procs, RedisServer, Sidecar, cpu_seconds, kv_fields,
-                      load_dataset, master_idle, peak_rss_mb, processes_cpu, replica_synced,
-                      reset_peak_rss, settle, tail, wait_until)
+from benchlib import (add_server_args, built_binary, choose_pinning, resolve_servers, run_harness,
+                      LOOPBACK, BenchError, Procs, RedisServer, Refused, Sidecar, cpu_seconds,
+                      kv_fields, load_dataset, master_idle, peak_rss_mb, processes_cpu,
+                      replica_synced, reset_peak_rss, settle, tail, wait_until)
 import report
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -73,7 +81,8 @@ def parse_args(argv):
     p.add_argument("--datasets", default="default",
                    help=f"comma-separated, from {', '.join(DATASETS)}, or 'all' (default: default)")
     p.add_argument("--scale", type=float, default=1.0,
-                   help="multiply every data set's key count (e.g. 0.05 in the Soft-RoCE VM)")
+                   help="multiply every data set's key count (e.g. 0.05 in the Soft-RoCE VM; "
+                        "0.02: 20 MB of the default data set, for a smoke run)")
     p.add_argument("--systems", default="auto",
                    help=f"comma-separated, from {', '.join(SYSTEMS)}; auto: all, "
                         "sidecar-verbs(-replica) only when an RDMA device is given or found")
@@ -81,6 +90,7 @@ def parse_args(argv):
     p.add_argument("--sidecar-source", choices=("psync", "scan"), default="psync",
                    help="rdma-server --source for the sidecar systems (default psync)")
     p.add_argument("--runs", type=int, default=3, help="repetitions; median, min, max reported")
+    add_server_args(p, target=True)
     p.add_argument("--device", default=os.environ.get("RRS_VERBS_DEVICE"),
                    help="RDMA device for sidecar-verbs, e.g. mlx5_0 (default $RRS_VERBS_DEVICE)")
     p.add_argument("--verbs-addr", default=os.environ.get("RRS_VERBS_ADDR"),
@@ -137,6 +147,7 @@ def parse_args(argv):
                     "in the Soft-RoCE VM tests/vm/guest-setup.sh sets RRS_VERBS_ADDR")
     if not os.path.isabs(a.build_dir):
         a.build_dir = os.path.join(REPO_DIR, a.build_dir)
+    resolve_servers(p, a)
     return a
 
 
@@ -177,8 +188,8 @@ class Bench:
             args.master_cpu if args.client_cpu == "master" else int(args.client_cpu)
         client = "unpinned" if self.client_cpu is None else f"CPU {self.client_cpu} (its --cpu)"
         self.pinning = choose_pinning(args, (
-            f"master redis-server: CPU {args.master_cpu} (its fork children inherit it); every "
-            f"replica redis-server and gen_dataset: CPU {args.replica_cpu}; rdma-client: "
+            f"master server: CPU {args.master_cpu} (its fork children inherit it); every "
+            f"replica server and gen_dataset: CPU {args.replica_cpu}; rdma-client: "
             f"{client}; rdma-server and rdb_feeder: unpinned. With 2 cores, replicas syncing "
             "at once share one core, as they would share a replica host."))
         if args.master_cpu is None:  # nothing pinned
@@ -191,6 +202,7 @@ class Bench:
         self.disturbed = 0
         self.loadavg_start = report.loadavg()
         self.master = None
+        self.refused = {}      # (data set, system) -> why the target refused
 
     # ---- setup -------------------------------------------------------------
 
@@ -231,7 +243,8 @@ class Bench:
         if self.master:
             self.master.stop()
         self.master = RedisServer(self.procs, f"master-{ds.name}", self.work, self.a.master_cpu,
-                                  ["--rdbcompression", self.a.rdbcompression]).start()
+                                  ["--rdbcompression", self.a.rdbcompression],
+                                  self.a.server).start()
         print(f"\n== {ds.describe()}\nloading the master (port {self.master.port}) ...",
               flush=True)
         wall, detail = load_dataset(self.procs, self.binary("bench/gen_dataset"),
@@ -245,6 +258,31 @@ class Bench:
         self.loads.append({"dataset": ds.name, "seconds": wall, "used_memory": mem,
                            "detail": detail})
         print(f"  loaded in {wall:.1f} s; used_memory {mem}", flush=True)
+        self.expected_digest, self.digest_of = self.master_digest, "the master's"
+        if self.a.target_server != self.a.server:
+            self.reference_digest(ds)
+
+    def reference_digest(self, ds):
+        """DEBUG DIGEST is the master's version's: Valkey 9.1 digests a zset
+        otherwise than Redis 7.0. So replicas of another version are checked
+        against a server of their version loaded with the same data set."""
+        t = self.a.target_server
+        ref = RedisServer(self.procs, f"reference-{ds.name}", self.work, self.a.replica_cpu,
+                          (), t).start()
+        try:
+            wall, _ = load_dataset(self.procs, self.binary("bench/gen_dataset"), ref.port,
+                                   ds.keys, ds.value_size, ds.type, self.a.replica_cpu,
+                                   self.timeout_s(ds))
+            n = ref.call("DBSIZE")
+            if n != self.master_keys:
+                raise BenchError(f"the {t.describe()} reference has {n} keys, the master "
+                                 f"{self.master_keys}")
+            self.expected_digest = ref.call("DEBUG", "DIGEST")
+        finally:
+            ref.stop()
+        self.digest_of = f"that of a {t.describe()} loaded with the same data set"
+        print(f"  a {t.describe()} loaded with the same data set in {wall:.1f} s: the replicas' "
+              f"DEBUG DIGEST must be its", flush=True)
 
     def configure_master(self, system, replicas):
         diskless = "yes" if system == "native-diskless" else "no"
@@ -258,15 +296,28 @@ class Bench:
         wait_until("master to be idle", lambda: master_idle(self.master), self.timeout_s(ds))
 
     def start_replicas(self, n, tag, args=()):
+        """n fresh, empty replicas (native, sidecar targets, the floor's) of --target-server."""
         return [RedisServer(self.procs, f"{tag}-r{i}", self.work, self.a.replica_cpu,
-                            list(args)).start() for i in range(n)]
+                            list(args), self.a.target_server).start() for i in range(n)]
+
+    def synced_or_refused(self, replica):
+        """replica_synced(), or raises when the replica failed to load its master's
+        RDB (Refused for an RDB version it does not read): a timeout otherwise."""
+        failure = replica.load_failure()
+        if failure:
+            raise failure
+        return replica_synced(replica)
+
+    def stop_all(self, replicas):
+        for r in replicas:
+            r.stop()
 
     def verify(self, replica, what):
         n = replica.call("DBSIZE")
         if n != self.master_keys:
             raise BenchError(f"{what}: replica has {n} keys, master {self.master_keys}")
-        if replica.call("DEBUG", "DIGEST") != self.master_digest:
-            raise BenchError(f"{what}: DEBUG DIGEST differs from the master's")
+        if replica.call("DEBUG", "DIGEST") != self.expected_digest:
+            raise BenchError(f"{what}: DEBUG DIGEST differs from {self.digest_of}")
 
     def master_cost_start(self):
         reset_peak_rss(self.master.proc.pid)
@@ -301,10 +352,14 @@ class Bench:
 
         def all_synced():
             for i, r in enumerate(replicas):
-                if done[i] is None and replica_synced(r):
+                if done[i] is None and self.synced_or_refused(r):
                     done[i] = time.monotonic()
             return all(done)
-        wait_until(f"{system} full sync of {n} replicas", all_synced, self.timeout_s(ds, n))
+        try:
+            wait_until(f"{system} full sync of {n} replicas", all_synced, self.timeout_s(ds, n))
+        except Refused:
+            self.stop_all(replicas)  # the master drops them and finishes its fork
+            raise
         others = self.others_cores()
         rcpu = [cpu_seconds(r.proc.pid, children=False) for r in replicas]
         for r in replicas:  # detach, so the master is idle for the next sync
@@ -349,9 +404,11 @@ class Bench:
         self.builds.append(build)
         print(f"  run {run + 1} {system}: table built in {build['build_s']:.2f} s "
               f"(master CPU {build_cost['master_cpu_s']:.2f} s)", flush=True)
-        for n in counts:
-            self.sidecar_sync(ds, system, n, run, server, host, build)
-        server.stop()
+        try:
+            for n in counts:
+                self.sidecar_sync(ds, system, n, run, server, host, build)
+        finally:
+            server.stop()
 
     def sidecar_sync(self, ds, system, n, run, server, host, build):
         # --mode replica: the replica loads the client's RDB as a full sync, so
@@ -390,13 +447,21 @@ class Bench:
         # The master's share of this sync: the table build (once per epoch) + now.
         total_master = build["master_cpu_s"] + cost["master_cpu_s"]
         sidecar_cpu = cpu_seconds(server.proc.pid, children=False) - srv0
-        for i, ((p, log), r) in enumerate(zip(clients, replicas)):
+        outs = []
+        for p, log in clients:
             log.close()
-            out = p.stdout.read()
+            outs.append(p.stdout.read())
             p.stdout.close()
             self.procs.stop(p)
+        for (p, log), out in zip(clients, outs):
+            if p.returncode == 5:  # the target cannot take the table: the pair is refused
+                self.stop_all(replicas)
+                raise Refused("rdma-client refused the target (exit 5): " +
+                              refusal(tail(log.name)))
             if p.returncode != 0:
                 raise BenchError(f"rdma-client exited {p.returncode}:\n{out}{tail(log.name)}")
+        for i, ((p, log), r) in enumerate(zip(clients, replicas)):
+            out = outs[i]
             synced = [ln for ln in out.splitlines() if ln.startswith("synced")]
             f = kv_fields(synced[-1]) if synced else {}
             if mode == "replica":
@@ -430,8 +495,12 @@ class Bench:
             busy = self.settle()
             t0 = time.monotonic()
             replica.call("REPLICAOF", LOOPBACK, port)
-            t1 = wait_until("replica loading the prepared RDB", lambda: replica_synced(replica),
-                            self.timeout_s(ds))
+            try:
+                t1 = wait_until("replica loading the prepared RDB",
+                                lambda: self.synced_or_refused(replica), self.timeout_s(ds))
+            except Refused:
+                replica.stop()
+                raise
             others = self.others_cores()
             rcpu = cpu_seconds(replica.proc.pid, children=False)
             replica.call("REPLICAOF", "NO", "ONE")
@@ -461,6 +530,8 @@ class Bench:
     # ---- the whole run -----------------------------------------------------
 
     def run(self):
+        for line in report.server_lines(self.a):
+            print(line, flush=True)
         print(f"pinning: {self.pinning}", flush=True)
         for name in self.a.datasets:
             ds = Dataset(name, self.a.scale)
@@ -470,21 +541,30 @@ class Bench:
             rdb = self.prepared_rdb(ds) if "floor" in self.a.systems else None
             for run in range(self.a.runs):
                 for system in self.a.systems:
-                    if system == "floor":
-                        self.floor(ds, run, rdb)
-                        self.progress(ds, "floor", 1, run)
-                    elif system.startswith("native"):
-                        for n in self.a.replicas:
-                            self.native(ds, system, n, run)
-                            self.progress(ds, system, n, run)
-                    elif system.startswith("sidecar"):
-                        self.sidecar(ds, system, self.a.replicas, run)
-                        for n in self.a.replicas:
-                            self.progress(ds, system, n, run)
+                    if (ds.name, system) in self.refused:
+                        continue  # refused once: the same pair is refused every run
+                    try:
+                        self.run_system(ds, system, run, rdb)
+                    except Refused as e:
+                        self.refused[(ds.name, system)] = str(e)
+                        print(f"  {system}: REFUSED, not measured: {e}", flush=True)
             if rdb:
                 os.unlink(rdb)
             self.master.stop()
             self.master = None
+
+    def run_system(self, ds, system, run, rdb):
+        if system == "floor":
+            self.floor(ds, run, rdb)
+            self.progress(ds, "floor", 1, run)
+        elif system.startswith("native"):
+            for n in self.a.replicas:
+                self.native(ds, system, n, run)
+                self.progress(ds, system, n, run)
+        elif system.startswith("sidecar"):
+            self.sidecar(ds, system, self.a.replicas, run)
+            for n in self.a.replicas:
+                self.progress(ds, system, n, run)
 
     def progress(self, ds, system, n, run):
         rows = [r for r in self.rows if (r["dataset"], r["system"], r["replicas"], r["run"]) ==
@@ -506,6 +586,14 @@ class Bench:
         print(f"logs kept in {self.work}", file=sys.stderr)
 
 
+def refusal(log_tail):
+    """The reason rdma-client gave for refusing (its last error line), or its log's tail."""
+    lines = [ln.strip() for ln in log_tail.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "refus" in ln.lower() or "error" in ln.lower()
+              or "check target" in ln]
+    return (errors or lines or ["(no message)"])[-1]
+
+
 def main(argv):
     # rdma-server serves a non-loopback address only with a shared secret;
     # the sidecar and every client of the run inherit this one.
@@ -515,10 +603,17 @@ def main(argv):
     bench, ok = run_harness("sync_bench", lambda: Bench(a))
     if bench is None:
         return 2
-    if not bench.rows:
+    if not bench.rows and not bench.refused:
         return 1
     stem = report.write(a, bench, command, datetime.date.today().isoformat(),
                         socket.gethostname(), [Dataset(n, a.scale) for n in a.datasets])
+    print("\n" + "\n".join(report.server_lines(a)))
+    for name in a.datasets:
+        print(f"{name}: " + (report.targets(bench.rows, name, a.replicas) or "nothing to read off\n"),
+              end="")
+        for (ds, system), why in bench.refused.items():
+            if ds == name:
+                print(f"- refused, not measured: {system}: {why}")
     print(f"\nwrote {stem}.md and {stem}.csv" + ("" if a.no_plots else " and plots"))
     if not ok:
         print("sync_bench: the run did not finish; the report holds what was measured",
