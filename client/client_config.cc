@@ -85,7 +85,8 @@ Options:
                           0). A follower that falls behind the log, or whose
                           sidecar or master began a new history, resyncs
                           from the newest table (flushing the target) on its
-                          own. Needs rdma-server --source psync.
+                          own. Needs rdma-server --source psync (refused,
+                          exit 5, for a table from --source rdb).
                           In replica mode the stream's bytes are forwarded
                           verbatim down the target's replica link, so its
                           replication offset moves exactly as the master's.
@@ -98,7 +99,11 @@ Options:
                           backlog still covers the target's offset (if not,
                           leaves the target alone and says how large
                           repl-backlog-size must be), and verifies the
-                          master's sync_partial_ok grew and sync_full did not
+                          master's sync_partial_ok grew and sync_full did not.
+                          From an rdma-server --source rdb table: hands off
+                          at the file's repl-offset at once (no change log);
+                          refused (exit 5) when the file had no repl-id and
+                          repl-offset
   --master HOST:PORT      --handoff: the master, as the target reaches it
   --master-auth-file FILE --handoff: the master's credentials, for reading its
                           INFO (else $RDMA_CLIENT_MASTER_AUTH); the target

@@ -74,6 +74,15 @@ std::string_view as_chars(std::span<const std::byte> b) {
 
 }  // namespace
 
+const char* source_name(SourceKind kind) {
+  switch (kind) {
+    case SourceKind::kScan: return "scan";
+    case SourceKind::kPsync: return "psync";
+    case SourceKind::kRdbFile: return "rdb";
+  }
+  return "unknown";
+}
+
 bool fits_inline(uint32_t slot_size, uint64_t key_len, uint64_t payload_len) {
   return slot_size >= kSlotHeaderSize && key_len <= slot_size - kSlotHeaderSize &&
          payload_len <= slot_size - kSlotHeaderSize - key_len;
@@ -134,6 +143,7 @@ void encode_header(const Header& h, std::span<std::byte, kHeaderSize> out) {
                    h.source_replid.size());
   wire::store_u32(p + hdr::kDbdirCrc, h.dbdir_crc32c);
   wire::store_u32(p + hdr::kSourceKind, static_cast<uint32_t>(h.source_kind));
+  wire::store_u32(p + hdr::kStreamDb, h.source_stream_db);
   wire::store_u64(p + hdr::kScriptsOffset, h.scripts_offset);
   wire::store_u64(p + hdr::kScriptsSize, h.scripts_size);
   wire::store_u32(p + hdr::kScriptsCrc, h.scripts_crc32c);
@@ -237,6 +247,7 @@ Header load_header_fields(const std::byte* p) {
   h.scripts_size = load_u64(p + hdr::kScriptsSize);
   h.scripts_crc32c = load_u32(p + hdr::kScriptsCrc);
   h.source_kind = static_cast<SourceKind>(load_u32(p + hdr::kSourceKind));
+  h.source_stream_db = load_u32(p + hdr::kStreamDb);
 
   return h;
 }
@@ -244,9 +255,13 @@ Header load_header_fields(const std::byte* p) {
 // The fields against each other and the published region: sizes, counts and
 // regions in order, inside the table.
 Status check_header_fields(const Header& h, const std::byte* p, uint64_t region_len) {
-  if (h.source_kind != SourceKind::kScan && h.source_kind != SourceKind::kPsync)
+  if (h.source_kind != SourceKind::kScan && h.source_kind != SourceKind::kPsync &&
+      h.source_kind != SourceKind::kRdbFile)
     return bad_header("unknown source kind " +
                       std::to_string(static_cast<uint32_t>(h.source_kind)));
+  if (h.source_stream_db != 0 && (h.source_replid.empty() || h.source_stream_db >= kMaxDbCount))
+    return bad_header("stream DB " + std::to_string(h.source_stream_db) +
+                      (h.source_replid.empty() ? " without a replication ID" : " is out of range"));
   if (!wire::is_printable(h.server_version) || !wire::is_printable(h.source_replid))
     return bad_header("version or replid field is not printable ASCII");
   if (h.engine != Engine::kUnknown && h.engine != Engine::kRedis && h.engine != Engine::kValkey)

@@ -20,7 +20,7 @@
 //   12  4  state (1 building, 2 ready)152  8  source_offset (replication offset; 0 = scan)
 //   16  8  epoch                      160 40  source_replid (ASCII; zeros = scan)
 //   24  8  created_unix_ms            200  4  dbdir_crc32c (over the whole DbEntry array)
-//   32 32  server_version (ASCII)     204  4  source kind (1 scan, 2 psync)
+//   32 32  server_version (ASCII)     204  4  source kind (1 scan, 2 psync, 3 RDB file)
 //   64  4  rdb_version (see below)    208  8  scripts_offset (0 when scripts_size is 0)
 //   68  4  db_count                   216  8  scripts_size (0: no functions, no scripts)
 //   72  8  record_count               224  4  scripts_crc32c (over the whole region)
@@ -28,7 +28,8 @@
 //   88  4  slot_size                  229  3  reserved, zero
 //   92  4  slot_header_size (48)      232  4  module_aux_count (module data not carried)
 //   96  8  slot_count (= record_count)236  8  empty_skipped (empty collections dropped)
-//                                     244  8  reserved, zero
+//                                     244  4  source_stream_db (the stream's DB at the offset)
+//                                     248  4  reserved, zero
 //                                     252  4  header_crc32c (over bytes 0..251)
 //  104  8  dbdir_offset
 //  112  8  dbdir_size (= db_count * 32)
@@ -121,14 +122,15 @@ inline constexpr size_t kMagic = 0, kLayoutVersion = 8, kHeaderSize = 10, kState
                         kSlotsSize = 128, kHeapOffset = 136, kHeapSize = 144, kSourceOffset = 152,
                         kSourceReplid = 160, kDbdirCrc = 200, kSourceKind = 204,
                         kScriptsOffset = 208, kScriptsSize = 216, kScriptsCrc = 224, kEngine = 228,
-                        kModuleAux = 232, kEmptySkipped = 236, kReserved = 244, kHeaderCrc = 252;
-inline constexpr size_t kServerVersionLen = 32, kReplidLen = 40, kReservedLen = 8;
+                        kModuleAux = 232, kEmptySkipped = 236, kStreamDb = 244, kReserved = 248,
+                        kHeaderCrc = 252;
+inline constexpr size_t kServerVersionLen = 32, kReplidLen = 40, kReservedLen = 4;
 static_assert(kServerVersion + kServerVersionLen == kRdbVersion);
 static_assert(kSourceReplid + kReplidLen == kDbdirCrc);
 static_assert(kSourceKind + 4 == kScriptsOffset && kScriptsOffset + 8 == kScriptsSize &&
               kScriptsSize + 8 == kScriptsCrc && kScriptsCrc + 4 == kEngine);
 static_assert(kEngine + 4 == kModuleAux && kModuleAux + 4 == kEmptySkipped &&
-              kEmptySkipped + 8 == kReserved);
+              kEmptySkipped + 8 == kStreamDb && kStreamDb + 4 == kReserved);
 static_assert(kReserved + kReservedLen == kHeaderCrc);
 static_assert(kHeaderCrc + 4 == rrs::table::kHeaderSize);
 }  // namespace hdr
@@ -152,7 +154,15 @@ enum class State : uint32_t {
 enum class SourceKind : uint32_t {
   kScan = 1,   // SCAN + DUMP: not a point-in-time snapshot
   kPsync = 2,  // the master's RDB stream, consistent as of source_offset
+  // An RDB file (a backup): consistent as of source_offset when the file
+  // carried its server's replication ID and offset (repl-id, repl-offset),
+  // else of no known place in any history (source_replid empty). Never has a
+  // change log.
+  kRdbFile = 3,
 };
+
+// "scan", "psync", "rdb": as rdma-server's --source names it.
+const char* source_name(SourceKind kind);
 
 enum class SlotKind : uint8_t {
   kInline = 1,
@@ -190,6 +200,10 @@ struct Header {
   SourceKind source_kind = SourceKind::kScan;
   uint64_t source_offset = 0;
   std::string source_replid;  // at most 40 bytes
+  // The DB the master's replication stream had selected at source_offset:
+  // the stream after it may go on without a SELECT (an RDB file's
+  // repl-stream-db). 0 for psync, whose stream begins with a SELECT.
+  uint32_t source_stream_db = 0;
   uint32_t dbdir_crc32c = 0;
   uint64_t scripts_offset = 0, scripts_size = 0;  // both 0: no scripts region
   uint32_t scripts_crc32c = 0;

@@ -21,6 +21,7 @@
 #include "common/transport/verbs/table_server.h"
 #include "server/loop_mailbox.h"
 #include "server/psync_source.h"
+#include "server/rdb_file_source.h"
 #include "server/scan_source.h"
 #include "server/server_config.h"
 #include "server/test_hooks.h"
@@ -107,8 +108,7 @@ void print_table_line(const char* what, const table::Header& h, const SnapshotSt
               static_cast<unsigned long long>(h.record_count),
               static_cast<unsigned long long>(h.total_size), h.slot_size,
               static_cast<unsigned long long>(stats.functions), build_s,
-              h.source_kind == table::SourceKind::kPsync ? "psync" : "scan",
-              static_cast<unsigned long long>(h.source_offset),
+              table::source_name(h.source_kind), static_cast<unsigned long long>(h.source_offset),
               h.source_replid.empty() ? "-" : h.source_replid.c_str(),
               h.engine == Engine::kValkey  ? "valkey"
               : h.engine == Engine::kRedis ? "redis"
@@ -145,6 +145,11 @@ struct Source {
 Source make_source(const ServerConfig& config, const RedisCredentials& creds,
                    uint16_t announce_port) {
   Source out;
+  if (config.source == "rdb") {
+    out.source = std::make_unique<RdbFileSource>(config.rdb_file);
+    log::info("serving the RDB file " + config.rdb_file + " (no master is contacted)");
+    return out;
+  }
   if (config.source == "scan") {
     out.source = std::make_unique<ScanSource>(config.redis, creds, ScanOptions{config.scan_count});
     log::info("snapshotting " + config.redis.to_string() + " (SCAN + DUMP)");

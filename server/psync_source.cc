@@ -4,14 +4,9 @@
 
 #include "common/base/clock.h"
 #include "common/base/log.h"
-#include "proto/dump_payload.h"
+#include "server/rdb_table_sink.h"
 
 namespace rrs {
-namespace {
-
-std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
-
-}  // namespace
 
 void PsyncSource::back_off(const std::string& why, const std::atomic<bool>& stop) {
   backoff_ = backoff_.count() == 0 ? opts_.retry_first : std::min(backoff_ * 2, opts_.retry_max);
@@ -66,75 +61,22 @@ Result<SnapshotStats> PsyncSource::receive(MasterLink& link, const PsyncReply& r
   log::info("master " + master_.to_string() + " began a full resync: replid " + reply.replid +
             " offset " + std::to_string(reply.offset) + "; parsing its RDB as it streams in");
   rdb::RdbParser parser(opts_.limits);
-  SnapshotStats stats;
-  // valkey-ver wins: a Valkey writes no redis-ver, but a future one might.
-  std::string redis_version, valkey_version;
-  std::vector<std::string> libraries;
-  auto t0 = Clock::now(), last_report = t0;
-
-  auto on_event = [&](const rdb::Event& ev) -> Status {
-    switch (ev.kind) {
-      case rdb::EventKind::kRecord:
-        into.add_rdb_value(ev.db, ev.key, ev.type, ev.value, parser.version(), ev.expire_at_ms);
-        if ((++stats.keys & 4095) == 0 && seconds_since(last_report) >= 1.0) {
-          last_report = Clock::now();
-          uint64_t total = link.rdb_size();
-          log::info("snapshot: " + mib(parser.consumed()) + " of the RDB" +
-                    (total ? " (" + std::to_string(parser.consumed() * 100 / total) + "%)" : "") +
-                    ", " + std::to_string(stats.keys) + " keys, " +
-                    std::to_string(static_cast<int>(static_cast<double>(parser.consumed()) / 1e6 /
-                                                    seconds_since(t0))) +
-                    " MB/s");
-        }
-        break;
-      case rdb::EventKind::kAux:
-        if (ev.aux_key == "redis-ver") redis_version = ev.aux_value;
-        if (ev.aux_key == "valkey-ver") valkey_version = ev.aux_value;
-        if (ev.aux_key == "lua") {  // Redis < 7.0 ships its script cache this way
-          into.add_lua_script(std::string(ev.aux_value));
-          stats.scripts++;
-        }
-        break;
-      case rdb::EventKind::kFunction: libraries.emplace_back(ev.function_code); break;
-      case rdb::EventKind::kModuleAux:
-        stats.module_aux++;
-        log::warn("the RDB holds module data that is not a key (module id " +
-                  std::to_string(ev.module_id) +
-                  "); the table cannot carry it, and rdma-client refuses such a table unless "
-                  "told to drop it");
-        break;
-      case rdb::EventKind::kSlotImport:
-        // Keys of slots being imported are in the RDB but not yet the
-        // node's: a copy taken now would hold keys the source may drop.
-        return Status::error("the master's RDB",
-                             "it was importing " + std::to_string(ev.slot_ranges) +
-                                 " slot ranges (atomic slot migration job " +
-                                 log::printable(ev.aux_value) +
-                                 "); a snapshot is taken once the migration has finished")
-            .as(ErrorKind::kUnavailable);
-      default: break;
-    }
-    return {};
-  };
-  Status s = link.receive_rdb(parser, on_event, stop);
+  RdbTableSink sink(into, parser,
+                    {"the master's RDB", "a snapshot is taken once the migration has finished",
+                     ErrorKind::kUnavailable},
+                    [&link] { return link.rdb_size(); });
+  Status s = link.receive_rdb(
+      parser, [&sink](const rdb::Event& ev) { return sink.on_event(ev); }, stop);
   if (!s.ok()) {
     if (parser.consumed() > 0)
       return s.wrap("after " + mib(parser.consumed()) + " of the RDB and " +
-                    std::to_string(stats.keys) + " keys");
+                    std::to_string(sink.stats().keys) + " keys");
     return s;
   }
-  stats.rdb_bytes = parser.consumed();
-  stats.functions = libraries.size();
-  if (!libraries.empty())
-    into.set_function_payload(dump::function_restore_payload(libraries, parser.version()),
-                              static_cast<uint32_t>(libraries.size()));
-  const auto server = valkey_version.empty()
-                          ? ServerVersion::parse(Engine::kRedis, redis_version)
-                          : ServerVersion::parse(Engine::kValkey, valkey_version);
-  into.set_source({server.value_or(ServerVersion{}), table::SourceKind::kPsync, reply.offset,
-                   reply.replid, parser.version(), static_cast<uint32_t>(stats.module_aux)});
+  const SnapshotStats stats = sink.finish(
+      {{}, table::SourceKind::kPsync, reply.offset, reply.replid});
   log::info("snapshot: RDB complete: " + mib(stats.rdb_bytes) + ", " + std::to_string(stats.keys) +
-            " keys in " + std::to_string(seconds_since(t0)).substr(0, 5) +
+            " keys in " + std::to_string(sink.seconds()).substr(0, 5) +
             " s; the table is the keyspace as of offset " + std::to_string(reply.offset));
   return stats;
 }

@@ -15,11 +15,12 @@ Result<TransportChoice> parse_transport(std::string_view text) {
                        "expected auto, tcp or verbs, got '" + std::string(text) + "'");
 }
 
-const char* server_usage() {
-  return R"(Usage: rdma-server [options]
+namespace {
 
-Snapshots a Redis master into a mapping table and serves it to rdma-client
-replicas. Prints a line containing "ready" when the table is published, then
+constexpr const char* kUsage = R"(Usage: rdma-server [options]
+
+Snapshots a Redis master (or reads an RDB file) into a mapping table and
+serves it to rdma-client replicas. Prints a line containing "ready" when the table is published, then
 serves until SIGINT/SIGTERM.
 
 Options:
@@ -40,7 +41,7 @@ Options:
   --idle-timeout SECS     drop a TCP client that sends no request for this
                           long (default 300; 0: never). Verbs READs bypass
                           the server's CPU: there the keepalive decides
-  --source psync|scan     how to snapshot the master:
+  --source psync|scan|rdb how to snapshot the master:
                             psync (default): as a replica does (PSYNC), the
                             master forks and streams its RDB, which is parsed
                             as it arrives; the table is the keyspace exactly
@@ -52,6 +53,16 @@ Options:
                             scan: SCAN + DUMP + PEXPIRETIME from the master's
                             main thread; not point-in-time. For a managed
                             Redis that forbids PSYNC.
+                            rdb: no master at all: the table is the RDB file
+                            --rdb-file names (a backup, RDB 6 to 12 or
+                            Valkey's 80). When the file holds repl-id and
+                            repl-offset (saved on a replica, or on a master
+                            with a backlog), the table is at that offset, so
+                            rdma-client --mode replica --handoff can continue
+                            from the master while its backlog reaches back
+                            there; else --handoff is refused. No change log:
+                            rdma-client --follow is refused. Takes no --redis.
+  --rdb-file FILE         the RDB file --source rdb reads (required there)
   --transport auto|tcp|verbs
                           auto (default): TCP, plus verbs (rdmacm, same port
                           number) when an RDMA device has an active port
@@ -75,7 +86,8 @@ Over verbs the table is registered (pinned) once per epoch: RLIMIT_MEMLOCK
 must cover it (`ulimit -l unlimited`, or LimitMEMLOCK=infinity under systemd),
 unless the process has CAP_IPC_LOCK; the error says so if not.
 
-SIGUSR1 asks for a new snapshot now (psync).
+SIGUSR1 asks for a new snapshot now (psync). The rdb source reads its file
+once; to serve a newer backup, restart rdma-server.
 
 With psync, a master that goes away mid-RDB is retried with backoff (1 s
 doubling to 30 s); after the first table, a lost link reconnects and asks to
@@ -83,23 +95,46 @@ continue, and a full resync builds the next table while the current one is
 still served.
 
 Exit codes: 0 stopped by signal, 2 bad usage (including a non-loopback
---listen without a shared secret), 3 master unreachable, auth or
-PSYNC refused, or no RDMA device for --transport verbs, 4 an RDB this build
-cannot parse, 1 anything else (a port in use, a locked-memory limit too low,
+--listen without a shared secret, and an --rdb-file that cannot be opened),
+3 master unreachable, auth or PSYNC refused, or no RDMA device for
+--transport verbs, 4 an RDB this build cannot parse (or an RDB file that is
+truncated), 1 anything else (a port in use, a locked-memory limit too low,
 ...; the message names it).
 )";
+
+// --source rdb reads a file instead of a master: it needs --rdb-file, and a
+// flag naming a master would be ignored, so it is refused; --rdb-file is
+// read by --source rdb only.
+Status check_source(const ServerConfig& c, const std::string& master_flag) {
+  if (c.source == "rdb" && c.rdb_file.empty())
+    return Status::error("arguments", "--source rdb needs --rdb-file FILE: the RDB file to serve");
+  if (c.source == "rdb" && !master_flag.empty())
+    return Status::error("arguments",
+                         "--source rdb reads no master, only --rdb-file: drop " + master_flag);
+  if (c.source != "rdb" && !c.rdb_file.empty())
+    return Status::error("arguments", "--rdb-file is read by --source rdb only (the source is " +
+                                          c.source + "): add --source rdb, or drop --rdb-file");
+  return {};
 }
+
+}  // namespace
+
+const char* server_usage() { return kUsage; }
 
 Result<ServerConfig> parse_server_args(int argc, char** argv) {
   ServerConfig c;
   ArgReader args(argc, argv);
   std::optional<uint64_t> snapshot_every;  // default: from --log-size
+  std::string master_flag;                 // the last flag that names a master, if any
   std::string v;
   while (!args.done() && args.error().empty()) {
     if (args.flag("-h") || args.flag("--help")) {
       c.help = true;
-    } else if (args.endpoint("--redis", c.redis) || args.port("--port", c.port) ||
-               args.option("--redis-auth-file", c.redis_auth_file) ||
+    } else if (args.endpoint("--redis", c.redis)) {
+      master_flag = "--redis";
+    } else if (args.option("--redis-auth-file", c.redis_auth_file)) {
+      master_flag = "--redis-auth-file";
+    } else if (args.port("--port", c.port) || args.option("--rdb-file", c.rdb_file) ||
                args.option("--listen", c.listen_host) || args.option("--auth-file", c.auth_file) ||
                args.number("--max-clients", 1, 100000, c.max_clients) ||
                args.number("--scan-count", 1, 1000000, c.scan_count) ||
@@ -111,8 +146,8 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
     } else if (uint64_t grace = 0; args.number("--retire-grace", 0, 86400, grace)) {
       c.retire_grace = std::chrono::seconds(grace);
     } else if (args.option("--source", v)) {
-      if (v != "scan" && v != "psync")
-        args.fail("--source: expected psync or scan, got '" + v + "'");
+      if (v != "scan" && v != "psync" && v != "rdb")
+        args.fail("--source: expected psync, scan or rdb, got '" + v + "'");
       c.source = v;
     } else if (args.option("--transport", v)) {
       auto t = parse_transport(v);
@@ -131,6 +166,7 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
     }
   }
   if (!args.error().empty()) return Status::error("arguments", args.error());
+  RRS_RETURN_IF_ERROR(check_source(c, master_flag));
   c.snapshot_every = snapshot_every.value_or(c.log_size / 4 * 3);
   if (c.log_size && c.snapshot_every >= c.log_size)
     return Status::error("arguments", "--snapshot-every must be below --log-size (" +

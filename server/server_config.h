@@ -30,8 +30,11 @@ struct ServerConfig {
   std::chrono::seconds idle_timeout{300};
   // --port: 12345, the seed prototype's port.
   uint16_t port = 12345;
-  // --source: "psync" (a replica's full sync) or "scan" (SCAN + DUMP).
+  // --source: "psync" (a replica's full sync), "scan" (SCAN + DUMP) or
+  // "rdb" (an RDB file, --rdb-file; no master at all).
   std::string source = "psync";
+  // --rdb-file: the RDB file --source rdb reads.
+  std::string rdb_file;
   // --transport: auto serves TCP, and verbs too when an RDMA device is up.
   TransportChoice transport = TransportChoice::kAuto;
   // --scan-count: SCAN COUNT hint, keys per round trip to the master.

@@ -158,6 +158,7 @@ Result<std::shared_ptr<Table>> TableBuilder::build(uint64_t epoch) {
   h.source_kind = source_.kind;
   h.source_offset = source_.replication_offset;
   h.source_replid = source_.replid.substr(0, table::hdr::kReplidLen);
+  h.source_stream_db = source_.stream_db;
   h.db_count = static_cast<uint32_t>(dbs_.size());
   h.record_count = records_;
   h.slot_size = slot_size_;

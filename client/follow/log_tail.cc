@@ -20,8 +20,8 @@ Status LogTail::attach() {
   const control::Descriptor& d = reader_.descriptor();
   if (d.log_id == 0)
     return Status::error("follow the change log",
-                         "rdma-server keeps no change log: it runs --source scan or --log-size 0; "
-                         "run it with --source psync to follow")
+                         "rdma-server keeps no change log: it runs --source scan, --source rdb "
+                         "or --log-size 0; run it with --source psync to follow")
         .as(ErrorKind::kUnavailable);
   if (d.log_length <= change_log::kHeaderSize)
     return Status::error("follow the change log", "the descriptor's log length is too small")

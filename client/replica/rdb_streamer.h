@@ -34,9 +34,11 @@ class RdbStreamer {
     writer_.aux("redis-bits", "64");
     writer_.aux("ctime", std::to_string(unix_us() / 1000000));
     writer_.aux("used-mem", "0");
-    // The master forces a SELECT before the first command after a full
-    // sync, so the stream that follows does not depend on this.
-    writer_.aux("repl-stream-db", "0");
+    // The DB the master's stream has selected at the offset: the target's
+    // link to its master starts there. After a full sync the master forces
+    // a SELECT before the first command (psync: 0 does); after an RDB file's
+    // offset the stream may go on without one.
+    writer_.aux("repl-stream-db", std::to_string(info.header.source_stream_db));
     writer_.aux("repl-id", replid);
     writer_.aux("repl-offset", std::to_string(offset));
     writer_.aux("aof-base", "0");

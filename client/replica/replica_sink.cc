@@ -30,7 +30,9 @@ Status ReplicaSink::connect() {
 Status ReplicaSink::check(const TableInfo& info) {
   info_ = &info;
   const table::Header& h = info.header;
-  has_history_ = h.source_kind == table::SourceKind::kPsync;
+  // An RDB file's table has a place in the history when the file named one.
+  has_history_ = h.source_kind == table::SourceKind::kPsync ||
+                 (h.source_kind == table::SourceKind::kRdbFile && !h.source_replid.empty());
   replid_ = has_history_ ? h.source_replid : random_run_id();  // a history of its own
   offset_ = has_history_ ? h.source_offset : 0;
   if (!has_history_ && (config_.follow || config_.handoff))
@@ -120,8 +122,11 @@ void ReplicaSink::leave_target() {
   link_->close();
   if (!has_history_) {
     (void)target_->detach();
-    log::info("the table came from --source scan, which has no replication history to "
-              "continue: the target was detached (REPLICAOF NO ONE) and is a standalone copy");
+    log::info(std::string(info_->header.source_kind == table::SourceKind::kScan
+                              ? "the table came from --source scan"
+                              : "the table came from an RDB file without repl-id/repl-offset") +
+              ", which has no replication history to continue: the target was detached "
+              "(REPLICAOF NO ONE) and is a standalone copy");
   } else {
     explain_left_replica(replid_, offset_);
   }

@@ -40,10 +40,12 @@ class ReplicaSink : public LoadSink {
   // After a sync: the target's live link to the client, for follow mode and
   // --handoff.
   ReplicaLink& link() { return *link_; }
-  // After a sync nothing follows: a target synced from a psync table stays
-  // a replica whose master link is down (ready for REPLICAOF <master> to
-  // continue with a partial resync), one synced from a scan table is
-  // detached (REPLICAOF NO ONE): it has no history to continue.
+  // After a sync nothing follows: a target synced from a table with a
+  // place in the master's history (psync, or an RDB file with repl-id and
+  // repl-offset) stays a replica whose master link is down (ready for
+  // REPLICAOF <master> to continue with a partial resync), one synced from a
+  // table without (scan, an RDB file without them) is detached (REPLICAOF
+  // NO ONE): it has no history to continue.
   void leave_target();
 
  private:

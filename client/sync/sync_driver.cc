@@ -81,11 +81,34 @@ Status check_nothing_dropped(const ClientConfig& config, const table::Header& h)
       .as(ErrorKind::kRefused);
 }
 
+// A table read from an RDB file (rdma-server --source rdb) has no change log
+// to follow, and a place in the master's history only when the file named
+// it: refused before the target is touched when the flags need either.
+Status check_file_history(const ClientConfig& config, const table::Header& h) {
+  if (h.source_kind != table::SourceKind::kRdbFile) return {};
+  if (config.follow)
+    return Status::error("--follow", "the table was read from an RDB file (rdma-server --source "
+                                     "rdb), which has no change log to follow; drop --follow "
+                                     "(with --mode replica --handoff the master itself "
+                                     "continues the target, when the file says from where)")
+        .as(ErrorKind::kRefused);
+  if (config.handoff && h.source_replid.empty())
+    return Status::error("--handoff",
+                         "the table was read from an RDB file (rdma-server --source rdb) that "
+                         "had no repl-id/repl-offset aux fields, so it has no replication ID "
+                         "and offset a master could continue from; drop --handoff (the target "
+                         "is then a standalone copy), or serve a file saved on a replica, or on "
+                         "a master with a replication backlog")
+        .as(ErrorKind::kRefused);
+  return {};
+}
+
 Result<SyncedTable> run_sync(const ClientConfig& config, LoadSink& sink) {
   const auto t0 = Clock::now();
   RRS_RETURN_IF_ERROR(sink.connect());
   RRS_ASSIGN_OR_RETURN(std::unique_ptr<RemoteTable> remote, open_remote_table(config, t0));
   if (sink.loads()) RRS_RETURN_IF_ERROR(check_nothing_dropped(config, remote->info.header));
+  RRS_RETURN_IF_ERROR(check_file_history(config, remote->info.header));
   RRS_RETURN_IF_ERROR(sink.check(remote->info));
 
   // Reading starts before the target is prepared (FLUSHALL of a big target

@@ -40,6 +40,20 @@ TEST_F(UsageTest, ServerBadTransport) {
       << err;
 }
 
+// --source rdb reads only its --rdb-file; --rdb-file goes with --source rdb.
+TEST_F(UsageTest, ServerRdbSourceFlags) {
+  for (auto [args, expect] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--source", "rdb"}, "--source rdb needs --rdb-file FILE"},
+           {{"--source", "rdb", "--rdb-file", "/nonexistent.rdb", "--redis", "127.0.0.1:1"},
+            "drop --redis"},
+           {{"--redis", "127.0.0.1:1", "--rdb-file", "/nonexistent.rdb"},
+            "--rdb-file is read by --source rdb only"}}) {
+    std::string err;
+    EXPECT_EQ(run_server(args, &err), exit_code::kUsage) << err;
+    EXPECT_NE(err.find(expect), std::string::npos) << err;
+  }
+}
+
 // A CPU this process may not use (CPU_SETSIZE is 1024; no test machine has
 // CPU 1000): exit 2, naming the CPUs it may use.
 TEST_F(UsageTest, ServerCpuNotAllowedHere) {

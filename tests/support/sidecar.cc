@@ -30,8 +30,9 @@ bool names_transport(const std::vector<std::string>& args) {
 
 std::vector<std::string> server_argv(uint16_t port, const std::string& redis,
                                      std::vector<std::string> extra) {
-  std::vector<std::string> argv = {
-      kServerBin, "--redis", redis, "--listen", sidecar_host(), "--port", std::to_string(port)};
+  std::vector<std::string> argv = {kServerBin, "--listen", sidecar_host(), "--port",
+                                   std::to_string(port)};
+  if (!redis.empty()) argv.insert(argv.begin() + 1, {"--redis", redis});
   if (!names_transport(extra)) {
     argv.push_back("--transport");
     argv.push_back(test_transport());

@@ -38,9 +38,9 @@ std::string test_transport();
 // $RRS_VERBS_ADDR over verbs.
 std::string sidecar_host();
 
-// rdma-server on sidecar_host() at a free port reading `redis` ("HOST:PORT"),
-// with --transport test_transport() unless `extra` names a transport. `extra`
-// goes last.
+// rdma-server on sidecar_host() at a free port reading `redis` ("HOST:PORT";
+// "": no --redis, for --source rdb), with --transport test_transport() unless
+// `extra` names a transport. `extra` goes last.
 class SidecarServer {
  public:
   explicit SidecarServer(const std::string& redis, std::vector<std::string> extra = {},

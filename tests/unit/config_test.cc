@@ -64,11 +64,27 @@ TEST(ServerConfig, DefaultsAndFlags) {
   EXPECT_EQ(c->transport, TransportChoice::kTcp);
 }
 
+TEST(ServerConfig, RdbSourceTakesAFile) {
+  Argv a({"--source", "rdb", "--rdb-file", "/backups/dump.rdb", "--port", "4000"});
+  auto c = parse_server_args(a.argc(), a.argv());
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->source, "rdb");
+  EXPECT_EQ(c->rdb_file, "/backups/dump.rdb");
+}
+
 TEST(ServerConfig, RejectsBadFlagsWithReasons) {
   for (auto [args, expect] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--port", "99999"}, "port"},
            {{"--redis"}, "needs a value"},
-           {{"--source", "dump"}, "expected psync or scan"},
+           {{"--source", "dump"}, "expected psync, scan or rdb"},
+           {{"--source", "rdb"}, "--source rdb needs --rdb-file FILE"},
+           {{"--source", "rdb", "--rdb-file", "x.rdb", "--redis", "10.0.0.1:6379"},
+            "--source rdb reads no master, only --rdb-file: drop --redis"},
+           {{"--redis-auth-file", "pw", "--source", "rdb", "--rdb-file", "x.rdb"},
+            "drop --redis-auth-file"},
+           {{"--rdb-file", "x.rdb"},
+            "--rdb-file is read by --source rdb only (the source is psync)"},
+           {{"--source", "scan", "--rdb-file", "x.rdb"}, "(the source is scan)"},
            {{"--transport", "ib"}, "auto, tcp or verbs"},
            {{"--bogus"}, "unknown option"},
            {{"--scan-count", "0"}, "--scan-count"}}) {

@@ -74,6 +74,25 @@ TEST(TableHeader, RoundTripsTheScriptsRegionFields) {
   EXPECT_EQ(d->scripts_crc32c, 0xdeadbeefu);
 }
 
+// A table from an RDB file: its kind, and the replication position the file
+// carried, with the DB its stream had selected there.
+TEST(TableHeader, RoundTripsAnRdbFileSource) {
+  Header h = sample_header();
+  h.source_kind = SourceKind::kRdbFile;
+  h.source_replid = std::string(40, 'a');
+  h.source_offset = 123456;
+  h.source_stream_db = 7;
+  auto d = decode_header(encode(h), h.total_size);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->source_kind, SourceKind::kRdbFile);
+  EXPECT_EQ(d->source_replid, std::string(40, 'a'));
+  EXPECT_EQ(d->source_offset, 123456u);
+  EXPECT_EQ(d->source_stream_db, 7u);
+  EXPECT_STREQ(source_name(d->source_kind), "rdb");
+  EXPECT_STREQ(source_name(SourceKind::kPsync), "psync");
+  EXPECT_STREQ(source_name(SourceKind::kScan), "scan");
+}
+
 TEST(TableHeader, GeometryIsPageAlignedAndOrdered) {
   Header h = sample_header();
   EXPECT_EQ(h.dbdir_offset, kRegionAlign);
@@ -118,7 +137,9 @@ TEST(TableHeader, RejectsEveryInconsistency) {
       {"building", [](auto& b) { wire::store_u32(&b[hdr::kState], 1); }, true, "still being built"},
       {"state", [](auto& b) { wire::store_u32(&b[hdr::kState], 7); }, true, "unknown state"},
       {"source", [](auto& b) { wire::store_u32(&b[hdr::kSourceKind], 9); }, true, "source kind"},
-      {"reserved", [](auto& b) { b[hdr::kReserved + 3] = std::byte{1}; }, true, "reserved"},
+      {"stream db without replid", [](auto& b) { wire::store_u32(&b[hdr::kStreamDb], 1); }, true,
+       "stream DB 1 without a replication ID"},
+      {"reserved", [](auto& b) { b[hdr::kReserved + 1] = std::byte{1}; }, true, "reserved"},
       {"reserved end", [](auto& b) { b[hdr::kHeaderCrc - 1] = std::byte{1}; }, true, "reserved"},
       {"scripts offset alone", [](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], 8192); },
        true, "no scripts region"},
