@@ -27,6 +27,8 @@
 namespace rrs::test {
 namespace {
 
+using namespace std::string_literals;
+
 using namespace std::chrono_literals;
 
 std::string read_file(const std::string& path) {
@@ -328,6 +330,49 @@ TEST_F(RdbFileTest, OlderRdbVersionsLoad) {
     ASSERT_EQ(run.exit_code, 0) << run.describe();
     EXPECT_EQ(target.digest(), want.digest());
     EXPECT_EQ(target.keyspace(), want.keyspace());
+  }
+}
+
+// What the table cannot carry: module data that is not a key (MODULE_AUX)
+// is counted, and the client refuses the table (exit 5, the target
+// untouched) unless told --skip-module-data; an empty collection, which a
+// server drops at load, is left out and counted.
+TEST_F(RdbFileTest, ModuleDataIsRefusedUnlessSkippedAndEmptyCollectionsAreDropped) {
+  std::string rdb = "REDIS0010";
+  rdb += "\xfa";  // AUX redis-ver 7.0.15
+  rdb += "\x09"
+         "redis-ver"
+         "\x06"
+         "7.0.15";
+  rdb += "\xf7\x05\x02\x02\x02\x07"s;  // MODULE_AUX: id 5, when 2 (after), uint 7
+  rdb += '\0';                         // module EOF
+  rdb += "\xfe\x00"s;                  // SELECTDB 0
+  rdb += "\x00\x01k\x01v"s;            // string k = v
+  rdb += "\x01\x05"
+         "empty"
+         "\x00"s;                        // a list with no elements
+  rdb += "\xff" + std::string(8, '\0');  // EOF, no checksum
+  TempDir dir("rdbfile");
+  SidecarServer server = serve_file(dir.write_file("module.rdb", rdb));
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  EXPECT_EQ(server.ready_fields().at("module_aux"), "1") << server.ready_line();
+  EXPECT_EQ(server.ready_fields().at("empty_skipped"), "1") << server.ready_line();
+  EXPECT_EQ(server.ready_fields().at("records"), "1") << server.ready_line();
+
+  for (const char* mode : {"restore", "replica"}) {
+    SCOPED_TRACE(mode);
+    RedisProcess target;
+    ASSERT_TRUE(target.started()) << target.start_error();
+    ClientRun refused = sync_to(server.port(), target, {"--mode", mode});
+    EXPECT_EQ(refused.exit_code, exit_code::kRefused) << refused.describe();
+    EXPECT_NE(refused.err.find("--skip-module-data"), std::string::npos) << refused.describe();
+    EXPECT_EQ(target.client().total_keys(), 0u);
+    ClientRun run = sync_to(server.port(), target, {"--mode", mode, "--skip-module-data"});
+    EXPECT_EQ(run.exit_code, 0) << run.describe();
+    EXPECT_NE(run.err.find("dropping 1 blocks of module data"), std::string::npos)
+        << run.describe();
+    EXPECT_EQ(text(target.run({"GET", "k"})), "v");
+    EXPECT_EQ(target.client().total_keys(), 1u);
   }
 }
 
