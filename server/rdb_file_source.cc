@@ -38,25 +38,23 @@ bool is_replid(std::string_view id) {
 }
 
 // The file's place from its repl-id, repl-offset and repl-stream-db aux
-// fields; nullopt, with `why`, when it has none or they do not parse (then
+// fields; an error saying why when it has none or they do not parse (then
 // the table belongs to no history: a replica of it could not continue).
-std::optional<FilePlace> place_of(const RdbReplAux& aux, std::string& why) {
-  if (aux.replid.empty() || aux.offset.empty()) {
-    why = "it has no repl-id/repl-offset aux fields (a server saves them when it is a replica, "
-          "or a master with a replication backlog)";
-    return std::nullopt;
-  }
+Result<FilePlace> place_of(const RdbReplAux& aux) {
+  if (aux.replid.empty() || aux.offset.empty())
+    return Status::error("place in a replication history",
+                         "it has no repl-id/repl-offset aux fields (a server saves them when it is "
+                         "a replica, or a master with a replication backlog)");
   FilePlace place;
   const auto offset = parse_number<uint64_t>(aux.offset);
   // Absent: Redis before 4.0 wrote none; the stream then begins with a SELECT.
   const auto db = aux.stream_db.empty() ? std::optional<uint32_t>(0)
                                         : parse_number<uint32_t>(aux.stream_db);
-  if (!is_replid(aux.replid) || !offset || !db || *db >= table::kMaxDbCount) {
-    why = "its repl-id '" + log::printable(aux.replid) + "', repl-offset '" +
-          log::printable(aux.offset) + "' or repl-stream-db '" + log::printable(aux.stream_db) +
-          "' do not parse";
-    return std::nullopt;
-  }
+  if (!is_replid(aux.replid) || !offset || !db || *db >= table::kMaxDbCount)
+    return Status::error("place in a replication history",
+                         "its repl-id '" + log::printable(aux.replid) + "', repl-offset '" +
+                             log::printable(aux.offset) + "' or repl-stream-db '" +
+                             log::printable(aux.stream_db) + "' do not parse");
   place.replid = aux.replid;
   place.offset = *offset;
   place.stream_db = *db;
@@ -119,11 +117,10 @@ Result<SnapshotStats> RdbFileSource::snapshot(TableBuilder& into) {
   Status s = feed_file(fd.get(), what, parser, sink);
   if (!s.ok()) return s;
 
-  std::string why;
-  const std::optional<FilePlace> place = place_of(sink.repl_aux(), why);
+  const Result<FilePlace> place = place_of(sink.repl_aux());
   SourceInfo source;
   source.kind = table::SourceKind::kRdbFile;
-  if (place) {
+  if (place.ok()) {
     source.replication_offset = place->offset;
     source.replid = place->replid;
     source.stream_db = place->stream_db;
@@ -132,14 +129,14 @@ Result<SnapshotStats> RdbFileSource::snapshot(TableBuilder& into) {
   log::info("snapshot: " + what + " complete: " + mib(stats.rdb_bytes) + ", " +
             std::to_string(stats.keys) + " keys in " + std::to_string(sink.seconds()).substr(0, 5) +
             " s");
-  if (place)
+  if (place.ok())
     log::info("the file was written at offset " + std::to_string(place->offset) +
               " of replication history " + place->replid +
               ": a replica loaded from it (rdma-client --mode replica --handoff) continues from "
               "the master with a partial resync while the master's backlog still reaches back "
               "there");
   else
-    log::info("the table has no place in a replication history: " + why +
+    log::info("the table has no place in a replication history: " + place.status().reason() +
               "; it loads as a standalone copy, and rdma-client --handoff is refused");
   return stats;
 }
