@@ -212,6 +212,9 @@ class Out {
     put(s);
   }
 
+  // Room for `n` bytes (no more than the cap), to grow once.
+  void reserve(uint64_t n) { s_.reserve(static_cast<size_t>(std::min(n, cap_))); }
+
   bool over() const { return over_; }
   uint64_t cap() const { return cap_; }
   std::string take() && { return std::move(s_); }
@@ -572,6 +575,9 @@ Result<Converted> convert_value(uint8_t type, std::string_view value, uint16_t f
   // Decoded strings are bounded like the output: nothing larger goes into it.
   In in(value, max_output_bytes);
   Out out(max_output_bytes);
+  // Most conversions give about as many bytes as they take (a set's
+  // integers grow into digits).
+  out.reserve(value.size() + value.size() / 4 + 16);
   Step step;
   bool ok = false;
   if (type == kSetListpack) {
