@@ -9,13 +9,18 @@
 //  1. Types 0-19 into RDB 10 and up, types 20 (set listpack) and 21 (stream
 //     v3) into RDB 11 and up: the same bytes (needs_conversion() is false;
 //     the caller only restamps the DUMP trailer's version). Checked in
-//     rdbSaveObject / rdbLoadObject of Redis 7.0.15 (RDB 10), Redis 8.0.6
-//     (RDB 12) and Valkey 9.1.2 (RDB 80, and RDB 11, which it writes for
-//     older replicas through the same rdbSaveObject): every one of these
-//     types is saved and loaded field for field the same way, and the
-//     listpack, ziplist and intset encodings inside (listpack.c's
-//     LP_ENCODING_* and backlen) are the same. Valkey 8 is a fork of Redis
-//     7.2 at RDB 11.
+//     rdb.c of Redis 7.0.15 (RDB 10), Redis 8.0.6 (RDB 12) and Valkey 9.1.2
+//     (RDB 80, and RDB 11, which it writes for older replicas through the
+//     same rdbSaveObject, rdbGetObjectType(o, rdbver)): rdbSaveObject's
+//     writes differ only by 8.0 saving a listpack-encoded list as a
+//     one-node quicklist 2 (type 18, the same bytes), by set listpacks and
+//     by field TTLs; the stream writers (rdbSaveStreamPEL,
+//     rdbSaveStreamConsumers, the metadata) are the same but for v3's
+//     active time; rdbLoadObject reads types 0-19 the same way in all three
+//     (7.0's rdbIsObjectType stops at 19); listpack.c's LP_ENCODING_* and
+//     backlen are the same in 8.0.6 and 9.1.2. Valkey 8 is a fork of Redis
+//     7.2 at RDB 11 (tests/integration/rdb_convert_redis_test.cc restores
+//     every pair, 8.0.1 included).
 //  2. Set listpack (20) into RDB 10: a plain set (2): the count, then each
 //     member as an RDB string (an integer entry as its decimal digits).
 //     Redis 7.0's rdbLoadObject(RDB_TYPE_SET) makes an intset or a hash
