@@ -98,11 +98,11 @@ class In {
   }
 
   // An RDB string, checked: `encoded` is its bytes as they stand (to copy
-  // into another value), `size` the size of its content. An LZF string is
-  // decompressed into `scratch` (and `content` views it); a plain one is
-  // viewed in place; an integer encoding gives its digits in `scratch`.
-  // Either pointer may be null; an LZF string is decompressed all the same
-  // (a copied string must be valid).
+  // into another value), `content` what it holds: viewed in place when
+  // plain, decompressed into `scratch` when LZF, an integer encoding's
+  // digits in `scratch`. Either may be null; without `content` an LZF
+  // string is checked (lzf_check) but not written out, so a string that is
+  // only copied costs no memory however large it says it is.
   bool string(std::string_view* encoded, std::string_view* content, std::string& scratch,
               const char* what) {
     if (!ok()) return false;
@@ -156,14 +156,24 @@ class In {
            " compressed bytes past the end");
       return;
     }
-    auto plain = lzf_decompress(v_.substr(pos_, clen), ulen);  // checks ulen against clen first
+    const std::string_view compressed = v_.substr(pos_, clen);
+    if (!content) {  // only copied: checked without writing it out
+      Status st = lzf_check(compressed, ulen);
+      if (!st.ok()) {
+        fail(what + std::string(": ") + st.message());
+        return;
+      }
+      pos_ += clen;
+      return;
+    }
+    auto plain = lzf_decompress(compressed, ulen);  // checks ulen against clen first
     if (!plain.ok()) {
       fail(what + std::string(": ") + plain.status().message());
       return;
     }
     pos_ += clen;
     scratch = std::move(*plain);
-    if (content) *content = scratch;
+    *content = scratch;
   }
 
   std::string_view v_;
