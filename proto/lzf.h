@@ -28,4 +28,9 @@ inline constexpr size_t kLzfMaxExpansion = 89;
 // before allocating anything.
 Result<std::string> lzf_decompress(std::string_view in, size_t expected_len);
 
+// Whether lzf_decompress(in, expected_len) would succeed, and the same error
+// if not, without writing the output: nothing is allocated, so a string
+// that is only copied as it stands can be checked at no memory cost.
+Status lzf_check(std::string_view in, size_t expected_len);
+
 }  // namespace rrs

@@ -2,12 +2,13 @@
 // messages and mapping tables (made with the real encoders, so they stay in
 // step with the format), and RDBs with the types and opcodes that Redis 7.0
 // does not write (older and newer encodings, modules, pre-GA functions), and
-// RDB values, empty collections among them, for rdb_value_fuzz.
+// RDB values, empty collections among them, for rdb_value_fuzz, and values
+// of every type convert_value() converts, for rdb_convert_fuzz.
 //
 //   build-fuzz/tests/fuzz/make_seeds tests/fuzz/corpus
 //
-// writes into corpus/control, corpus/table_layout, corpus/rdb and
-// corpus/rdb_value. Each table is checked with the decoders before it is
+// writes into corpus/control, corpus/table_layout, corpus/rdb,
+// corpus/rdb_value and corpus/rdb_convert. Each table is checked with the decoders before it is
 // written.
 #include <algorithm>
 #include <cstddef>
@@ -28,6 +29,7 @@
 #include "proto/crc32c.h"
 #include "proto/crc64.h"
 #include "proto/dump_payload.h"
+#include "proto/listpack.h"
 #include "proto/rdb_format.h"
 #include "proto/table_layout.h"
 
@@ -456,6 +458,88 @@ void rdb_value_seeds(const fs::path& dir) {
   seed("string-empty", kString, false, str(""));
 }
 
+// --- Values for rdb_convert_fuzz -------------------------------------------
+
+// Each seed: a type byte, the RDB version converted from and the one
+// converted to (a byte each), the value. Every conversion rule, plain and
+// LZF-compressed, and values that only change their trailer.
+void rdb_convert_seeds(const fs::path& dir) {
+  using namespace rrs::rdb;
+  namespace lp = rrs::listpack;
+  auto len = [](uint64_t n) {
+    std::string s;
+    append_length(s, n);
+    return s;
+  };
+  auto le = [](uint64_t v, int bytes) {
+    std::string s;
+    for (int i = 0; i < bytes; ++i) s.push_back(static_cast<char>(v >> (8 * i)));
+    return s;
+  };
+  auto str = [&](std::string_view v) { return len(v.size()) + std::string(v); };
+  auto lzf = [&](std::string_view plain) {  // literal runs of up to 32 bytes
+    std::string c;
+    for (size_t i = 0; i < plain.size(); i += 32) {
+      const std::string_view run = plain.substr(i, 32);
+      c += static_cast<char>(run.size() - 1);
+      c += run;
+    }
+    return "\xc3" + len(c.size()) + len(plain.size()) + c;
+  };
+  auto finish = [](lp::Writer&& w) {
+    auto done = std::move(w).finish();
+    if (!done.ok()) std::exit(1);
+    return *done;
+  };
+  auto seed = [&](const std::string& name, uint8_t type, uint16_t from, uint16_t to,
+                  const std::string& value) {
+    write(dir, name,
+          std::string{static_cast<char>(type), static_cast<char>(from), static_cast<char>(to)} +
+              value);
+  };
+  const uint64_t t = 1'900'000'000'000;
+
+  lp::Writer set;
+  for (const char* m : {"a", "7", "-300", "70000", "5000000000", "0123", "member"}) set.add(m);
+  const std::string set_lp = finish(std::move(set));
+  seed("set-listpack-to-10", kSetListpack, 12, 10, str(set_lp));
+  seed("set-listpack-lzf-to-10", kSetListpack, 80, 10, lzf(set_lp));
+
+  lp::Writer node;
+  for (const char* e : {"1", "0", "f", "v", "0", "0", "1", "0", "2"}) node.add(e);
+  std::string stream = len(1) + str(std::string(16, '\x01')) + str(finish(std::move(node)));
+  for (uint64_t i = 1; i <= 8; ++i) stream += len(i);
+  stream += len(1) + str("group") + len(1) + len(2) + len(3);   // one group
+  stream += len(1) + std::string(16, 'a') + le(t, 8) + len(1);  // its PEL
+  stream += len(2) + str("alice") + le(t, 8) + le(t + 1, 8) + len(1) + std::string(16, 'a');
+  stream += str("bob") + le(t, 8) + le(t, 8) + len(0);
+  seed("stream-v3-to-10", kStreamListpacks3, 12, 10, stream);
+
+  lp::Writer ex;
+  ex.add("f1"), ex.add("v1"), ex.add_int(static_cast<int64_t>(t));
+  ex.add("42"), ex.add(std::string(100, 'x')), ex.add_int(0);
+  const std::string ex_lp = finish(std::move(ex));
+  seed("hash-lpex-to-80", kHashListpackEx, 12, 80, le(t, 8) + str(ex_lp));
+  seed("hash-lpex-lzf-to-11", kHashListpackEx, 12, 11, le(t, 8) + lzf(ex_lp));
+  seed("hash-lpex-rc-to-10", kHashListpackExPreGa, 12, 10, str(ex_lp));
+
+  const std::string meta = le(t, 8) + len(3) + len(1) + str("f1") + str("v1") + len(0) + str("f2") +
+                           lzf(std::string(40, 'v')) + len(500) + str("f3") + str("");
+  seed("hash-meta-to-80", kHashMetadata, 12, 80, meta);
+  seed("hash-meta-to-11", kHashMetadata, 12, 11, meta);
+  seed("hash-meta-rc-to-80", kHashMetadataPreGa, 12, 80,
+       len(2) + len(t) + str("f") + str("v") + len(0) + str("g") + str("w"));
+
+  const std::string hash2 = len(3) + str("f1") + str("v1") + le(t, 8) + str("f2") +
+                            lzf(std::string(40, 'v')) + le(~uint64_t{0}, 8) + str("f3") + str("") +
+                            le(0, 8);
+  seed("valkey-hash2-to-12", kValkeyHash2, 80, 12, hash2);
+  seed("valkey-hash2-to-11", kValkeyHash2, 80, 11, hash2);
+
+  seed("string-restamp", kString, 12, 80, str("v"));
+  seed("module-refused", kModule2, 12, 11, len(0x1234) + len(kModuleEof));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -469,5 +553,6 @@ int main(int argc, char** argv) {
   change_log_seeds(out / "table_layout");
   rdb_seeds(out / "rdb");
   rdb_value_seeds(out / "rdb_value");
+  rdb_convert_seeds(out / "rdb_convert");
   return 0;
 }

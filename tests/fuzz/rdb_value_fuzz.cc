@@ -52,7 +52,7 @@ bool can_be_empty(uint8_t type, uint16_t version) {
     case kHashMetadataPreGa: return true;
     case kHashListpackExPreGa:
     case kHashMetadata:
-    case kHashListpackEx: return version <= kMaxVersion;
+    case kHashListpackEx: return version <= kMaxRedisVersion;
     default: return false;
   }
 }
@@ -81,7 +81,7 @@ void check_parser_takes(uint8_t type, std::string_view value) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
   const uint8_t type = data[0];
-  const uint16_t version = (data[1] & 1) ? 80 : rrs::rdb::kMaxVersion;
+  const uint16_t version = (data[1] & 1) ? 80 : rrs::rdb::kMaxRedisVersion;
   std::string_view value(reinterpret_cast<const char*>(data + 2), size - 2);
 
   const bool empty = empty_in_heap(type, value, version);
@@ -97,6 +97,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   FUZZ_CHECK(!empty_in_heap(type, std::string(value) + '\0', version),
              "still empty with a byte after it");
-  if (version <= rrs::rdb::kMaxVersion) check_parser_takes(type, value);
+  if (version <= rrs::rdb::kMaxRedisVersion) check_parser_takes(type, value);
   return 0;
 }

@@ -27,6 +27,10 @@ void expect_error(std::string_view in, size_t expected_len, const std::string& p
   const std::string m = r.status().message();
   EXPECT_NE(m.find(problem), std::string::npos) << m;
   EXPECT_NE(m.find("at input offset " + std::to_string(offset) + ":"), std::string::npos) << m;
+  // lzf_check finds the same fault, writing nothing.
+  Status check = lzf_check(in, expected_len);
+  EXPECT_EQ(check.message(), m);
+  EXPECT_EQ(check.kind(), ErrorKind::kBadData);
 }
 
 TEST(Lzf, HandWrittenStreams) {
@@ -44,6 +48,7 @@ TEST(Lzf, HandWrittenStreams) {
   EXPECT_EQ(*lzf_decompress(s, want.size()), want);
   // Nothing in, nothing out.
   EXPECT_EQ(*lzf_decompress("", 0), "");
+  EXPECT_TRUE(lzf_check("", 0).ok());
 }
 
 TEST(Lzf, RoundTrips) {
@@ -65,6 +70,7 @@ TEST(Lzf, RoundTrips) {
     auto r = lzf_decompress(z, in.size());
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_TRUE(*r == in) << "size " << in.size();
+    EXPECT_TRUE(lzf_check(z, in.size()).ok());
   }
   // A long run compresses close to the 88x bound, and within kLzfMaxExpansion.
   std::string runs = lzf_compress_for_test(std::string(100000, 'q'));
@@ -108,6 +114,8 @@ TEST(Lzf, CorruptedStreamsNeverCrash) {
     if (r.ok()) {
       ASSERT_EQ(r->size(), in.size());
     }
+    // lzf_check accepts exactly what decompresses, and says the same otherwise.
+    ASSERT_EQ(lzf_check(c, in.size()).message(), r.status().message());
   }
 }
 
