@@ -100,6 +100,10 @@ Seen take(const Event& e, uint16_t version, const Limits& limits) {
     }
     case EventKind::kFunction: s.digest = crc(0, e.function_code); break;
     case EventKind::kModuleAux: s.a = e.module_id; break;
+    case EventKind::kSlotImport:
+      s.a = e.slot_ranges;
+      s.digest = crc(0, e.aux_value);
+      break;
     case EventKind::kEnd: s.a = e.checksum; break;
   }
   return s;

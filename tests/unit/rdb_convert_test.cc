@@ -20,26 +20,19 @@
 #include "proto/listpack.h"
 #include "proto/rdb_format.h"
 #include "proto/rdb_parser.h"
+#include "tests/support/rdb_bytes.h"
 
 namespace rrs::rdb {
 namespace {
 
 using namespace std::string_literals;
+using test::le;
+using test::len;
+using test::str;
 
 constexpr uint16_t kRedis70 = 10, kRedis72 = 11, kRedis74 = 12, kValkey9 = 80;
 constexpr uint64_t kMaxFieldTtl = (uint64_t{1} << 48) - 1;
 
-std::string le(uint64_t v, int bytes) {
-  std::string s;
-  for (int i = 0; i < bytes; ++i) s.push_back(static_cast<char>(v >> (8 * i)));
-  return s;
-}
-std::string len(uint64_t n) {
-  std::string s;
-  append_length(s, n);
-  return s;
-}
-std::string str(std::string_view s) { return len(s.size()) + std::string(s); }
 // An RDB string as RDB_ENC_LZF with literal runs only (a valid LZF stream).
 std::string lzf_str(std::string_view plain) {
   std::string c;

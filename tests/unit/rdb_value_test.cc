@@ -14,27 +14,19 @@
 #include "proto/lzf.h"
 #include "proto/rdb_format.h"
 #include "tests/support/lzf_compress.h"
+#include "tests/support/rdb_bytes.h"
 
 namespace rrs::rdb {
 namespace {
 
 using namespace std::string_literals;
+using test::le;
+using test::len;
 using test::lzf_compress_for_test;
+using test::str;
 
 constexpr uint16_t kRedis = 12;   // the newest Redis RDB version (7.4 and later)
 constexpr uint16_t kValkey = 80;  // Valkey 9.0's
-
-std::string le(uint64_t v, int bytes) {
-  std::string s;
-  for (int i = 0; i < bytes; ++i) s.push_back(static_cast<char>(v >> (8 * i)));
-  return s;
-}
-std::string len(uint64_t n) {
-  std::string s;
-  append_length(s, n);
-  return s;
-}
-std::string str(std::string_view s) { return len(s.size()) + std::string(s); }
 
 // An RDB string stored as RDB_ENC_LZF: 0xc3, compressed length, plain length.
 std::string lzf_str(std::string_view compressed, size_t plain_len) {
