@@ -30,6 +30,7 @@ Status ReplicaSink::connect() {
 Status ReplicaSink::check(const TableInfo& info) {
   info_ = &info;
   const table::Header& h = info.header;
+  source_kind_ = h.source_kind;
   // An RDB file's table has a place in the history when the file named one.
   has_history_ = h.source_kind == table::SourceKind::kPsync ||
                  (h.source_kind == table::SourceKind::kRdbFile && !h.source_replid.empty());
@@ -122,7 +123,7 @@ void ReplicaSink::leave_target() {
   link_->close();
   if (!has_history_) {
     (void)target_->detach();
-    log::info(std::string(info_->header.source_kind == table::SourceKind::kScan
+    log::info(std::string(source_kind_ == table::SourceKind::kScan
                               ? "the table came from --source scan"
                               : "the table came from an RDB file without repl-id/repl-offset") +
               ", which has no replication history to continue: the target was detached "

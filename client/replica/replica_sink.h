@@ -50,7 +50,10 @@ class ReplicaSink : public LoadSink {
 
  private:
   const ClientConfig& config_;
+  // The fetched table's; valid until run_sync() returns (leave_target()
+  // comes after it, and keeps what it needs in source_kind_).
   const TableInfo* info_ = nullptr;
+  table::SourceKind source_kind_ = table::SourceKind::kScan;
   std::optional<ReplicaTarget> target_;
   std::optional<ReplicaLink> link_;
   std::optional<RdbStreamer> rdb_;
