@@ -14,14 +14,29 @@ std::optional<uint16_t> rdb_version(std::string_view payload) {
   return static_cast<uint16_t>(b(at) | (b(at + 1) << 8));
 }
 
+namespace {
+
+// Fills the trailer after `body_len` bytes at `out`: the version, then the
+// CRC-64 of everything before the CRC.
+void write_trailer(char* out, size_t body_len, uint16_t rdb_version) {
+  char* trailer = out + body_len;
+  trailer[0] = static_cast<char>(rdb_version & 0xff);
+  trailer[1] = static_cast<char>(rdb_version >> 8);
+  uint64_t crc = crc64(0, out, body_len + 2);
+  for (int i = 0; i < 8; ++i) trailer[2 + i] = static_cast<char>((crc >> (8 * i)) & 0xff);
+}
+
+}  // namespace
+
 void write_payload(uint8_t type, std::string_view value, uint16_t rdb_version, char* out) {
   out[0] = static_cast<char>(type);
   std::memcpy(out + 1, value.data(), value.size());
-  char* trailer = out + 1 + value.size();
-  trailer[0] = static_cast<char>(rdb_version & 0xff);
-  trailer[1] = static_cast<char>(rdb_version >> 8);
-  uint64_t crc = crc64(0, out, 1 + value.size() + 2);
-  for (int i = 0; i < 8; ++i) trailer[2 + i] = static_cast<char>((crc >> (8 * i)) & 0xff);
+  write_trailer(out, 1 + value.size(), rdb_version);
+}
+
+void restamp(std::span<char> payload, uint16_t rdb_version) {
+  if (payload.size() < kTrailerSize) return;
+  write_trailer(payload.data(), payload.size() - kTrailerSize, rdb_version);
 }
 
 std::string function_restore_payload(const std::vector<std::string>& libraries,

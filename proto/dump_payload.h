@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,11 @@ inline constexpr uint64_t payload_size(uint64_t value_len) { return 1 + value_le
 // into `out` (payload_size(value.size()) bytes): what DUMP would have
 // returned on the master, byte for byte.
 void write_payload(uint8_t type, std::string_view value, uint16_t rdb_version, char* out);
+
+// Rewrites the trailer of a DUMP (or FUNCTION DUMP) payload for another RDB
+// version: the version and the CRC-64 over the new bytes. A payload shorter
+// than a trailer is left as it is.
+void restamp(std::span<char> payload, uint16_t rdb_version);
 
 // The RDB version in the payload's trailer, or nullopt if it is too short.
 std::optional<uint16_t> rdb_version(std::string_view payload);

@@ -1,6 +1,7 @@
 #include "proto/rdb_convert.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "proto/listpack.h"
 #include "proto/lzf.h"
@@ -543,6 +544,12 @@ std::string loss_names(uint32_t lost) {
   return s.empty() ? "nothing" : s;
 }
 
+const char* loss_key(size_t kind) {
+  static constexpr const char* kKeys[] = {"field_ttls", "active_times"};
+  static_assert(std::size(kKeys) == kLossKindCount);
+  return kind < kLossKindCount ? kKeys[kind] : "unknown";
+}
+
 bool can_convert(uint16_t from, uint16_t to) {
   return is_known_version(from) && is_known_version(to) && to >= kMinTarget;
 }
@@ -604,6 +611,20 @@ Result<Converted> convert_value(uint8_t type, std::string_view value, uint16_t f
   if (step.refused) return refuse(step.refusal);
   if (!ok) return Status::error(step_name, in.error()).as(ErrorKind::kBadData);
   return Converted{step.type, std::move(out).take(), step.lost};
+}
+
+uint32_t losses_at_oldest(uint8_t type, std::string_view value, uint16_t from) {
+  const bool may_lose = type == kStreamListpacks3 || type >= kHashMetadataPreGa;
+  if (!may_lose || !needs_conversion(type, from, kMinTarget)) return kLossNone;
+  auto converted = convert_value(type, value, from, kMinTarget);
+  return converted.ok() ? converted->lost : kLossNone;
+}
+
+uint32_t losses_into(uint16_t to) {
+  uint32_t lost = kLossNone;
+  if (to < kFirstVersionWithFieldTtls) lost |= kLossFieldTtls;
+  if (to < kFirstVersionWithSetListpack) lost |= kLossConsumerActiveTime;
+  return lost;
 }
 
 }  // namespace rrs::rdb

@@ -77,8 +77,12 @@ enum Loss : uint32_t {
   kLossFieldTtls = 1,           // hash field TTLs, into RDB 10/11
   kLossConsumerActiveTime = 2,  // stream consumers' active time, into RDB 10
 };
+inline constexpr size_t kLossKindCount = 2;  // bits 1 << 0 .. 1 << (count - 1)
 // "field TTLs, consumer active times" for messages; "nothing" for kLossNone.
 std::string loss_names(uint32_t lost);
+// The name of Loss bit 1 << `kind` in key=value fields: "field_ttls",
+// "active_times".
+const char* loss_key(size_t kind);
 
 struct Converted {
   uint8_t type = 0;
@@ -106,5 +110,16 @@ bool needs_conversion(uint8_t type, uint16_t from, uint16_t to);
 // value above `max_output_bytes`).
 Result<Converted> convert_value(uint8_t type, std::string_view value, uint16_t from, uint16_t to,
                                 uint64_t max_output_bytes = kMaxConvertedBytes);
+
+// What converting this value to the oldest target (RDB 10, Redis 7.0) would
+// lose, as Loss bits. Only values that can lose anything are examined
+// (hashes with field TTLs, streams of RDB 11 and up); a malformed value
+// reports nothing here (its conversion fails later, naming it).
+uint32_t losses_at_oldest(uint8_t type, std::string_view value, uint16_t from);
+
+// The Loss bits a conversion into RDB `to` can incur, of those that
+// losses_at_oldest() reports: field TTLs below RDB 12, consumers' active
+// times below RDB 11.
+uint32_t losses_into(uint16_t to);
 
 }  // namespace rrs::rdb

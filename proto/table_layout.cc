@@ -147,6 +147,11 @@ void encode_header(const Header& h, std::span<std::byte, kHeaderSize> out) {
   wire::store_u64(p + hdr::kScriptsOffset, h.scripts_offset);
   wire::store_u64(p + hdr::kScriptsSize, h.scripts_size);
   wire::store_u32(p + hdr::kScriptsCrc, h.scripts_crc32c);
+  for (size_t i = 0; i < kLossKinds; ++i) {
+    std::byte* e = p + hdr::kLossy + i * hdr::kLossyEntrySize;
+    wire::store_u64(e, h.lossy[i].count);
+    wire::store_u64(e + 8, h.lossy[i].first_slot);
+  }
   wire::store_u32(p + hdr::kHeaderCrc, crc32c(0, p, hdr::kHeaderCrc));
 }
 
@@ -195,7 +200,8 @@ namespace {
 // ready.
 Status check_header_frame(std::span<const std::byte> bytes) {
   if (bytes.size() < kHeaderSize)
-    return bad_header("only " + std::to_string(bytes.size()) + " of 256 header bytes");
+    return bad_header("only " + std::to_string(bytes.size()) + " of " +
+                      std::to_string(kHeaderSize) + " header bytes");
   const std::byte* p = bytes.data();
   if (std::memcmp(p + hdr::kMagic, kMagic, sizeof kMagic) != 0)
     return bad_header("bad magic: this is not a mapping table (wrong server or port?)");
@@ -206,7 +212,7 @@ Status check_header_frame(std::span<const std::byte> bytes) {
                       std::to_string(kLayoutVersion) + " (upgrade the older side)");
   if (load_u16(p + hdr::kHeaderSize) != kHeaderSize)
     return bad_header("header size " + std::to_string(load_u16(p + hdr::kHeaderSize)) +
-                      ", expected 256");
+                      ", expected " + std::to_string(kHeaderSize));
   uint32_t crc = load_u32(p + hdr::kHeaderCrc);
   if (crc != crc32c(0, p, hdr::kHeaderCrc)) return bad_header("header checksum mismatch");
   uint32_t state = load_u32(p + hdr::kState);
@@ -248,7 +254,10 @@ Header load_header_fields(const std::byte* p) {
   h.scripts_crc32c = load_u32(p + hdr::kScriptsCrc);
   h.source_kind = static_cast<SourceKind>(load_u32(p + hdr::kSourceKind));
   h.source_stream_db = load_u32(p + hdr::kStreamDb);
-
+  for (size_t i = 0; i < kLossKinds; ++i) {
+    const std::byte* e = p + hdr::kLossy + i * hdr::kLossyEntrySize;
+    h.lossy[i] = {load_u64(e), load_u64(e + 8)};
+  }
   return h;
 }
 
@@ -270,6 +279,7 @@ Status check_header_fields(const Header& h, const std::byte* p, uint64_t region_
     return bad_header("RDB version " + std::to_string(h.rdb_version) +
                       " is not one this client reads (upgrade it)");
   if (!all_zero(p + hdr::kReserved, hdr::kReservedLen) ||
+      !all_zero(p + hdr::kReserved2, hdr::kReserved2Len) ||
       !all_zero(p + hdr::kEngine + 1, hdr::kModuleAux - hdr::kEngine - 1))
     return bad_header("reserved bytes are not zero");
   if (load_u32(p + hdr::kSlotHeaderSize) != kSlotHeaderSize)
@@ -284,6 +294,12 @@ Status check_header_fields(const Header& h, const std::byte* p, uint64_t region_
   if (h.slot_count != h.record_count)
     return bad_header("slot count " + std::to_string(h.slot_count) + " != record count " +
                       std::to_string(h.record_count));
+  for (const LossyRecords& l : h.lossy)
+    if (l.count > h.record_count ||
+        (l.count == 0 ? l.first_slot != 0 : l.first_slot >= h.record_count))
+      return bad_header("lossy-records entry (" + std::to_string(l.count) + " records from slot " +
+                        std::to_string(l.first_slot) + ") does not fit " +
+                        std::to_string(h.record_count) + " records");
   if (h.db_count > kMaxDbCount || (h.record_count > 0 && h.db_count == 0))
     return bad_header("implausible DB count " + std::to_string(h.db_count));
   if (h.dbdir_size != uint64_t{h.db_count} * kDbEntrySize)

@@ -7,16 +7,16 @@
 //   offset 0        dbdir_offset         slots_offset             heap_offset   scripts_offset
 //   +---------------+--------------------+------------------------+-------------+--------------+
 //   | TableHeader   | DbEntry x db_count | slot 0, 1, ... N-1     | heap        | scripts      |
-//   | (256 B, page) | (32 B each)        | (slot_size bytes each) | (records    | (functions,  |
+//   | (512 B, page) | (32 B each)        | (slot_size bytes each) | (records    | (functions,  |
 //   |               |                    |                        | too big for | Lua scripts; |
 //   |               |                    |                        | a slot)     | may be none) |
 //   +---------------+--------------------+------------------------+-------------+--------------+
 //                                          slot i at slots_offset + i*slot_size     total_size ^
 //
-// TableHeader (256 bytes)
+// TableHeader (512 bytes)
 //    0  8  magic "RRSTABLE"           128  8  slots_size  (= slot_count * slot_size)
-//    8  2  layout_version (3)         136  8  heap_offset
-//   10  2  header_size (256)          144  8  heap_size
+//    8  2  layout_version (4)         136  8  heap_offset
+//   10  2  header_size (512)          144  8  heap_size
 //   12  4  state (1 building, 2 ready)152  8  source_offset (replication offset; 0 = scan)
 //   16  8  epoch                      160 40  source_replid (ASCII; zeros = scan)
 //   24  8  created_unix_ms            200  4  dbdir_crc32c (over the whole DbEntry array)
@@ -30,10 +30,16 @@
 //   96  8  slot_count (= record_count)236  8  empty_skipped (empty collections dropped)
 //                                     244  4  source_stream_db (the stream's DB at the offset)
 //                                     248  4  reserved, zero
-//                                     252  4  header_crc32c (over bytes 0..251)
-//  104  8  dbdir_offset
+//  104  8  dbdir_offset               252  4  reserved, zero
 //  112  8  dbdir_size (= db_count * 32)
 //  120  8  slots_offset
+//  256 64  lossy records: 4 entries of 16 bytes, entry i for rdb::Loss bit
+//          1 << i: 0 8 count, 8 8 first_slot (0 when count is 0). Records
+//          holding something a conversion to RDB 10 (Redis 7.0) cannot carry
+//          (field TTLs, stream consumers' active times): a client refuses a
+//          lossy conversion before it loads anything, naming the first key.
+//  320 188 reserved, zero
+//  508  4  header_crc32c (over bytes 0..507)
 //
 // DbEntry (32 bytes), sorted by db, one per non-empty DB. Records are sorted
 // by DB, so DB d owns slots [first_slot, first_slot + key_count).
@@ -66,6 +72,7 @@
 //   16 ..  len bytes of data, then zero padding
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -79,8 +86,8 @@
 namespace rrs::table {
 
 inline constexpr char kMagic[8] = {'R', 'R', 'S', 'T', 'A', 'B', 'L', 'E'};
-inline constexpr uint16_t kLayoutVersion = 3;
-inline constexpr size_t kHeaderSize = 256;
+inline constexpr uint16_t kLayoutVersion = 4;
+inline constexpr size_t kHeaderSize = 512;
 inline constexpr size_t kDbEntrySize = 32;
 inline constexpr size_t kSlotHeaderSize = 48;
 inline constexpr size_t kRegionAlign = 4096;
@@ -106,6 +113,8 @@ inline constexpr uint64_t kMaxScriptsSize = 1ull << 30;
 // A FUNCTION DUMP payload ends like a DUMP payload: 2 bytes of RDB version and
 // 8 of CRC64, after at least one library.
 inline constexpr uint64_t kMinFunctionPayloadLen = 2 + 8 + 1;
+// Entries of the header's lossy-records array, one per rdb::Loss bit.
+inline constexpr size_t kLossKinds = 4;
 
 static_assert(kHeaderSize <= kRegionAlign);
 static_assert(kSlotHeaderSize % 8 == 0 && kMinSlotSize > kSlotHeaderSize);
@@ -123,15 +132,18 @@ inline constexpr size_t kMagic = 0, kLayoutVersion = 8, kHeaderSize = 10, kState
                         kSourceReplid = 160, kDbdirCrc = 200, kSourceKind = 204,
                         kScriptsOffset = 208, kScriptsSize = 216, kScriptsCrc = 224, kEngine = 228,
                         kModuleAux = 232, kEmptySkipped = 236, kStreamDb = 244, kReserved = 248,
-                        kHeaderCrc = 252;
-inline constexpr size_t kServerVersionLen = 32, kReplidLen = 40, kReservedLen = 4;
+                        kLossy = 256, kReserved2 = 320, kHeaderCrc = 508;
+inline constexpr size_t kServerVersionLen = 32, kReplidLen = 40, kReservedLen = 8,
+                        kLossyEntrySize = 16, kReserved2Len = 188;
 static_assert(kServerVersion + kServerVersionLen == kRdbVersion);
 static_assert(kSourceReplid + kReplidLen == kDbdirCrc);
 static_assert(kSourceKind + 4 == kScriptsOffset && kScriptsOffset + 8 == kScriptsSize &&
               kScriptsSize + 8 == kScriptsCrc && kScriptsCrc + 4 == kEngine);
 static_assert(kEngine + 4 == kModuleAux && kModuleAux + 4 == kEmptySkipped &&
               kEmptySkipped + 8 == kStreamDb && kStreamDb + 4 == kReserved);
-static_assert(kReserved + kReservedLen == kHeaderCrc);
+static_assert(kReserved + kReservedLen == kLossy);
+static_assert(kLossy + kLossKinds * kLossyEntrySize == kReserved2);
+static_assert(kReserved2 + kReserved2Len == kHeaderCrc);
 static_assert(kHeaderCrc + 4 == rrs::table::kHeaderSize);
 }  // namespace hdr
 
@@ -174,6 +186,13 @@ enum class ScriptKind : uint8_t {
   kLua = 2,        // one Lua script body (from a pre-7.0 master's RDB): SCRIPT LOAD
 };
 
+// How many records hold one kind of content an older server has no place
+// for, and the first one's slot.
+struct LossyRecords {
+  uint64_t count = 0;
+  uint64_t first_slot = 0;  // 0 when count is 0
+};
+
 struct Header {
   uint16_t layout_version = kLayoutVersion;
   State state = State::kBuilding;
@@ -189,6 +208,9 @@ struct Header {
   // a key (MODULE_AUX), and empty collections (which servers drop at load).
   uint32_t module_aux_count = 0;
   uint64_t empty_skipped = 0;
+  // Records a conversion to an older server would lose part of, per kind
+  // (entry i: rdb::Loss bit 1 << i).
+  std::array<LossyRecords, kLossKinds> lossy{};
   uint32_t db_count = 0;
   uint64_t record_count = 0;
   uint64_t total_size = 0;
@@ -253,7 +275,7 @@ struct Scripts {
 // offset/size fields of `h`.
 Status plan_geometry(Header& h, uint64_t heap_bytes, uint64_t scripts_bytes = 0);
 
-// Writes the 256-byte header (computing its CRC) into `out`.
+// Writes the 512-byte header (computing its CRC) into `out`.
 void encode_header(const Header& h, std::span<std::byte, kHeaderSize> out);
 void encode_db_entry(const DbEntry& e, std::span<std::byte, kDbEntrySize> out);
 

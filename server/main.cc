@@ -19,6 +19,7 @@
 #include "common/transport/tcp/table_server.h"
 #include "common/transport/verbs/device.h"
 #include "common/transport/verbs/table_server.h"
+#include "proto/rdb_convert.h"
 #include "server/loop_mailbox.h"
 #include "server/psync_source.h"
 #include "server/rdb_file_source.h"
@@ -115,6 +116,9 @@ void print_table_line(const char* what, const table::Header& h, const SnapshotSt
                                            : "-",
               h.server_version.empty() ? "-" : h.server_version.c_str(), h.rdb_version,
               h.module_aux_count, static_cast<unsigned long long>(h.empty_skipped));
+  for (size_t i = 0; i < rdb::kLossKindCount; ++i)
+    std::printf(" lossy_%s=%llu", rdb::loss_key(i),
+                static_cast<unsigned long long>(h.lossy[i].count));
 }
 
 // Who may read the table: the shared secret (or loopback only without one).

@@ -6,6 +6,7 @@
 #include "common/base/clock.h"
 #include "proto/crc32c.h"
 #include "proto/dump_payload.h"
+#include "proto/rdb_convert.h"
 #include "proto/rdb_value.h"
 
 namespace rrs {
@@ -16,10 +17,15 @@ constexpr uint64_t kFirstRegionBytes = 2u << 20;
 
 uint64_t page_up(uint64_t n) { return (n + kPage - 1) / kPage * kPage; }
 
+static_assert(rdb::kLossKindCount <= table::kLossKinds);
+
 }  // namespace
 
 void TableBuilder::add(uint32_t db, std::string_view key, std::string_view payload,
                        int64_t expire_at_ms) {
+  if (auto version = dump::rdb_version(payload); version && payload.size() > dump::kTrailerSize)
+    note_losses(static_cast<uint8_t>(payload[0]),
+                payload.substr(1, payload.size() - 1 - dump::kTrailerSize), *version);
   append(db, key.size(), payload.size(), expire_at_ms, [&](char* dst) {
     std::memcpy(dst, key.data(), key.size());
     std::memcpy(dst + key.size(), payload.data(), payload.size());
@@ -34,10 +40,19 @@ void TableBuilder::add_rdb_value(uint32_t db, std::string_view key, uint8_t type
     ++empty_skipped_;
     return;
   }
+  note_losses(type, value, rdb_version);
   append(db, key.size(), dump::payload_size(value.size()), expire_at_ms, [&](char* dst) {
     std::memcpy(dst, key.data(), key.size());
     dump::write_payload(type, value, rdb_version, dst + key.size());
   });
+}
+
+void TableBuilder::note_losses(uint8_t type, std::string_view value, uint16_t rdb_version) {
+  const uint32_t lost = rdb::losses_at_oldest(type, value, rdb_version);
+  for (size_t i = 0; i < rdb::kLossKindCount; ++i) {
+    if ((lost & (1u << i)) == 0) continue;
+    if (lossy_[i].count++ == 0) lossy_[i].first_slot = record_count();
+  }
 }
 
 void TableBuilder::set_function_payload(std::string payload, uint32_t libraries) {
@@ -155,6 +170,7 @@ Result<std::shared_ptr<Table>> TableBuilder::build(uint64_t epoch) {
   h.server_version = source_.server.number().substr(0, table::hdr::kServerVersionLen);
   h.module_aux_count = source_.module_aux;
   h.empty_skipped = empty_skipped_;
+  h.lossy = lossy_;
   h.source_kind = source_.kind;
   h.source_offset = source_.replication_offset;
   h.source_replid = source_.replid.substr(0, table::hdr::kReplidLen);

@@ -76,6 +76,9 @@ class TableBuilder {
   template <typename Write>
   void append(uint32_t db, uint64_t key_len, uint64_t payload_len, int64_t expire_at_ms,
               Write&& write);
+  // Counts what the record about to be added holds that a conversion to an
+  // older server would lose (the header's lossy records).
+  void note_losses(uint8_t type, std::string_view value, uint16_t rdb_version);
   void choose_slot_size();
   std::byte* grow(PageBuffer& region, uint64_t& used, uint64_t bytes);
   void reset();
@@ -91,7 +94,8 @@ class TableBuilder {
   std::vector<table::DbEntry> dbs_;
   uint16_t rdb_version_ = 0;
   uint64_t empty_skipped_ = 0;  // empty collections left out (add_rdb_value)
-  Status error_;                // sticky: memory could not grow, or the DB order broke
+  std::array<table::LossyRecords, table::kLossKinds> lossy_{};
+  Status error_;  // sticky: memory could not grow, or the DB order broke
   table::SlotSizeChoice choice_;
 };
 

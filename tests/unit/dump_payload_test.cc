@@ -18,5 +18,23 @@ TEST(DumpPayload, ReadsRdbVersionFromTrailer) {
   EXPECT_EQ(rdb_version("short"), std::nullopt);
 }
 
+TEST(DumpPayload, RestampIsWhatWritePayloadGivesForTheOtherVersion) {
+  std::string at10(payload_size(4), '\0'), at12(payload_size(4), '\0');
+  write_payload(0,
+                "\x03"
+                "bar",
+                10, at10.data());
+  write_payload(0,
+                "\x03"
+                "bar",
+                12, at12.data());
+  ASSERT_NE(at10, at12);
+  restamp(at10, 12);
+  EXPECT_EQ(at10, at12);
+  std::string short_one = "short";
+  restamp(short_one, 12);
+  EXPECT_EQ(short_one, "short");
+}
+
 }  // namespace
 }  // namespace rrs::dump

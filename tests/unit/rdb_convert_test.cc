@@ -520,6 +520,27 @@ TEST(RdbConvertTest, RedisListpackExIntoRdb11IsAListpackHash) {
   expect_cuts_are_bad(kHashListpackEx, le(0, 8) + str(lp), kRedis74, kRedis72);
 }
 
+// What the server counts in the table header, and what each target loses.
+TEST(RdbConvertTest, LossesAtOldestAreWhatRdb10WouldLose) {
+  const std::string with_ttls = le(1, 8) + str(lp_ex_of(kFields));
+  EXPECT_EQ(losses_at_oldest(kHashListpackEx, with_ttls, kRedis74), kLossFieldTtls);
+  std::vector<Field> none = kFields;
+  for (Field& f : none) f.expire_at = 0;
+  EXPECT_EQ(losses_at_oldest(kHashListpackEx, le(0, 8) + str(lp_ex_of(none)), kRedis74), kLossNone);
+  EXPECT_EQ(losses_at_oldest(kStreamListpacks3, stream_of(1, 1).v3, kRedis72),
+            kLossConsumerActiveTime);
+  EXPECT_EQ(losses_at_oldest(kStreamListpacks3, stream_of(1, 0).v3, kValkey9), kLossNone);
+  EXPECT_EQ(losses_at_oldest(kString, str("x"), kRedis74), kLossNone);
+  EXPECT_EQ(losses_at_oldest(kHashListpackEx, "\x01", kRedis74), kLossNone) << "malformed: none";
+
+  EXPECT_EQ(losses_into(kRedis70), kLossFieldTtls | kLossConsumerActiveTime);
+  EXPECT_EQ(losses_into(kRedis72), kLossFieldTtls);
+  EXPECT_EQ(losses_into(kRedis74), kLossNone);
+  EXPECT_EQ(losses_into(kValkey9), kLossNone);
+  EXPECT_STREQ(loss_key(0), "field_ttls");
+  EXPECT_STREQ(loss_key(1), "active_times");
+}
+
 TEST(RdbConvertTest, BadListpackExIsBadData) {
   listpack::Writer two;
   two.add("f"), two.add("v");

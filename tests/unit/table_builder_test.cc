@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "proto/dump_payload.h"
 #include "proto/rdb_format.h"
 
 #include <map>
@@ -168,6 +169,31 @@ TEST(TableBuilder, EmptyCollectionsAreCountedNotStored) {
   EXPECT_EQ((*t)->header.rdb_version, 80u);
   EXPECT_EQ((*t)->header.engine, Engine::kValkey);
   EXPECT_EQ((*t)->header.server_version, "9.1.2");
+}
+
+// Records a conversion to an older server would lose part of are counted in
+// the header with the first one's slot, from RDB values and DUMP payloads alike.
+TEST(TableBuilder, CountsLossyRecordsAndTheFirstSlot) {
+  TableBuilder b;
+  b.set_source({{Engine::kValkey, 9, 1, 2}, table::SourceKind::kPsync, 5, "r", 80});
+  auto hash2 = [](int64_t expiry) {  // one field, HASH_2: count, field, value, expiry
+    std::string v = std::string("\x01\x01"
+                                "f"
+                                "\x01"
+                                "v");
+    for (int i = 0; i < 8; ++i) v.push_back(static_cast<char>((expiry >> (8 * i)) & 0xff));
+    return v;
+  };
+  b.add_rdb_value(0, "plain", rdb::kValkeyHash2, hash2(-1), 80, -1);
+  b.add_rdb_value(0, "ttl1", rdb::kValkeyHash2, hash2(4102444800000), 80, -1);
+  std::string payload(dump::payload_size(hash2(5).size()), '\0');
+  dump::write_payload(rdb::kValkeyHash2, hash2(5), 80, payload.data());
+  b.add(0, "ttl2", payload, -1);
+  auto t = b.build(1);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ((*t)->header.lossy[0].count, 2u);
+  EXPECT_EQ((*t)->header.lossy[0].first_slot, 1u);
+  EXPECT_EQ((*t)->header.lossy[1].count, 0u);
 }
 
 TEST(TableBuilder, WritesFunctionsAndLuaScriptsAfterTheHeap) {

@@ -25,6 +25,7 @@ Header sample_header(uint64_t scripts_bytes = 0) {
   h.rdb_version = 80;
   h.module_aux_count = 2;
   h.empty_skipped = 5;
+  h.lossy[0] = {2, 1};
   h.db_count = 2;
   h.record_count = 3;
   h.slot_size = 128;
@@ -53,6 +54,9 @@ TEST(TableHeader, RoundTrips) {
   EXPECT_EQ(d->rdb_version, 80u);
   EXPECT_EQ(d->module_aux_count, 2u);
   EXPECT_EQ(d->empty_skipped, 5u);
+  EXPECT_EQ(d->lossy[0].count, 2u);
+  EXPECT_EQ(d->lossy[0].first_slot, 1u);
+  EXPECT_EQ(d->lossy[1].count, 0u);
   EXPECT_EQ(d->record_count, 3u);
   EXPECT_EQ(d->slot_size, 128u);
   EXPECT_EQ(d->slots_offset % kRegionAlign, 0u);
@@ -141,6 +145,14 @@ TEST(TableHeader, RejectsEveryInconsistency) {
        "stream DB 1 without a replication ID"},
       {"reserved", [](auto& b) { b[hdr::kReserved + 1] = std::byte{1}; }, true, "reserved"},
       {"reserved end", [](auto& b) { b[hdr::kHeaderCrc - 1] = std::byte{1}; }, true, "reserved"},
+      {"reserved before lossy", [](auto& b) { b[hdr::kLossy - 1] = std::byte{1}; }, true,
+       "reserved"},
+      {"more lossy than records", [](auto& b) { wire::store_u64(&b[hdr::kLossy + 16], 4); }, true,
+       "lossy-records entry"},
+      {"first lossy past the end", [](auto& b) { wire::store_u64(&b[hdr::kLossy + 8], 3); }, true,
+       "lossy-records entry"},
+      {"first lossy without any", [](auto& b) { wire::store_u64(&b[hdr::kLossy + 24], 1); }, true,
+       "lossy-records entry"},
       {"scripts offset alone", [](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], 8192); },
        true, "no scripts region"},
       {"scripts crc alone", [](auto& b) { wire::store_u32(&b[hdr::kScriptsCrc], 1); }, true,
