@@ -78,6 +78,15 @@ Options:
   --skip-module-data      load a table whose master held module data that is
                           not a key (MODULE_AUX: the table cannot carry it);
                           without this such a table is refused (exit 5)
+  --allow-lossy-conversion
+                          the target reads an older RDB version than the
+                          master wrote, so values are converted for it; load
+                          them even where the target has no place for part
+                          of a value (hash field TTLs before Redis 7.4 /
+                          Valkey 9, stream consumers' active times before
+                          RDB 11), counting per kind what was dropped;
+                          without this such a table is refused (exit 5)
+                          before anything is loaded
   --follow                after the sync, keep the target in step with the
                           master: tail rdma-server's change log (the master's
                           replication stream) and apply it, until SIGINT or
@@ -229,6 +238,8 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
       c.no_load = true;
     } else if (args.flag("--skip-module-data")) {
       c.skip_module_data = true;
+    } else if (args.flag("--allow-lossy-conversion")) {
+      c.allow_lossy_conversion = true;
     } else if (args.flag("--follow")) {
       c.follow = true;
     } else if (args.flag("--handoff")) {

@@ -60,6 +60,10 @@ struct ClientConfig {
   // --skip-module-data: load a table whose master held module data that is
   // not a key (MODULE_AUX), which the table cannot carry; refused without.
   bool skip_module_data = false;
+  // --allow-lossy-conversion: load values converted for an older target even
+  // when the conversion drops what it cannot hold (field TTLs, consumers'
+  // active times), counted per kind; refused without.
+  bool allow_lossy_conversion = false;
   // --quiet: no progress output, only the summary and errors.
   bool quiet = false;
   // --cpu LIST: the CPUs every thread of the client runs on (empty: any);

@@ -307,34 +307,42 @@ Status TableFetcher::fetch_big_record(HeapRef& ref) {
   return push(std::move(batch), keepalive_) ? Status() : cancelled();
 }
 
+Result<RecordBatch> TableFetcher::read_record(uint64_t index) {
+  const table::Header& h = info_.header;
+  if (index >= h.record_count)
+    return Status::error("read record " + std::to_string(index),
+                         "the table has " + std::to_string(h.record_count) + " records")
+        .as(ErrorKind::kBadData);
+  auto slot = std::make_shared<std::vector<std::byte>>(h.slot_size);
+  RRS_RETURN_IF_ERROR(read_into(h.slot_offset(index), *slot));
+  auto v = table::decode_slot(h, index, db_of(index), *slot);
+  if (!v.ok()) return v.status().as(ErrorKind::kBadData);
+  RecordBatch batch;
+  if (v->kind == table::SlotKind::kHeap) {
+    auto heap = std::make_shared<std::vector<std::byte>>(v->data_len());
+    RRS_RETURN_IF_ERROR(read_into(h.heap_offset + v->heap_ref, *heap));
+    RRS_RETURN_IF_ERROR(table::verify_heap_record(index, *slot, *v, *heap).as(ErrorKind::kBadData));
+    batch.keepalive = heap;
+  } else {
+    batch.keepalive = slot;
+  }
+  batch.records.push_back({index, v->db, v->expire_at_ms, v->key, v->payload});
+  return batch;
+}
+
 Status TableFetcher::retry_failed() {
   // Corruption in flight is re-read once; what still fails is reported, never loaded.
-  const table::Header& h = info_.header;
   std::vector<uint64_t> indexes;
   indexes.swap(retry_);
   std::sort(indexes.begin(), indexes.end());
   for (uint64_t index : indexes) {
-    auto slot = std::make_shared<std::vector<std::byte>>(h.slot_size);
-    RRS_RETURN_IF_ERROR(read_into(h.slot_offset(index), *slot));
-    auto v = table::decode_slot(h, index, db_of(index), *slot);
-    if (!v.ok()) {
-      failures_.push_back({index, v.status().message()});
+    auto batch = read_record(index);
+    if (!batch.ok() && batch.status().kind() == ErrorKind::kBadData) {
+      failures_.push_back({index, batch.status().message()});
       continue;
     }
-    RecordBatch batch;
-    if (v->kind == table::SlotKind::kHeap) {
-      auto heap = std::make_shared<std::vector<std::byte>>(v->data_len());
-      RRS_RETURN_IF_ERROR(read_into(h.heap_offset + v->heap_ref, *heap));
-      if (Status s = table::verify_heap_record(index, *slot, *v, *heap); !s.ok()) {
-        failures_.push_back({index, s.message()});
-        continue;
-      }
-      batch.keepalive = heap;
-    } else {
-      batch.keepalive = slot;
-    }
-    batch.records.push_back({index, v->db, v->expire_at_ms, v->key, v->payload});
-    if (!push(std::move(batch), keepalive_)) return cancelled();
+    if (!batch.ok()) return batch.status();
+    if (!push(std::move(*batch), keepalive_)) return cancelled();
   }
   return {};
 }

@@ -47,6 +47,10 @@ class TableFetcher {
   Result<TableInfo> open();
   // Streams every record into the queue and closes it (also on failure).
   Status run();
+  // Reads and validates the record in slot `index` on its own, as a batch of
+  // one: after open(), never while run() is going. kBadData when it does not
+  // validate (or there is no such slot).
+  Result<RecordBatch> read_record(uint64_t index);
   void cancel();
 
   const std::vector<RecordFailure>& failures() const { return failures_; }

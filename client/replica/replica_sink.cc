@@ -1,5 +1,6 @@
 #include "client/replica/replica_sink.h"
 
+#include "client/sync/target_checks.h"
 #include "common/base/log.h"
 #include "common/net/socket.h"
 
@@ -23,7 +24,8 @@ Status ReplicaSink::connect() {
   auto client = RedisClient::connect(config_.redis, creds,
                                      std::chrono::milliseconds(config_.io_timeout));
   if (!client.ok()) return client.status().wrap("connect to the target");
-  target_.emplace(std::move(*client));
+  RRS_ASSIGN_OR_RETURN(const ServerVersion server, target_server(*client));
+  target_.emplace(std::move(*client), server);
   return {};
 }
 

@@ -28,6 +28,7 @@ class ReplicaSink : public LoadSink {
   explicit ReplicaSink(const ClientConfig& config) : config_(config) {}
 
   Status connect() override;
+  std::optional<ServerVersion> target() const override { return target_->server(); }
   Status check(const TableInfo& info) override;
   Status prepare(const TableInfo& info) override;
   Status load(const RecordBatch& batch) override;

@@ -15,8 +15,7 @@ constexpr auto kLoadPoll = std::chrono::seconds(2);
 
 Status ReplicaTarget::check(const TableInfo& info, TargetPolicy policy) {
   const std::string step = "check target Redis " + redis_.endpoint().to_string();
-  RRS_ASSIGN_OR_RETURN(const ServerVersion server, target_server(redis_));
-  RRS_RETURN_IF_ERROR(check_target_reads(redis_, server, info));
+  RRS_RETURN_IF_ERROR(check_target_reads(redis_, server_, info));
   auto cluster = redis_.info("cluster");
   if (cluster.ok() && info_field(*cluster, "cluster_enabled") == "1")
     return Status::error(step, "it runs in cluster mode, where a node's master is the cluster's "

@@ -10,14 +10,18 @@
 #include "client/fetch/table_fetcher.h"
 #include "client/replica/replica_link.h"
 #include "common/redis/redis_client.h"
+#include "proto/server_version.h"
 
 namespace rrs {
 
 // Refusals (the target cannot take the table as it is) have kind kRefused.
 class ReplicaTarget {
  public:
-  explicit ReplicaTarget(RedisClient client) : redis_(std::move(client)) {}
+  // `server`: its engine and version (target_server()).
+  ReplicaTarget(RedisClient client, ServerVersion server)
+      : redis_(std::move(client)), server_(server) {}
   RedisClient& redis() { return redis_; }
+  const ServerVersion& server() const { return server_; }
 
   // Empty (or --flush), not a cluster node, able to read the table. Warns if
   // it would write the RDB to disk before loading it.
@@ -38,6 +42,7 @@ class ReplicaTarget {
 
  private:
   RedisClient redis_;
+  ServerVersion server_;
   std::string replid_;
 };
 

@@ -38,6 +38,7 @@ Result<RestoreLoader> RestoreLoader::connect(const Endpoint& target, const Redis
   if (!c.ok()) return c.status().as(ErrorKind::kUnavailable);
   RestoreLoader l(std::move(*c));
   l.io_timeout_ = io_timeout;
+  RRS_ASSIGN_OR_RETURN(l.target_, target_server(l.redis_));
   return l;
 }
 
@@ -46,7 +47,6 @@ RestoreLoader::~RestoreLoader() {
 }
 
 Status RestoreLoader::prepare(const TableInfo& info, TargetPolicy policy, bool staged) {
-  RRS_ASSIGN_OR_RETURN(target_, target_server(redis_));
   table_rdb_ = static_cast<uint16_t>(info.header.rdb_version);
   RRS_RETURN_IF_ERROR(check_target_reads(redis_, target_, info));
 

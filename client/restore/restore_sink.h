@@ -19,6 +19,7 @@ class RestoreSink : public LoadSink {
   explicit RestoreSink(const ClientConfig& config) : config_(config) {}
 
   Status connect() override;
+  std::optional<ServerVersion> target() const override { return loader_->target(); }
   Status check(const TableInfo& info) override;
   Status prepare(const TableInfo& info) override;
   Status load(const RecordBatch& batch) override;

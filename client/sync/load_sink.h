@@ -7,19 +7,23 @@
 //   replica link.
 //   CountingSink (sync/): loads nothing (--no-load).
 //
-// The driver calls, in order: connect, check, (fetch thread starts),
+// The driver calls, in order: connect, target, check, (fetch thread starts),
 // prepare, load per batch, drain, take_failures, finish, verdict; abandon after any
 // failure from prepare to finish. A new load path is a new sink, not a new driver.
+// Where the target does not read the master's RDB version, the sink is
+// handed the table and records already converted (sync/conversion.h).
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "client/fetch/record_batch.h"
 #include "client/fetch/table_fetcher.h"
 #include "common/base/status.h"
+#include "proto/server_version.h"
 
 namespace rrs {
 
@@ -39,6 +43,9 @@ class LoadSink {
   virtual ~LoadSink() = default;
   // Connects to the target, before the sidecar is reached.
   virtual Status connect() = 0;
+  // The target's engine and version, once connected; nullopt for a sink
+  // that loads nothing.
+  virtual std::optional<ServerVersion> target() const { return std::nullopt; }
   // Checks the target can take the table, changing nothing; the fetch thread
   // starts after this.
   virtual Status check(const TableInfo& info) = 0;

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "client/fetch/remote_table.h"
+#include "client/sync/conversion.h"
 #include "client/sync/progress.h"
 #include "client/sync/summary.h"
 #include "common/base/log.h"
@@ -44,13 +45,14 @@ class FetchThread {
 
 // Everything from prepare to finish; a failure is the caller's to abandon.
 Status load_everything(const ClientConfig& config, RemoteTable& remote, FetchThread& fetch,
-                       LoadSink& sink) {
+                       Conversion& conversion, LoadSink& sink) {
   const table::Header& h = remote.info.header;
-  RRS_RETURN_IF_ERROR(sink.prepare(remote.info));
+  RRS_RETURN_IF_ERROR(sink.prepare(conversion.info()));
   Progress progress(h.record_count, h.total_size, config.quiet);
   uint64_t seen = 0;
   while (auto batch = remote.queue.pop()) {
     seen += batch->records.size();
+    if (conversion.needed()) RRS_RETURN_IF_ERROR(conversion.convert(*batch));
     RRS_RETURN_IF_ERROR(sink.load(*batch));
     progress.update(seen, remote.fetcher->bytes_read());
   }
@@ -109,14 +111,19 @@ Result<SyncedTable> run_sync(const ClientConfig& config, LoadSink& sink) {
   RRS_ASSIGN_OR_RETURN(std::unique_ptr<RemoteTable> remote, open_remote_table(config, t0));
   if (sink.loads()) RRS_RETURN_IF_ERROR(check_nothing_dropped(config, remote->info.header));
   RRS_RETURN_IF_ERROR(check_file_history(config, remote->info.header));
-  RRS_RETURN_IF_ERROR(sink.check(remote->info));
+  // A target that does not read the master's RDB version gets the table
+  // converted; what cannot be is refused here, before anything is loaded.
+  RRS_ASSIGN_OR_RETURN(Conversion conversion,
+                       Conversion::plan(config, remote->info, sink.target()));
+  RRS_RETURN_IF_ERROR(conversion.check_losses(*remote->fetcher));
+  RRS_RETURN_IF_ERROR(sink.check(conversion.info()));
 
   // Reading starts before the target is prepared (FLUSHALL of a big target
   // can take a while): the fetcher fills its buffers, then waits for the
   // sink while it keeps the server told it is alive.
   const auto t_fetch = Clock::now();
   FetchThread fetch(*remote->fetcher);
-  if (Status s = load_everything(config, *remote, fetch, sink); !s.ok()) {
+  if (Status s = load_everything(config, *remote, fetch, conversion, sink); !s.ok()) {
     fetch.stop();  // after it, the fetcher's failures may be read
     sink.abandon(s, remote->fetcher->failures().size(), seconds_since(t0));
     return s;
@@ -129,7 +136,7 @@ Result<SyncedTable> run_sync(const ClientConfig& config, LoadSink& sink) {
   report.fetch_s = std::chrono::duration<double>(fetch.done() - t_fetch).count();
   report.table_bytes = remote->fetcher->bytes_read();
   report.epoch = remote->info.header.epoch;
-  report.fields = sink.summary_fields();
+  report.fields = sink.summary_fields() + conversion.summary_fields();
   if (sink.loads())
     print_synced(report);
   else

@@ -1,12 +1,17 @@
 // Every server version the project supports, as master and as target, in
 // both load modes: each cell ends equal (the target holds the master's data,
-// compared value by value across versions) or refused with exit 5 and the
-// reason, before anything is loaded. The servers come from tests/servers.sh.
+// compared value by value across versions). Where the target does not load
+// the master's RDB version the client converts each value; where that drops
+// something the target has no place for, the sync is refused with exit 5
+// before anything is loaded, and with --allow-lossy-conversion ends equal but
+// for what it counted as dropped. The servers come from tests/servers.sh.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "tests/support/dataset.h"
 #include "tests/support/eventually.h"
@@ -18,19 +23,36 @@ namespace {
 
 const char* const kServers[] = {"redis-7.0", "valkey-8.0", "redis-8.0", "valkey-9.1"};
 
-// Cells refused today: every move to a server that cannot load the master's
-// RDB version (a downgrade, or the other engine's format past RDB 11). Until
-// the client converts values, these are refused before anything is loaded.
-bool refused(const std::string& master, const std::string& target) {
-  static const std::set<std::pair<std::string, std::string>> kRefused = {
+// Cells converted: every move to a server that cannot load the master's RDB
+// version (a downgrade, or the other engine's format past RDB 11).
+bool converted(const std::string& master, const std::string& target) {
+  static const std::set<std::pair<std::string, std::string>> kConverted = {
       {"valkey-8.0", "redis-7.0"}, {"redis-8.0", "redis-7.0"},  {"redis-8.0", "valkey-8.0"},
       {"redis-8.0", "valkey-9.1"}, {"valkey-9.1", "redis-7.0"}, {"valkey-9.1", "valkey-8.0"},
       {"valkey-9.1", "redis-8.0"}};
-  return kRefused.contains({master, target});
+  return kConverted.contains({master, target});
 }
 
 bool has_field_ttls(const std::string& server) {
   return server == "redis-8.0" || server == "valkey-9.1";
+}
+
+// What the conversion drops with this data set: field TTLs into a server
+// without them, consumers' active times (streams with groups) into Redis 7.0
+// from anything newer.
+bool drops_field_ttls(const std::string& master, const std::string& target) {
+  return converted(master, target) && has_field_ttls(master) && !has_field_ttls(target);
+}
+bool drops_active_times(const std::string& master, const std::string& target) {
+  return converted(master, target) && target == "redis-7.0";
+}
+
+// A logical state without its hash field expiries (what a target without
+// field TTLs cannot hold).
+std::map<std::string, std::string> without_field_expiries(std::map<std::string, std::string> s) {
+  std::erase_if(s,
+                [](const auto& e) { return e.first.find(" field expiry ") != std::string::npos; });
+  return s;
 }
 
 using Cell = std::tuple<std::string, std::string, std::string>;  // master, target, mode
@@ -63,19 +85,65 @@ TEST_P(VersionMatrix, EqualOrRefused) {
   EXPECT_EQ(parse_fields(server.ready_line())["engine"], master_server.engine())
       << server.ready_line();
 
+  const bool lossy = drops_field_ttls(master_name, target_name) ||
+                     drops_active_times(master_name, target_name);
   ClientRun run = sync_to(server.port(), target, {"--mode", mode});
-  if (refused(master_name, target_name)) {
+  if (lossy) {
     EXPECT_EQ(run.exit_code, 5) << run.describe();
-    EXPECT_NE(run.err.find("the table's DUMP payloads are RDB version"), std::string::npos)
-        << run.describe();
+    EXPECT_NE(run.err.find("--allow-lossy-conversion"), std::string::npos) << run.describe();
+    EXPECT_NE(run.err.find("(key \""), std::string::npos)
+        << "names the first key: " << run.describe();
     EXPECT_EQ(target.client().total_keys(), 0u) << "a refusal loads nothing";
-    return;
+    run = sync_to(server.port(), target, {"--mode", mode, "--allow-lossy-conversion"});
   }
   ASSERT_EQ(run.exit_code, 0) << run.describe();
-  EXPECT_EQ(target.client().logical_state(), master.client().logical_state());
+  if (converted(master_name, target_name)) {
+    EXPECT_NE(run.summary.find("convert_rdb"), run.summary.end()) << run.describe();
+    EXPECT_GT(run.count("reencoded").value_or(0), 0u) << run.describe();
+  }
+  if (drops_field_ttls(master_name, target_name)) {
+    EXPECT_EQ(run.count("dropped_field_ttls"), 2u) << run.describe();  // hfe:small, hfe:big
+  }
+  if (drops_active_times(master_name, target_name)) {
+    EXPECT_GT(run.count("dropped_active_times").value_or(0), 0u) << run.describe();
+  }
+  if (drops_field_ttls(master_name, target_name)) {
+    EXPECT_EQ(target.client().logical_state(),
+              without_field_expiries(master.client().logical_state()));
+  } else {
+    EXPECT_EQ(target.client().logical_state(), master.client().logical_state());
+  }
   if (master_name == target_name) {
     EXPECT_EQ(target.digest(), master.digest());
   }
+}
+
+// A target that needs the master's values converted cannot go on as its
+// replica, nor take its commands: --handoff and --follow are refused before
+// anything is loaded.
+TEST_F(SidecarTest, DowngradeRefusesHandoffAndFollow) {
+  TestServer master_version, target_version;
+  RRS_NEED_SERVER(master_version, "redis-8.0");
+  RRS_NEED_SERVER(target_version, "redis-7.0");
+  RedisProcess master(RedisOptions().with_server(master_version));
+  RedisProcess target(RedisOptions().with_server(target_version));
+  ASSERT_TRUE(master.started()) << master.start_error();
+  ASSERT_TRUE(target.started()) << target.start_error();
+  fill_strings(master, 0, "k:", 10);
+  SidecarServer server(master.address());
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  for (std::vector<std::string> flags :
+       {std::vector<std::string>{"--mode", "replica", "--handoff", "--master", master.address()},
+        std::vector<std::string>{"--follow"}}) {
+    ClientRun run = sync_to(server.port(), target, flags);
+    EXPECT_EQ(run.exit_code, 5) << run.describe();
+    EXPECT_NE(run.err.find("does not load RDB 12"), std::string::npos) << run.describe();
+    EXPECT_NE(run.err.find("A plain full sync works"), std::string::npos) << run.describe();
+    EXPECT_EQ(target.client().total_keys(), 0u);
+  }
+  ClientRun plain = sync_to(server.port(), target, {"--mode", "replica"});
+  EXPECT_EQ(plain.exit_code, 0) << plain.describe();
+  EXPECT_EQ(target.client().logical_state(), master.client().logical_state());
 }
 
 // An empty master still writes its RDB header: the table carries that
