@@ -101,6 +101,9 @@ def parse_args(argv):
     p.add_argument("--batch-ms", type=float, default=1.0,
                    help="the writer sends one pipelined batch this often (default 1 ms: "
                         "rate/1000 SETs per batch)")
+    p.add_argument("--mode", choices=("restore", "replica"), default="restore",
+                   help="rdma-client --mode while following (default restore: the commands "
+                        "applied one by one, the path every earlier result measured)")
     p.add_argument("--transport", choices=("tcp", "verbs"), default="tcp",
                    help="rdma-server's and rdma-client's --transport (default tcp)")
     p.add_argument("--sidecar-host", default=None,
@@ -470,7 +473,8 @@ class LagBench:
         cname = f"{tag}-rdma-client"
         client = self.start_logged(cname, [
             self.binary("client/rdma-client"), a.sidecar_host, str(server.port),
-            "--redis", f"{LOOPBACK}:{target.port}", "--follow", "--transport", a.transport,
+            "--redis", f"{LOOPBACK}:{target.port}", "--follow", "--mode", a.mode,
+            "--transport", a.transport,
             "--status-interval", "1"])
         self.wait_line(cname, client, "synced", 120)
 
@@ -816,7 +820,7 @@ def write_report(a, bench, command, ok):
            f"Sidecar: `rdma-server --source psync --transport {a.transport} --listen "
            f"{a.sidecar_host} --log-size {a.log_size}"
            + (f" --snapshot-every {a.snapshot_every}" if a.snapshot_every else "") +
-           f"` and `rdma-client {a.sidecar_host} PORT --follow --transport {a.transport} "
+           f"` and `rdma-client {a.sidecar_host} PORT --follow --mode {a.mode} --transport {a.transport} "
            f"--status-interval 1` into a target server. Native: a server "
            f"`REPLICAOF` the master. Every server `{a.server.binary}`; the master: "
            f"`--save ''`, `repl-diskless-sync yes`, "

@@ -36,7 +36,8 @@ Options:
                           --auth-file (else $RDMA_SIDECAR_SECRET). With one,
                           the sidecar must prove it holds it too; without,
                           only a sidecar that asks for none is read
-  --mode restore|replica  how to load (see above; default restore)
+  --mode restore|replica  how to load (see above; default restore, and
+                          replica with --follow, see there)
   --flush                 FLUSHALL the target first, and replace its functions
                           with the table's (FUNCTION RESTORE ... FLUSH); in
                           replica mode: allow a non-empty target (its full
@@ -96,9 +97,19 @@ Options:
                           from the newest table (flushing the target) on its
                           own. Needs rdma-server --source psync (refused,
                           exit 5, for a table from --source rdb).
-                          In replica mode the stream's bytes are forwarded
-                          verbatim down the target's replica link, so its
-                          replication offset moves exactly as the master's.
+                          Without --mode (and --atomic) it loads and follows
+                          in replica mode, unless the target runs in cluster
+                          mode: a replica expires nothing by its own clock,
+                          it waits for the master's DEL. There the stream's
+                          bytes are forwarded verbatim down the target's
+                          replica link, so its replication offset moves
+                          exactly as the master's. In restore mode (a
+                          cluster node, or --mode restore) the target is a
+                          master and expires keys itself: keys expiring
+                          within 10 minutes of the load are held with a
+                          guard TTL until the follower has caught up, then
+                          given their own back unless the master's stream
+                          changed them (their user needs +pexpiretime)
   --status-interval SECS  --follow: seconds between status lines (default 5;
                           0: none)
   --handoff               replica mode: follow the change log until the target
@@ -248,6 +259,7 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
       if (v != "restore" && v != "replica")
         args.fail("--mode: expected restore or replica, got '" + v + "'");
       c.mode = v == "replica" ? IngestMode::kReplica : IngestMode::kRestore;
+      c.mode_given = true;
     } else if (args.is_flag()) {
       args.unknown();
     } else {

@@ -73,6 +73,7 @@ struct ClientConfig {
   // sidecar's change log until SIGINT/SIGTERM.
   bool follow = false;
   IngestMode mode = IngestMode::kRestore;
+  bool mode_given = false;  // --mode was on the command line (see --follow)
   // --handoff (replica mode): once the target has caught up, point it at the
   // real master, which continues it with a partial resync.
   bool handoff = false;

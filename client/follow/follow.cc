@@ -180,6 +180,7 @@ Result<FollowEnd> Follower::step(bool& idle) {
   if (header_.end == read_pos_) {
     idle = true;
     RRS_RETURN_IF_ERROR(sink_.collect());
+    RRS_RETURN_IF_ERROR(sink_.caught_up());
     forget_applied();
     return FollowEnd{};
   }
@@ -312,9 +313,28 @@ Status sync_round(const ClientConfig& config, const RedisCredentials& creds, Rou
   auto target = RedisClient::connect(config.redis, creds, config.io_timeout);
   if (!target.ok())
     return target.status().wrap("connect to the target to follow").as(ErrorKind::kUnavailable);
-  round.stream = std::make_unique<CommandSink>(std::move(*target),
-                                               round.synced.header.source_offset);
+  round.stream = std::make_unique<CommandSink>(
+      std::move(*target), round.synced.header.source_offset, sink.take_ttl_guard());
   return {};
+}
+
+// --follow without --mode: replica mode, where the target holds only what
+// the master's stream says (it expires nothing by its own clock), unless it
+// cannot be a replica (a cluster node) or --atomic asks for restore mode.
+Result<IngestMode> follow_mode(const ClientConfig& config, const RedisCredentials& creds) {
+  if (config.mode_given || config.atomic) return config.mode;
+  auto target = RedisClient::connect(config.redis, creds, config.io_timeout);
+  if (!target.ok())
+    return target.status().wrap("connect to the target").as(ErrorKind::kUnavailable);
+  auto cluster = target->info("cluster");
+  if (cluster.ok() && info_field(*cluster, "cluster_enabled") == "1") {
+    log::info("--follow: the target is a cluster node, which cannot be a replica of the client: "
+              "loading and following in restore mode");
+    return IngestMode::kRestore;
+  }
+  log::info("--follow: loading and following in replica mode (the target expires nothing by its "
+            "own clock; give --mode restore to load with RESTORE instead)");
+  return IngestMode::kReplica;
 }
 
 bool unavailable(const Status& s) {
@@ -327,6 +347,9 @@ Status run_follow(const ClientConfig& config) {
   RRS_ASSIGN_OR_RETURN(RedisCredentials creds,
                        load_credentials(config.redis_auth_file, kClientAuthEnv));
   ClientConfig sync_config = config;
+  if (config.follow) {
+    RRS_ASSIGN_OR_RETURN(sync_config.mode, follow_mode(config, creds));
+  }
   int failed_rounds = 0;
   for (uint64_t resyncs = 0;; ++resyncs) {
     catch_stop_signals(false);
@@ -360,7 +383,7 @@ Status run_follow(const ClientConfig& config) {
     Follower follower(config, table, *round.stream, resyncs);
     RRS_ASSIGN_OR_RETURN(FollowEnd end, follower.run());
     if (end.stopped) {
-      if (config.mode == IngestMode::kReplica)
+      if (sync_config.mode == IngestMode::kReplica)
         explain_left_replica(table.header.source_replid, round.stream->applied());
       return {};
     }

@@ -141,4 +141,64 @@ Status StreamApplier::collect() {
   return failed;
 }
 
+Status StreamApplier::per_key(
+    const std::vector<const TtlGuard::Key*>& keys,
+    const std::function<std::vector<std::string>(const TtlGuard::Key&)>& command,
+    const std::function<Status(size_t, const redisReply*)>& on_reply) {
+  const std::string step = "give back the TTLs the guard held";
+  // What each reply answers: a key's index, or a SELECT.
+  constexpr size_t kSelect = SIZE_MAX;
+  std::vector<size_t> replies;
+  uint32_t db = db_;
+  auto select = [&](uint32_t to) {
+    const std::string n = std::to_string(to);
+    target_.append({"SELECT", n});
+    replies.push_back(kSelect);
+    db = to;
+  };
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i]->db != db) select(keys[i]->db);
+    const std::vector<std::string> args = command(*keys[i]);
+    target_.append(std::vector<std::string_view>(args.begin(), args.end()));
+    replies.push_back(i);
+  }
+  if (db != db_) select(db_);
+  RRS_RETURN_IF_ERROR(target_.send_appended().wrap(step).as(ErrorKind::kUnavailable));
+  Status failed;
+  for (size_t what : replies) {
+    auto reply = target_.get_reply();
+    if (!reply.ok()) return reply.status().wrap(step).as(ErrorKind::kUnavailable);
+    if (!failed.ok()) continue;  // read every reply before returning
+    if ((*reply)->type == REDIS_REPLY_ERROR)
+      failed = Status::error(step, "the target answered " + reply_text(reply->get()));
+    else if (what != kSelect)
+      failed = on_reply(what, reply->get());
+  }
+  return failed;
+}
+
+Result<uint64_t> StreamApplier::restore_ttls(const TtlGuard& guard) {
+  if (guard.keys.empty()) return uint64_t{0};
+  std::vector<const TtlGuard::Key*> all, held;
+  for (const TtlGuard::Key& k : guard.keys) all.push_back(&k);
+  // Which still carry the guard's TTL: the stream changed none of them.
+  RRS_RETURN_IF_ERROR(per_key(
+      all,
+      [](const TtlGuard::Key& k) {
+        return std::vector<std::string>{"PEXPIRETIME", k.key};
+      },
+      [&](size_t i, const redisReply* r) {
+        if (r->type == REDIS_REPLY_INTEGER && r->integer == guard.guard_at_ms)
+          held.push_back(all[i]);
+        return Status();
+      }));
+  RRS_RETURN_IF_ERROR(per_key(
+      held,
+      [](const TtlGuard::Key& k) {
+        return std::vector<std::string>{"PEXPIREAT", k.key, std::to_string(k.expire_at_ms)};
+      },
+      [](size_t, const redisReply*) { return Status(); }));
+  return uint64_t{held.size()};
+}
+
 }  // namespace rrs

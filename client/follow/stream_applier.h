@@ -8,9 +8,11 @@
 // naming the command and its stream position rather than carry on.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "client/restore/ttl_guard.h"
 #include "common/redis/redis_client.h"
 #include "proto/resp_parser.h"
 
@@ -36,6 +38,10 @@ class StreamApplier {
   // The stream position after the last command the target applied (or that
   // was dropped): where following resumes.
   uint64_t applied() const { return applied_; }
+  // Restore mode's TTL guard, once caught up (nothing in flight, no open
+  // block): each guarded key whose TTL is still the guard's gets its own
+  // back (client/restore/ttl_guard.h). Returns how many did.
+  Result<uint64_t> restore_ttls(const TtlGuard& guard);
   uint64_t commands() const { return commands_; }
   uint32_t db() const { return db_; }
   bool in_transaction() const { return in_block_; }
@@ -52,6 +58,11 @@ class StreamApplier {
   void queue(std::span<const std::string_view> args, uint64_t end, Expect expect,
              uint32_t commands);
   Status check(const Sent& s, const redisReply* reply) const;
+  // Sends `command(key)` for each of `keys` in its DB (then back to the
+  // stream's DB) and hands each reply to `on_reply`.
+  Status per_key(const std::vector<const TtlGuard::Key*>& keys,
+                 const std::function<std::vector<std::string>(const TtlGuard::Key&)>& command,
+                 const std::function<Status(size_t, const redisReply*)>& on_reply);
 
   RedisClient target_;
   uint64_t applied_;

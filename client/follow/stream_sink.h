@@ -33,22 +33,28 @@ class StreamSink {
   virtual uint64_t applied() const = 0;
   // Status line fields after offset/lag: "commands=N" or "acked=O".
   virtual std::string progress() const = 0;
+  // Called whenever the target has acknowledged everything the log holds.
+  virtual Status caught_up() { return {}; }
 };
 
 class CommandSink : public StreamSink {
  public:
-  CommandSink(RedisClient target, uint64_t position)
-      : applier_(std::move(target), position), base_(position) {}
+  // `guard`: the keys the load held with a guard TTL, given their own back
+  // at the first catch-up (client/restore/ttl_guard.h).
+  CommandSink(RedisClient target, uint64_t position, TtlGuard guard)
+      : applier_(std::move(target), position), base_(position), guard_(std::move(guard)) {}
   Status write(std::span<const std::byte> bytes) override;
   Status send() override { return applier_.send(); }
   Status collect() override { return applier_.collect(); }
   uint64_t applied() const override { return applier_.applied(); }
   std::string progress() const override;
+  Status caught_up() override;
 
  private:
   StreamApplier applier_;
   resp::CommandParser parser_;
   uint64_t base_;  // stream position of the parser's first byte
+  TtlGuard guard_;
 };
 
 class StreamForwarder : public StreamSink {

@@ -150,9 +150,9 @@ void RestoreLoader::append_select(uint32_t db) {
   current_db_ = db;
 }
 
-void RestoreLoader::append_restore(const Record& r) {
+void RestoreLoader::append_restore(const Record& r, int64_t expire_at_ms) {
   char ttl[24];
-  auto [end, ec] = std::to_chars(ttl, ttl + sizeof ttl, r.expire_at_ms < 0 ? 0 : r.expire_at_ms);
+  auto [end, ec] = std::to_chars(ttl, ttl + sizeof ttl, expire_at_ms < 0 ? 0 : expire_at_ms);
   const size_t before = out_.size();
   resp::append_command(out_,
                        {"RESTORE", r.key, std::string_view(ttl, static_cast<size_t>(end - ttl)),
@@ -162,15 +162,29 @@ void RestoreLoader::append_restore(const Record& r) {
                       r.expire_at_ms >= 0, appended_});
 }
 
+void RestoreLoader::guard_ttls() {
+  guarding_ = true;
+  guard_.loaded_at_ms = unix_ms();
+  guard_.guard_at_ms = guard_.loaded_at_ms +
+                       std::chrono::duration_cast<std::chrono::milliseconds>(TtlGuard::kHold)
+                           .count();
+}
+
 Status RestoreLoader::load(const RecordBatch& batch) {
   const int64_t now = unix_ms();
+  const int64_t guard_before =
+      now + std::chrono::duration_cast<std::chrono::milliseconds>(TtlGuard::kWindow).count();
   for (const Record& r : batch.records) {
-    if (r.expire_at_ms >= 0 && r.expire_at_ms <= now) {
+    int64_t expire_at = r.expire_at_ms;
+    if (guarding_ && expire_at >= 0 && expire_at <= guard_before) {
+      guard_.keys.push_back({r.db, std::string(r.key), expire_at});
+      expire_at = guard_.guard_at_ms;
+    } else if (expire_at >= 0 && expire_at <= now) {
       stats_.skipped_expired++;
       continue;
     }
     if (r.db != current_db_) append_select(r.db);
-    append_restore(r);
+    append_restore(r, expire_at);
     if (out_.size() - out_pos_ >= kMaxOutBytes || pending_.size() >= kMaxPending)
       RRS_RETURN_IF_ERROR(pump(kMaxPending / 2, kMaxOutBytes / 2));
   }

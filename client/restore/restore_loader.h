@@ -19,6 +19,7 @@
 #include "client/client_config.h"
 #include "client/fetch/record_batch.h"
 #include "client/fetch/table_fetcher.h"
+#include "client/restore/ttl_guard.h"
 #include "common/redis/redis_client.h"
 
 namespace rrs {
@@ -54,6 +55,10 @@ class RestoreLoader {
   Status prepare(const TableInfo& info, TargetPolicy policy, bool staged = false);
   // --atomic: RESTORE each table DB's keys into its staging DB instead.
   void stage_into(std::map<uint32_t, uint32_t> dbs) { staging_ = std::move(dbs); }
+  // --follow: hold records expiring soon with a guard TTL (see TtlGuard).
+  void guard_ttls();
+  // The keys held so far (the guard is empty when guard_ttls() was not called).
+  TtlGuard take_ttl_guard() { return std::move(guard_); }
 
   // Queues a batch's RESTOREs (copied: the batch may be dropped on return),
   // writing and reading replies as the target takes them.
@@ -93,7 +98,7 @@ class RestoreLoader {
   explicit RestoreLoader(RedisClient client) : redis_(std::move(client)) {}
   Status apply_functions(const table::Scripts& s, TargetPolicy policy);
   Status apply_lua_scripts(const table::Scripts& s);
-  void append_restore(const Record& r);
+  void append_restore(const Record& r, int64_t expire_at_ms);
   void append_select(uint32_t db);
   // Writes and reads until at most `max_pending` replies are outstanding and
   // the output buffer is below `max_out` bytes.
@@ -114,6 +119,8 @@ class RestoreLoader {
   int64_t client_id_ = 0;
   uint16_t table_rdb_ = 0;
   ServerVersion target_;
+  bool guarding_ = false;
+  TtlGuard guard_;
   LoadStats stats_;
 };
 

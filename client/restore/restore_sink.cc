@@ -49,6 +49,7 @@ Status RestoreSink::prepare(const TableInfo& info) {
     RRS_RETURN_IF_ERROR(staging_->prepare(info, loader_->target()));
     loader_->stage_into(staging_->dbs());
   }
+  if (config_.follow) loader_->guard_ttls();
   stage_ = Stage::kLoading;
   return {};
 }

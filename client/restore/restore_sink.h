@@ -30,6 +30,8 @@ class RestoreSink : public LoadSink {
   void abandon(const Status& why, uint64_t invalid_records, double seconds) override;
   LoadCounts counts() const override;
   std::string summary_fields() const override;
+  // --follow: the keys restored with a guard TTL (restore_loader.h).
+  TtlGuard take_ttl_guard() { return loader_->take_ttl_guard(); }
 
  private:
   // How far prepare() got: abandon() undoes accordingly.

@@ -108,8 +108,7 @@ Status Conversion::check_losses(TableFetcher& fetcher) const {
   }
   if (refusal.empty()) return {};
   return Status::error("check target", "RDB " + std::to_string(to_) +
-                                           ", which the target reads, has no place for " +
-                                           refusal +
+                                           ", which the target reads, has no place for " + refusal +
                                            ". Upgrade the target, or give "
                                            "--allow-lossy-conversion to load these values "
                                            "without them (the summary counts what was dropped)")
@@ -181,8 +180,8 @@ std::string Conversion::summary_fields() const {
   std::string s = " convert_rdb=" + std::to_string(from_) + ":" + std::to_string(to_) +
                   " reencoded=" + std::to_string(reencoded_);
   for (size_t i = 0; i < rdb::kLossKindCount; ++i)
-    if (allow_lossy_) s += " dropped_" + std::string(rdb::loss_key(i)) + "=" +
-                           std::to_string(dropped_[i]);
+    if (allow_lossy_)
+      s += " dropped_" + std::string(rdb::loss_key(i)) + "=" + std::to_string(dropped_[i]);
   return s;
 }
 

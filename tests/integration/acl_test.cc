@@ -55,11 +55,13 @@ Rules restore_flush() {
 // rdma-client --mode restore --follow: the sync (a resync flushes), then every
 // command the master replicates: its writes, SELECT, MULTI/EXEC, and the two
 // it replicates that are not @write, PUBLISH (to every channel) and PFCOUNT
-// (which rewrites the HyperLogLog's cached cardinality).
-const Rules kFollow = {"resetkeys", "~*",           "resetchannels", "&*",      "-@all",
-                       "+@write",   "+ping",        "+info",         "+select", "+multi",
-                       "+exec",     "+script|load", "+publish",      "+pfcount"};
-// rdma-client --mode replica (also --follow, --handoff): no key rights at all.
+// (which rewrites the HyperLogLog's cached cardinality); PEXPIRETIME for the
+// TTL guard (client/restore/ttl_guard.h).
+const Rules kFollow = {"resetkeys", "~*",           "resetchannels", "&*",       "-@all",
+                       "+@write",   "+ping",        "+info",         "+select",  "+multi",
+                       "+exec",     "+script|load", "+publish",      "+pfcount", "+pexpiretime"};
+// rdma-client --mode replica (also --follow without --mode, --handoff): no key
+// rights at all.
 // +config|get is for the target checks only (ReplicaWithoutConfigGetWarns).
 const Rules kReplica = {"resetkeys", "resetchannels", "-@all",      "+ping",
                         "+info",     "+config|get",   "+replicaof", "+script|load"};
@@ -251,7 +253,8 @@ TEST_F(AclTest, FollowUser) {
   SidecarServer server = psync_sidecar();
   ASSERT_TRUE(server.wait_ready()) << server.describe();
 
-  Process follower = start_client(server.port(), {"--follow", "--status-interval", "1"},
+  Process follower = start_client(server.port(),
+                                  {"--follow", "--mode", "restore", "--status-interval", "1"},
                                   client_env("follower"));
   ASSERT_TRUE(follower.wait_for_line("following", 60s)) << follower.describe();
   // What the master replicates beyond @write: PUBLISH, and PFCOUNT when it
@@ -283,7 +286,8 @@ TEST_F(AclTest, FollowWithoutPublishFails) {
   SidecarServer server = psync_sidecar();
   ASSERT_TRUE(server.wait_ready()) << server.describe();
 
-  Process follower = start_client(server.port(), {"--follow", "--status-interval", "1"},
+  Process follower = start_client(server.port(),
+                                  {"--follow", "--mode", "restore", "--status-interval", "1"},
                                   client_env("follower"));
   ASSERT_TRUE(follower.wait_for_line("following", 60s)) << follower.describe();
   master_.run({"SET", "before", "1"});
