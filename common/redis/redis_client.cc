@@ -52,7 +52,8 @@ Result<RedisClient> RedisClient::connect(const Endpoint& at, const RedisCredenti
   RedisClient client(at, c);
   if (c->err)
     return Status::error("connect to Redis at " + at.to_string(),
-                         std::string(c->errstr) + " (is redis-server running there?)");
+                         std::string(c->errstr) + " (is redis-server running there?)")
+        .as(ErrorKind::kUnavailable);
   if (!creds.password.empty()) {
     std::vector<std::string_view> argv{"AUTH"};
     if (!creds.user.empty()) argv.push_back(creds.user);
@@ -60,7 +61,8 @@ Result<RedisClient> RedisClient::connect(const Endpoint& at, const RedisCredenti
     auto r = client.command(argv);
     if (!r.ok())
       return Status::error("authenticate to Redis at " + at.to_string(),
-                           r.status().reason() + " (credentials from " + creds.origin + ")");
+                           r.status().reason() + " (credentials from " + creds.origin + ")")
+          .as(r.status().kind() == ErrorKind::kFailed ? ErrorKind::kDenied : r.status().kind());
   }
   // Fail early, and clearly, if the server wants a password we don't have.
   // A server loading its data answers -LOADING, but only after its auth
@@ -70,7 +72,8 @@ Result<RedisClient> RedisClient::connect(const Endpoint& at, const RedisCredenti
     std::string why = ping.status().reason();
     if (why.find("NOAUTH") != std::string::npos)
       why += " (set the password with --redis-auth-file or the environment variable)";
-    return Status::error("authenticate to Redis at " + at.to_string(), why);
+    return Status::error("authenticate to Redis at " + at.to_string(), why)
+        .as(ping.status().kind() == ErrorKind::kFailed ? ErrorKind::kDenied : ping.status().kind());
   }
   // Keep the timeout for replies too: a hung Redis must not hang us forever.
   redisSetTimeout(c, tv);

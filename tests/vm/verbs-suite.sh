@@ -10,7 +10,7 @@
 # TTLs, DBs, big values, digests equal; targets; auth and the shared secret;
 # four clients at once; a sidecar killed mid-transfer (and --atomic); the
 # master and the target killed mid-transfer; psync tables; follow mode;
-# replica mode and handoff. RRS_REQUIRE_VERBS=1 turns "no RDMA device" skips into failures: here
+# replica mode and handoff; the soak. RRS_REQUIRE_VERBS=1 turns "no RDMA device" skips into failures: here
 # a skip would hide a broken setup.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -52,6 +52,10 @@ run "$build/tests/integration/follow_test"
 # Replica mode: the table as an RDB down a replica link, the log forwarded
 # verbatim, and the handoff to the master with a partial resync.
 run "$build/tests/integration/replica_mode_test"
+# The soak, shorter: sidecar, targets and master link failing at random
+# under a writer, followers in both modes, a handoff at the end.
+export RRS_SOAK_SECONDS=40
+run "$build/tests/integration/soak_test"
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "verbs-suite: FAILED: ${failed[*]}" >&2
