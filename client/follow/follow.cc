@@ -273,6 +273,8 @@ Result<FollowEnd> Follower::run() {
     if (*again) return settled(**again);
   }
   RRS_RETURN_IF_ERROR(sink_.collect());
+  // Stopped before catching up: the target keeps no guard TTLs either way.
+  RRS_RETURN_IF_ERROR(sink_.caught_up());
   forget_applied();
   report("stopped");
   return FollowEnd{true, ""};

@@ -18,8 +18,7 @@ Status CommandSink::write(std::span<const std::byte> bytes) {
 Status CommandSink::caught_up() {
   if (guard_.keys.empty() || applier_.in_transaction()) return {};
   RRS_ASSIGN_OR_RETURN(uint64_t restored, applier_.restore_ttls(guard_));
-  log::info("caught up with the master: " + std::to_string(restored) + " of the " +
-            std::to_string(guard_.keys.size()) +
+  log::info(std::to_string(restored) + " of the " + std::to_string(guard_.keys.size()) +
             " keys loaded with a guard TTL (they expire within minutes) got their own TTL back; "
             "the master's stream changed the others");
   const auto waited = std::chrono::milliseconds(unix_ms() - guard_.loaded_at_ms);

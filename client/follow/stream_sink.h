@@ -33,7 +33,8 @@ class StreamSink {
   virtual uint64_t applied() const = 0;
   // Status line fields after offset/lag: "commands=N" or "acked=O".
   virtual std::string progress() const = 0;
-  // Called whenever the target has acknowledged everything the log holds.
+  // Called whenever the target has acknowledged everything the log holds,
+  // and once more when the follower stops.
   virtual Status caught_up() { return {}; }
 };
 
