@@ -53,6 +53,52 @@ const char* type_name(uint8_t type, uint16_t version) {
   }
 }
 
+uint16_t first_version(uint8_t type, uint16_t version) {
+  if (type_name(type, version) == nullptr) return 0;
+  if (is_valkey_numbering(version) && (type == kValkeyHash2 || type == kOpValkeySlotImport))
+    return kFirstValkeyVersion;
+  switch (type) {
+    case kString:
+    case kList:
+    case kSet:
+    case kZset:
+    case kHash:
+    case kOpExpireTime:
+    case kOpSelectDb:
+    case kOpEof: return 1;
+    case kHashZipmap:
+    case kListZiplist:
+    case kSetIntset:
+    case kZsetZiplist: return 2;
+    case kOpExpireTimeMs: return kFirstVersionWithExpireMs;
+    case kHashZiplist: return 4;
+    case kListQuicklist:
+    case kOpAux:
+    case kOpResizeDb: return kFirstVersionWithAux;
+    case kZset2:
+    case kModulePreGa:
+    case kModule2: return 8;
+    case kStreamListpacks:
+    case kOpModuleAux:
+    case kOpIdle:
+    case kOpFreq: return 9;
+    case kHashListpack:
+    case kZsetListpack:
+    case kListQuicklist2:
+    case kStreamListpacks2:
+    case kOpFunction2:
+    case kOpFunctionPreGa: return kFirstVersionWithFunctions;
+    case kSetListpack:
+    case kStreamListpacks3: return 11;
+    case kHashMetadataPreGa:
+    case kHashListpackExPreGa:
+    case kHashMetadata:
+    case kHashListpackEx:
+    case kOpSlotInfo: return 12;
+    default: return 0;
+  }
+}
+
 void append_length(std::string& out, uint64_t n) {
   if (n < (1u << 6)) {
     out.push_back(static_cast<char>(n));

@@ -1,6 +1,22 @@
-// Constants of the RDB format as Redis (RDB 6 to 12: Redis 2.6 to 8.0) and
+// Constants of the RDB format as Redis (RDB 1 to 12: Redis 1.0 to 8.0) and
 // Valkey (RDB 80: Valkey 9.0 and 9.1) write it on disk and on a replication
 // link. Names follow Redis's and Valkey's rdb.h so they can be looked up there.
+//
+// What each Redis version added (rdb.h and rdb.c history):
+//   1  Redis 1.0 to 2.2   types 0-4, opcodes EXPIRETIME (seconds), SELECTDB, EOF
+//   2  Redis 2.4          zipmap, ziplist list, intset, ziplist zset (9-12)
+//   3  (2.6 development)  EXPIRETIME_MS
+//   4  (2.6 development)  ziplist hash (13)
+//   5  (2.6 development)  the CRC-64 after EOF
+//   6  Redis 2.6 to 3.0   ziplists gain 24-bit and 4-bit integer entries
+//   7  Redis 3.2          quicklist (14), AUX, RESIZEDB
+//   8  Redis 4.0          zset2 (5), modules (6, 7), 64-bit lengths
+//   9  Redis 5.0          streams (15), MODULE_AUX, IDLE, FREQ
+//   10 Redis 7.0          listpacks (16-19), FUNCTION2 (and its pre-GA form)
+//   11 Redis 7.2          set listpack (20), stream v3 (21)
+//   12 Redis 7.4 and 8.0  hashes with field TTLs (22-25), SLOT_INFO
+// Each version's loader reads every older version; a byte that came later
+// is not a type or opcode in an RDB of an older version (first_version()).
 //
 // The two engines share the numbers up to RDB 11 (Redis 7.2, Valkey 7.2 and
 // 8.x), then diverge: Redis goes on with 12, Valkey jumps to 80 and writes a
@@ -19,11 +35,19 @@ inline constexpr std::string_view kMagic = "REDIS";         // then 4 digits
 inline constexpr std::string_view kValkeyMagic = "VALKEY";  // then 3 digits
 inline constexpr size_t kHeaderSize = 9;
 static_assert(kMagic.size() + 4 == kHeaderSize && kValkeyMagic.size() + 3 == kHeaderSize);
-inline constexpr uint16_t kMinVersion = 6;
+inline constexpr uint16_t kMinVersion = 1;
 inline constexpr uint16_t kMaxRedisVersion = 12;     // Redis 7.4 to 8.0
 inline constexpr uint16_t kFirstValkeyVersion = 80;  // Valkey's own numbering starts here
 inline constexpr uint16_t kMaxValkeyVersion = 80;    // Valkey 9.0 and 9.1
+// Before RDB 5 the file ends at the EOF opcode: no CRC-64 follows it, and a
+// loader reads none (rdb.c's rdbLoad: "if (rdbver >= 5)").
 inline constexpr uint16_t kFirstVersionWithChecksum = 5;
+// Before RDB 3 an expiry is EXPIRETIME: whole seconds, a signed 32-bit count.
+inline constexpr uint16_t kFirstVersionWithExpireMs = 3;
+// Before RDB 7 there are no AUX fields and no RESIZEDB hints.
+inline constexpr uint16_t kFirstVersionWithAux = 7;
+// Before RDB 10 there are no function libraries (FUNCTION2).
+inline constexpr uint16_t kFirstVersionWithFunctions = 10;
 
 // Valkey numbers its formats from 80 (12 to 79 are Redis's): such an RDB
 // carries the VALKEY magic, and its types 22 and up and opcode 243 are
@@ -41,7 +65,7 @@ inline constexpr bool fits_in(uint16_t value_version, uint16_t stream_version) {
          (value_version <= kLastSharedVersion ||
           is_valkey_numbering(value_version) == is_valkey_numbering(stream_version));
 }
-// Versions this parser reads: Redis's 6..12 and Valkey's 80.
+// Versions this parser reads: Redis's 1..12 and Valkey's 80.
 inline constexpr bool is_known_version(uint16_t version) {
   return (version >= kMinVersion && version <= kMaxRedisVersion) ||
          (version >= kFirstValkeyVersion && version <= kMaxValkeyVersion);
@@ -113,6 +137,17 @@ inline constexpr uint64_t kQuicklistPlain = 1, kQuicklistPacked = 2;
 // "opcode MODULE_AUX"), or nullptr when the byte is neither in that version's
 // numbering.
 const char* type_name(uint8_t type, uint16_t version);
+
+// The first RDB version whose format has `type` as a value type or opcode
+// (the table at the top; Valkey's type 22 and opcode 243 are 80), or 0 for
+// a byte that is neither in any version.
+uint16_t first_version(uint8_t type, uint16_t version);
+// Whether an RDB of `version` can hold `type` as a value type or opcode: it
+// is in that version's numbering (type_name) and not newer than the version.
+inline bool is_in_format(uint8_t type, uint16_t version) {
+  const uint16_t first = first_version(type, version);
+  return first != 0 && first <= version;
+}
 
 // Appends `n` in RDB length encoding.
 void append_length(std::string& out, uint64_t n);

@@ -310,6 +310,17 @@ Result<RdbParser::Step> RdbParser::parse_item(Event& ev) {
 
   uint8_t op = c.u8();
   if (!c.ok()) return short_or_bad();
+  // Decided by the header alone: a byte that came in a later RDB version
+  // is not a type or opcode of this one, whatever a newer loader would make of it.
+  if (!is_in_format(op, version_)) {
+    const char* name = type_name(op, version_);
+    const std::string in = " in RDB version " + std::to_string(version_);
+    return Status::error("RDB at byte " + std::to_string(consumed_),
+                         name ? std::string(name) + " (" + hex_byte(op) + ")" + in +
+                                    ": it came with RDB " +
+                                    std::to_string(first_version(op, version_))
+                              : "unknown type or opcode " + hex_byte(op) + in);
+  }
   switch (op) {
     case kOpEof: {
       uint64_t want = version_ >= kFirstVersionWithChecksum ? c.le(8) : 0;
@@ -363,30 +374,28 @@ Result<RdbParser::Step> RdbParser::parse_item(Event& ev) {
       if (!c.ok()) return short_or_bad();
       finish_item(c.pos());
       return Step::kConsumed;
-    case kOpValkeySlotImport:
-      if (!is_valkey_numbering(version_)) break;  // not an opcode in Redis's numbering
-      {
-        // Slots this node was importing when it forked: the job's 40-byte
-        // name, then inclusive slot ranges. Their keys are in the RDB but
-        // not yet the node's: the caller decides.
-        c.read_string(aux_value_);
-        const uint64_t ranges = c.length();
+    case kOpValkeySlotImport: {  // Valkey's numbering only (is_in_format)
+      // Slots this node was importing when it forked: the job's 40-byte
+      // name, then inclusive slot ranges. Their keys are in the RDB but
+      // not yet the node's: the caller decides.
+      c.read_string(aux_value_);
+      const uint64_t ranges = c.length();
+      if (!c.ok()) return short_or_bad();
+      if (ranges == 0 || ranges > kClusterSlots)
+        return error_at("SLOT_IMPORT with " + std::to_string(ranges) + " slot ranges");
+      for (uint64_t i = 0; i < ranges; ++i) {
+        const uint64_t first = c.length(), last = c.length();
         if (!c.ok()) return short_or_bad();
-        if (ranges == 0 || ranges > kClusterSlots)
-          return error_at("SLOT_IMPORT with " + std::to_string(ranges) + " slot ranges");
-        for (uint64_t i = 0; i < ranges; ++i) {
-          const uint64_t first = c.length(), last = c.length();
-          if (!c.ok()) return short_or_bad();
-          if (first > last || last >= kClusterSlots)
-            return error_at("SLOT_IMPORT range " + std::to_string(first) + "-" +
-                            std::to_string(last));
-        }
-        finish_item(c.pos());
-        ev.kind = EventKind::kSlotImport;
-        ev.aux_value = aux_value_;
-        ev.slot_ranges = ranges;
-        return Step::kEvent;
+        if (first > last || last >= kClusterSlots)
+          return error_at("SLOT_IMPORT range " + std::to_string(first) + "-" +
+                          std::to_string(last));
       }
+      finish_item(c.pos());
+      ev.kind = EventKind::kSlotImport;
+      ev.aux_value = aux_value_;
+      ev.slot_ranges = ranges;
+      return Step::kEvent;
+    }
     case kOpSlotInfo:
       // Cluster sizing hints (slot, keys, expires): nothing to carry.
       for (int i = 0; i < 3; ++i) c.length();
@@ -450,10 +459,6 @@ Result<RdbParser::Step> RdbParser::parse_item(Event& ev) {
   if (op == kModulePreGa)
     return type_error("a module value in the Redis 4.0 release-candidate format (type 6), "
                       "which is not self-describing; resave the data with a GA Redis");
-  const char* name = type_name(op, version_);
-  if (!name)
-    return type_error("unknown type or opcode " + hex_byte(op) + " in RDB version " +
-                      std::to_string(version_));
   c.read_string(key_);
   if (!c.ok()) return short_or_bad();
   progress_ = {};

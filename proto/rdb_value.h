@@ -15,6 +15,10 @@ namespace rrs::rdb {
 // or malformed to tell is reported as not empty (the parser or the target
 // rejects it later).
 //
+// Types 0-13 mean the same in every RDB version, 1 (Redis 1.0) to 80: an
+// RDB 2 ziplist or zipmap is checked as a newer one would be (an older
+// ziplist only lacks some integer entry kinds, which changes nothing here).
+//
 // Empty, per type (what rdbLoadObject jumps to `emptykey` for):
 //   list, set, zset, zset2, hash (1-5)    an element count of 0
 //   quicklist, quicklist2 (14, 18)        0 nodes, or only nodes that are

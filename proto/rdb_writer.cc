@@ -9,8 +9,8 @@
 namespace rrs::rdb {
 namespace {
 
-void append_u64_le(std::string& out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+void append_le(std::string& out, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
 }  // namespace
@@ -37,6 +37,7 @@ void RdbWriter::append_string(std::string_view s) {
 }
 
 void RdbWriter::aux(std::string_view key, std::string_view value) {
+  if (version_ < kFirstVersionWithAux) return;
   drop_taken();
   out_.push_back(static_cast<char>(kOpAux));
   append_string(key);
@@ -50,6 +51,10 @@ Status RdbWriter::functions(std::string_view payload) {
     return Status::error("write the RDB", "the function payload is not a FUNCTION DUMP of "
                                           "FUNCTION2 entries")
         .as(ErrorKind::kBadData);
+  if (version_ < kFirstVersionWithFunctions)
+    return Status::error("write the RDB",
+                         "RDB " + std::to_string(version_) + " has no place for function libraries")
+        .as(ErrorKind::kBadData);
   drop_taken();
   out_.append(payload.substr(0, payload.size() - dump::kTrailerSize));
   return {};
@@ -59,7 +64,7 @@ void RdbWriter::select_db(uint32_t db, uint64_t keys, uint64_t expires) {
   drop_taken();
   out_.push_back(static_cast<char>(kOpSelectDb));
   append_length(out_, db);
-  if (!sized_dbs_.insert(db).second) return;
+  if (version_ < kFirstVersionWithAux || !sized_dbs_.insert(db).second) return;
   out_.push_back(static_cast<char>(kOpResizeDb));
   append_length(out_, keys);
   append_length(out_, expires);
@@ -71,8 +76,10 @@ Status RdbWriter::key(std::string_view key, std::string_view payload, int64_t ex
                                               " bytes is too short")
         .as(ErrorKind::kBadData);
   const auto type = static_cast<uint8_t>(payload[0]);
-  if (type >= kOpValkeySlotImport || type_name(type, version_) == nullptr)
-    return Status::error("write the RDB", "a DUMP payload of unknown type " + std::to_string(type))
+  if (type >= kOpValkeySlotImport || !is_in_format(type, version_))
+    return Status::error("write the RDB", "a DUMP payload of type " + std::to_string(type) +
+                                              ", not a value type of RDB " +
+                                              std::to_string(version_))
         .as(ErrorKind::kBadData);
   if (auto v = dump::rdb_version(payload); !v || !fits_in(*v, version_))
     return Status::error("write the RDB",
@@ -80,10 +87,20 @@ Status RdbWriter::key(std::string_view key, std::string_view payload, int64_t ex
                              " does not fit a stream of RDB " + std::to_string(version_) +
                              " (newer, or the other engine's numbering)")
         .as(ErrorKind::kBadData);
+  const bool in_seconds = version_ < kFirstVersionWithExpireMs;
+  if (in_seconds && expire_at_ms >= 0 &&
+      (expire_at_ms % 1000 != 0 || expire_at_ms / 1000 > INT32_MAX))
+    return Status::error("write the RDB", "an expiry at " + std::to_string(expire_at_ms) +
+                                              " ms: RDB " + std::to_string(version_) +
+                                              " holds whole seconds up to 2^31 - 1")
+        .as(ErrorKind::kBadData);
   drop_taken();
-  if (expire_at_ms >= 0) {
+  if (expire_at_ms >= 0 && in_seconds) {
+    out_.push_back(static_cast<char>(kOpExpireTime));
+    append_le(out_, static_cast<uint64_t>(expire_at_ms / 1000), 4);
+  } else if (expire_at_ms >= 0) {
     out_.push_back(static_cast<char>(kOpExpireTimeMs));
-    append_u64_le(out_, static_cast<uint64_t>(expire_at_ms));
+    append_le(out_, static_cast<uint64_t>(expire_at_ms), 8);
   }
   out_.push_back(payload[0]);
   append_string(key);
@@ -101,9 +118,11 @@ void RdbWriter::end() {
   drop_taken();
   out_.push_back(static_cast<char>(kOpEof));
   checksum_pending();
-  append_u64_le(out_, crc_);  // not part of its own checksum
-  bytes_ += 8;
-  checksummed_ = out_.size();
+  if (version_ >= kFirstVersionWithChecksum) {
+    append_le(out_, crc_, 8);  // not part of its own checksum
+    bytes_ += 8;
+    checksummed_ = out_.size();
+  }
   ended_ = true;
 }
 

@@ -8,6 +8,12 @@
 //   [EXPIRETIME_MS ms] <type> <key> <value>; EOF, then the CRC-64 of every
 //   byte before it (little-endian).
 //
+// The stream has only what its version's format has (rdb_format.h): below
+// RDB 7 no AUX fields and no RESIZEDB (aux() and the sizes are left out),
+// below RDB 3 expiries in whole seconds (EXPIRETIME), below RDB 5 nothing
+// after EOF (a loader of such an RDB reads no checksum, and over a diskless
+// link it would take one for the start of what follows).
+//
 // The caller guarantees each key appears once per DB (a replica's loader
 // panics on a duplicate) and that the target has the DBs selected.
 //
@@ -38,20 +44,23 @@ class RdbWriter {
   // payloads were dumped with (a target refuses a newer one than it knows).
   explicit RdbWriter(uint16_t version);
 
+  // An AUX field; nothing below RDB 7, which has none.
   void aux(std::string_view key, std::string_view value);
   // The libraries of a FUNCTION DUMP payload (FUNCTION2 entries, as the RDB
   // carries them): the payload without its version and CRC-64 trailer.
-  // Call before the first key, as Redis writes them.
+  // Call before the first key, as Redis writes them. kBadData for libraries
+  // below RDB 10, which has no place for them.
   Status functions(std::string_view function_dump_payload);
   // Switches to DB `db`. Keys may come in any order, so a DB may be selected
   // more than once; the first time, its sizes follow (RESIZEDB: a hint the
-  // loader presizes its tables with).
+  // loader presizes its tables with; from RDB 7).
   void select_db(uint32_t db, uint64_t keys, uint64_t expires);
   // One key of the selected DB, from its DUMP payload; expire_at_ms < 0: none.
-  // kBadData for a payload of no known value type, or of an RDB version that
-  // does not fit the stream's (rdb::fits_in).
+  // kBadData for a payload of a type the stream's version does not have, of
+  // an RDB version that does not fit the stream's (rdb::fits_in), or below
+  // RDB 3 an expiry that is not a whole second of a signed 32-bit count.
   Status key(std::string_view key, std::string_view dump_payload, int64_t expire_at_ms);
-  // The EOF opcode and the checksum. Nothing may follow.
+  // The EOF opcode and (from RDB 5) the checksum. Nothing may follow.
   void end();
 
   // The bytes written since the last take(), valid until the next call on

@@ -88,7 +88,8 @@ Status feed_file(int fd, const std::string& what, rdb::RdbParser& parser, RdbTab
   }
   char more = 0;
   if (!parser.rest().empty() || ::read(fd, &more, 1) > 0)
-    return Status::error(what, "bytes follow the RDB's end (its EOF and checksum end at byte " +
+    return Status::error(what, "bytes follow the RDB's end (its EOF opcode, and from RDB 5 "
+                               "its checksum, end at byte " +
                                    std::to_string(parser.consumed()) +
                                    "): not a plain RDB file (an AOF with an RDB preamble?), "
                                    "and a table of the RDB alone would miss what they hold")

@@ -1,8 +1,12 @@
 // Snapshot from an RDB file (`--source rdb --rdb-file FILE`): a backup, or
 // the dump.rdb of a stopped server, read in chunks and parsed as it is read
 // (server/rdb_table_sink.h, as the PSYNC source does with the master's RDB),
-// without touching any master. Every RDB version the parser reads: 6 to 12
-// (REDIS) and 80 (VALKEY).
+// without touching any master. Every RDB version the parser reads: 1 to 12
+// (REDIS: Redis 1.0 to 8.0) and 80 (VALKEY). Values are carried in the
+// encodings the file holds (a Redis 2.4 zipmap or ziplist included) and
+// their DUMP payloads stamped with the file's version: Redis 7.0 and 8.0 and
+// Valkey 8.0 and 9.1 RESTORE every type of RDB 1 to 5 at that version, and
+// load an RDB stream of it (tests/integration/rdb_old_versions_test.cc).
 //
 // The table is the keyspace as of the file. When the file carries its
 // server's replication ID and offset (the repl-id and repl-offset aux fields:

@@ -225,7 +225,7 @@ void table_seeds(const fs::path& dir) {
 // Builds an RDB by hand, byte by byte as rdb.c writes it.
 class Rdb {
  public:
-  explicit Rdb(int version) {
+  explicit Rdb(int version) : version_(version) {
     char magic[10];
     if (version >= rrs::rdb::kFirstValkeyVersion)
       std::snprintf(magic, sizeof magic, "VALKEY%03d", version);
@@ -258,13 +258,16 @@ class Rdb {
   Rdb& key(uint8_t type, std::string_view k) { return op(type).str(k); }
   // An integer-encoded string (RDB_ENC_INT16).
   Rdb& int16(int16_t v) { return op(0xc1).le(static_cast<uint16_t>(v), 2); }
+  // EOF, then from RDB 5 the checksum (0: not computed).
   std::string eof(bool checksum = true) {
     op(rrs::rdb::kOpEof);
-    le(checksum ? rrs::crc64(0, s_.data(), s_.size()) : 0, 8);
+    if (version_ >= rrs::rdb::kFirstVersionWithChecksum)
+      le(checksum ? rrs::crc64(0, s_.data(), s_.size()) : 0, 8);
     return s_;
   }
 
  private:
+  int version_;
   std::string s_;
 };
 
@@ -344,14 +347,14 @@ void rdb_seeds(const fs::path& dir) {
   v10.str("redis.register_function('f', function() return 1 end)");   // code
   v10.op(kOpFunction2);
   v10.str("#!lua name=lib2\nredis.register_function('g', function() return 2 end)");
-  v10.op(kOpSelectDb).len(3).op(kOpSlotInfo).len(100).len(2).len(0);
+  v10.op(kOpSelectDb).len(3);
   v10.key(kListQuicklist2, "ql2").len(2).len(kQuicklistPacked).str("lp");
   v10.len(kQuicklistPlain).str(std::string(100, 'p'));
   stream(v10.key(kStreamListpacks2, "stream2"), kStreamListpacks2);
   write(dir, "synthetic-v10", prefix + v10.eof());
 
   Rdb v12(12);  // Redis 7.2 and 7.4: set listpacks, stream v3, field TTLs
-  v12.aux("redis-ver", "7.4.0").op(kOpSelectDb).len(0);
+  v12.aux("redis-ver", "7.4.0").op(kOpSelectDb).len(0).op(kOpSlotInfo).len(100).len(2).len(0);
   v12.key(kSetListpack, "slp").str("lp");
   stream(v12.key(kStreamListpacks3, "stream3"), kStreamListpacks3);
   v12.key(kHashMetadata, "hmeta").le(1'900'000'000'000, 8).len(2);
@@ -371,6 +374,43 @@ void rdb_seeds(const fs::path& dir) {
   Rdb v6(6);  // Redis 2.6, and a master that does not checksum (rdbchecksum no)
   v6.op(kOpSelectDb).len(0).key(kString, "k").str("v");
   write(dir, "synthetic-v6-no-checksum", prefix + v6.eof(false));
+
+  // Redis 2.2 (RDB 1): the original types, zset scores as strings, expiries
+  // in seconds; the file ends at EOF.
+  Rdb v1(1);
+  v1.op(kOpSelectDb).len(0).op(kOpExpireTime).le(2'000'000'000, 4).key(kString, "s").int16(7);
+  v1.key(kList, "l").len(2).str("a").str("b").key(kSet, "set").len(1).str("m");
+  v1.key(kZset, "z")
+      .len(2)
+      .str("a")
+      .raw("\x03"
+           "1.5")
+      .str("b")
+      .op(255);
+  v1.key(kHash, "h").len(1).str("f").str("v").op(kOpSelectDb).len(9).key(kString, "k").str("v");
+  write(dir, "synthetic-v1", prefix + v1.eof());
+  // Redis 2.4 (RDB 2): its zipmap, ziplist and intset blobs.
+  Rdb v2(2);
+  v2.op(kOpSelectDb)
+      .len(0)
+      .key(kHashZipmap, "zm")
+      .str(bin("\x01\x01"
+               "f\x01\x00"
+               "v\xff"));
+  const std::string ziplist = bin("\x12\x00\x00\x00\x0d\x00\x00\x00\x02\x00"
+                                  "\x00\x01"
+                                  "a\x03\xc0\x07\x00\xff");
+  v2.key(kListZiplist, "zl").str(ziplist).key(kZsetZiplist, "zz").str(ziplist);
+  v2.key(kSetIntset, "is").str(bin("\x02\x00\x00\x00\x01\x00\x00\x00\x07\x00"));
+  write(dir, "synthetic-v2", prefix + v2.eof());
+  // The 2.6 development formats: EXPIRETIME_MS (3), ziplist hash (4), checksum (5).
+  Rdb v4(4);
+  v4.op(kOpSelectDb).len(0).op(kOpExpireTimeMs).le(2'000'000'000'123, 8);
+  v4.key(kHashZiplist, "zh").str(ziplist);
+  write(dir, "synthetic-v4", prefix + v4.eof());
+  Rdb v5(5);
+  v5.op(kOpSelectDb).len(0).key(kHashZiplist, "zh").str(ziplist).key(kString, "k").str("v");
+  write(dir, "synthetic-v5", prefix + v5.eof());
 }
 
 // --- change log header (fed to table_layout_fuzz) ----------------------------

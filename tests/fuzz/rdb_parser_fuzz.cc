@@ -81,8 +81,7 @@ Seen take(const Event& e, uint16_t version, const Limits& limits) {
     case EventKind::kSelectDb: s.a = e.db; break;
     case EventKind::kResizeDb: s.a = e.db, s.b = e.db_size, s.c = e.expires_size; break;
     case EventKind::kRecord: {
-      FUZZ_CHECK(e.type < rrs::rdb::kOpValkeySlotImport &&
-                     rrs::rdb::type_name(e.type, version) != nullptr,
+      FUZZ_CHECK(e.type < rrs::rdb::kOpValkeySlotImport && rrs::rdb::is_in_format(e.type, version),
                  "record of type " + std::to_string(e.type));
       FUZZ_CHECK(e.key.size() <= limits.max_string_bytes,
                  "key of " + std::to_string(e.key.size()) + " bytes");

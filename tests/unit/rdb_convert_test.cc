@@ -222,7 +222,7 @@ TEST(ListpackTest, ValidateRejectsWhatListpackCRejects) {
 // --- tables -----------------------------------------------------------------
 
 TEST(RdbConvertTest, CanConvertInto10AndUpBetweenKnownVersions) {
-  for (uint16_t from : std::initializer_list<uint16_t>{6, 9, 10, 11, 12, 80})
+  for (uint16_t from : std::initializer_list<uint16_t>{1, 5, 6, 9, 10, 11, 12, 80})
     for (uint16_t to : std::initializer_list<uint16_t>{10, 11, 12, 80})
       EXPECT_TRUE(can_convert(from, to)) << from << "->" << to;
   for (uint16_t to : std::initializer_list<uint16_t>{6, 8, 9})
@@ -231,7 +231,7 @@ TEST(RdbConvertTest, CanConvertInto10AndUpBetweenKnownVersions) {
   EXPECT_FALSE(can_convert(12, 13));
   EXPECT_FALSE(can_convert(79, 12));
   EXPECT_FALSE(can_convert(80, 81));
-  EXPECT_FALSE(can_convert(5, 10));
+  EXPECT_FALSE(can_convert(0, 10));
 }
 
 TEST(RdbConvertTest, NeedsConversionTable) {

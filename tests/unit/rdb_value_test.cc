@@ -284,6 +284,25 @@ TEST(RdbValueTest, IntsetsAndZipmapsAreRejectedNotDropped) {
                                       "f\x01\x00v\xff"s)));
 }
 
+// RDB 1 to 5 (Redis 2.4's encodings): the same answers as under RDB 12.
+TEST(RdbValueTest, OldVersionsAnswerAsNewOnes) {
+  for (uint16_t v = 1; v <= 5; ++v) {
+    SCOPED_TRACE(v);
+    for (uint8_t t : {kList, kSet, kZset, kHash}) {
+      EXPECT_TRUE(empty(t, len(0), v));
+      EXPECT_FALSE(empty(t, len(1) + str("a") + (t == kZset ? "\x01"s + "1" : str("b")), v));
+    }
+    EXPECT_FALSE(empty(kZset, len(1) + str("a") + "\xfe"s, v));  // +inf, no digits
+    for (uint8_t t : {kListZiplist, kZsetZiplist, kHashZiplist}) {
+      EXPECT_TRUE(empty(t, str(kEmptyZiplist), v));
+      EXPECT_FALSE(empty(t, str(ziplist(1, kZiplistEntryA)), v));
+    }
+    EXPECT_FALSE(empty(kSetIntset, str(le(2, 4) + le(0, 4)), v));
+    EXPECT_FALSE(empty(kHashZipmap, str("\x00\xff"s), v));
+    EXPECT_FALSE(empty(kString, str(""), v));
+  }
+}
+
 TEST(RdbValueTest, StreamsAndModulesAreNeverEmpty) {
   // No listpacks, length 0, last ID 0-0, no groups: what XADD + XDEL leave.
   const std::string v1 = len(0) + len(0) + len(0) + len(0) + len(0);

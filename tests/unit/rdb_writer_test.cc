@@ -386,5 +386,59 @@ TEST(RdbWriter, FunctionPayloadNotOfFunction2IsBadData) {
   EXPECT_EQ(w.take(), fn.substr(0, fn.size() - dump::kTrailerSize));
 }
 
+// Below RDB 7 the stream has no AUX fields and no RESIZEDB, below RDB 5 no
+// checksum after EOF, below RDB 3 expiries in seconds (EXPIRETIME): an RDB
+// of the version as that version's Redis wrote it, which our parser reads.
+TEST(RdbWriter, OldVersionsWriteOnlyWhatTheirFormatHas) {
+  for (uint16_t version = 1; version <= 7; ++version) {
+    SCOPED_TRACE(version);
+    const std::string p = payload(kString, string_value("v"), version);
+    RdbWriter w(version);
+    w.aux("redis-ver", "2.4.17");
+    w.select_db(0, 2, 1);
+    ASSERT_TRUE(w.key("k", p, 2114380800000).ok());  // 2037-01-01, a whole second
+    ASSERT_TRUE(w.key("n", p, -1).ok());
+    w.end();
+    const std::string rdb = all_of(w);
+    EXPECT_EQ(w.bytes(), rdb.size());
+    const std::string expiry = version < 3 ? "\xfd" + le64_bytes(2114380800).substr(0, 4)
+                                           : "\xfc" + le64_bytes(2114380800000);
+    const std::string entries = expiry + std::string(1, '\0') + rdb_string("k") + value_of(p) +
+                                std::string(1, '\0') + rdb_string("n") + value_of(p);
+    const std::string aux = version >= 7 ? "\xfa" + rdb_string("redis-ver") + rdb_string("2.4.17") +
+                                               std::string("\xfe\x00\xfb\x02\x01", 5)
+                                         : std::string("\xfe\x00", 2);
+    std::string want = "REDIS000" + std::to_string(version) + aux + entries + "\xff";
+    if (version >= 5) want += le64_bytes(crc64(0, want.data(), want.size()));
+    EXPECT_EQ(rdb, want);
+
+    Parsed parsed = parse(rdb);
+    EXPECT_TRUE(parsed.done);
+    EXPECT_EQ(parsed.rest, "");
+    ASSERT_GE(parsed.events.size(), 4u);
+    EXPECT_EQ(parsed.events[parsed.events.size() - 3], record(0, "k", p, 2114380800000));
+  }
+}
+
+TEST(RdbWriter, OldVersionsRefuseWhatTheirFormatCannotHold) {
+  const std::string p2 = payload(kString, string_value("v"), 2);
+  RdbWriter w(2);
+  std::string header(w.take());
+  for (int64_t expire : {int64_t{2114380800001}, int64_t{2147483648000}}) {
+    Status s = w.key("k", p2, expire);  // not a whole second; past 2^31 - 1 s
+    EXPECT_EQ(s.kind(), ErrorKind::kBadData) << expire;
+    EXPECT_NE(s.message().find("holds whole seconds"), std::string::npos) << s.message();
+  }
+  // A ziplist hash came with RDB 4.
+  Status hash = w.key("h", payload(kHashZiplist, string_value("zl"), 2), -1);
+  EXPECT_EQ(hash.kind(), ErrorKind::kBadData);
+  EXPECT_NE(hash.message().find("not a value type of RDB 2"), std::string::npos) << hash.message();
+  const std::string lib = "#!lua name=l\nredis.register_function('f', function() return 1 end)";
+  Status fn = w.functions(dump::function_restore_payload({lib}, 2));
+  EXPECT_EQ(fn.kind(), ErrorKind::kBadData);
+  EXPECT_TRUE(w.functions("").ok());
+  EXPECT_EQ(w.pending(), 0u) << "a refusal writes nothing";
+}
+
 }  // namespace
 }  // namespace rrs::rdb
