@@ -1,6 +1,7 @@
 // Writes the RDB of a replica-mode sync down the target's replica link, on
 // the fly from the fetched records (rdb::RdbWriter): header and AUX fields,
-// functions, then per batch SELECTDB and keys, then EOF and the CRC-64.
+// functions, then per batch SELECTDB and keys, then EOF and (from RDB 5)
+// the CRC-64.
 #pragma once
 
 #include <map>
