@@ -43,7 +43,8 @@ uint64_t env_u64(const char* name, uint64_t fallback) {
 // exactly: a consumer's seen-time (when the server holding the stream saw
 // it) and a group's entries-read and lag.
 std::map<std::string, std::string> followed_state(RedisProcess& redis) {
-  static const std::regex inexact(R"re("(seen-time|entries-read|lag)", (\(integer\) [0-9]+|\(nil\)))re");
+  static const std::regex inexact(
+      R"re("(seen-time|entries-read|lag)", (\(integer\) [0-9]+|\(nil\)))re");
   auto state = redis.client().state_outside_digest();
   for (auto& [name, value] : state) value = std::regex_replace(value, inexact, "\"$1\"");
   return state;
@@ -75,10 +76,17 @@ class Follower {
   Follower(std::string mode, Target& target) : mode_(std::move(mode)), target_(target) {}
 
   void start(uint16_t port, bool flush) {
-    std::vector<std::string> argv = {client_binary(), sidecar_host(),   std::to_string(port),
-                                     "--redis",       target_.redis().address(),
-                                     "--follow",      "--mode",         mode_,
-                                     "--status-interval", "1",          "--transport",
+    std::vector<std::string> argv = {client_binary(),
+                                     sidecar_host(),
+                                     std::to_string(port),
+                                     "--redis",
+                                     target_.redis().address(),
+                                     "--follow",
+                                     "--mode",
+                                     mode_,
+                                     "--status-interval",
+                                     "1",
+                                     "--transport",
                                      test_transport()};
     if (flush) argv.push_back("--flush");
     proc_.emplace(argv);
@@ -93,8 +101,7 @@ class Follower {
     const int code = proc_->wait(5s);
     if (!target_killed_ || code != exit_code::kUnavailable)
       ADD_FAILURE() << mode_ << " follower exited " << code
-                    << (target_killed_ ? " after its target was killed (expected 3)" : "")
-                    << ":\n"
+                    << (target_killed_ ? " after its target was killed (expected 3)" : "") << ":\n"
                     << proc_->describe();
     target_killed_ = false;
     start(port, true);
@@ -116,8 +123,8 @@ TEST_F(SoakTest, NothingIsLostWhateverFails) {
   if (IsSkipped()) return;
   const uint64_t seed = env_u64("RRS_SOAK_SEED", std::random_device{}());
   const auto seconds = std::chrono::seconds(env_u64("RRS_SOAK_SECONDS", 90));
-  std::cout << "soak seed=" << seed << " seconds=" << seconds.count()
-            << " (RRS_SOAK_SEED=" << seed << " replays the schedule)" << std::endl;
+  std::cout << "soak seed=" << seed << " seconds=" << seconds.count() << " (RRS_SOAK_SEED=" << seed
+            << " replays the schedule)" << std::endl;
   RecordProperty("seed", std::to_string(seed));
   std::mt19937_64 rng(seed);
 
@@ -141,8 +148,8 @@ TEST_F(SoakTest, NothingIsLostWhateverFails) {
   restore.start(port, false);
   replica.start(port, false);
 
-  const char* const kEvents[] = {"kill the sidecar",  "new snapshot",
-                                 "cut the master link", "master full resync",
+  const char* const kEvents[] = {"kill the sidecar",        "new snapshot",
+                                 "cut the master link",     "master full resync",
                                  "kill the restore target", "kill the replica target"};
   std::map<std::string, int> happened;
   const auto end = std::chrono::steady_clock::now() + seconds;
