@@ -132,6 +132,8 @@ Options:
                           target Redis other cores: a client sharing the
                           target's core slows the load (see README, placement)
   --quiet                 no progress output
+  --version               the release and commit, the wire formats and RDB
+                          versions it speaks, whether verbs is available
   -h, --help              this text
 
 Output: progress on stderr; on stdout one summary line:
@@ -216,6 +218,8 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
   while (!args.done() && args.error().empty()) {
     if (args.flag("-h") || args.flag("--help")) {
       c.help = true;
+    } else if (args.flag("--version")) {
+      c.version = true;
     } else if (args.endpoint("--redis", c.redis) ||
                args.option("--redis-auth-file", c.redis_auth_file) ||
                args.option("--auth-file", c.auth_file) || args.endpoint("--master", c.master) ||
@@ -269,7 +273,7 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
   if (!args.error().empty()) return Status::error("arguments", args.error());
   c.connect_timeout = std::chrono::seconds(connect_s);
   c.io_timeout = std::chrono::seconds(io_s);
-  if (c.help) return c;
+  if (c.help || c.version) return c;
   RRS_RETURN_IF_ERROR(check_combinations(c));
   if (positional.size() != 2)
     return Status::error("arguments", "expected <server-ip> <server-port>, got " +

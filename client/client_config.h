@@ -85,6 +85,7 @@ struct ClientConfig {
   // --status-interval: seconds between follow mode's status lines (0: none).
   uint32_t status_interval_s = 5;
   bool help = false;
+  bool version = false;  // --version
 };
 
 inline constexpr const char* kClientAuthEnv = "RDMA_CLIENT_REDIS_AUTH";

@@ -15,6 +15,8 @@
 #include "common/base/log.h"
 #include "common/cli/cpu_list.h"
 #include "common/cli/exit_codes.h"
+#include "common/cli/version.h"
+#include "common/transport/verbs/device.h"
 
 using namespace rrs;
 
@@ -49,6 +51,14 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   }
   if (config->help) {
     std::fputs(client_usage(), stdout);
+    return exit_code::kOk;
+  }
+  if (config->version) {
+    auto device = rdma_device_active();
+    std::fputs(version_text("rdma-client",
+                            device.ok() ? *device : device.status().reason() + " (TCP only)")
+                   .c_str(),
+               stdout);
     return exit_code::kOk;
   }
   std::signal(SIGPIPE, SIG_IGN);

@@ -16,6 +16,7 @@
 #include "common/base/log.h"
 #include "common/cli/cpu_list.h"
 #include "common/cli/exit_codes.h"
+#include "common/cli/version.h"
 #include "common/transport/tcp/table_server.h"
 #include "common/transport/verbs/device.h"
 #include "common/transport/verbs/table_server.h"
@@ -299,6 +300,14 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   }
   if (config->help) {
     std::fputs(server_usage(), stdout);
+    return exit_code::kOk;
+  }
+  if (config->version) {
+    auto device = rdma_device_active();
+    std::fputs(version_text("rdma-server",
+                            device.ok() ? *device : device.status().reason() + " (TCP only)")
+                   .c_str(),
+               stdout);
     return exit_code::kOk;
   }
   std::signal(SIGPIPE, SIG_IGN);

@@ -80,6 +80,8 @@ Options:
                           for clients still connected to it (default 60)
   --cpu LIST              run on these CPUs only ("1", "2-3,6"): keep the
                           sidecar off the cores its master serves clients on
+  --version               the release and commit, the wire formats and RDB
+                          versions it speaks, whether verbs is available
   -h, --help              this text
 
 Over verbs the table is registered (pinned) once per epoch: RLIMIT_MEMLOCK
@@ -130,6 +132,8 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
   while (!args.done() && args.error().empty()) {
     if (args.flag("-h") || args.flag("--help")) {
       c.help = true;
+    } else if (args.flag("--version")) {
+      c.version = true;
     } else if (args.endpoint("--redis", c.redis)) {
       master_flag = "--redis";
     } else if (args.option("--redis-auth-file", c.redis_auth_file)) {

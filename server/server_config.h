@@ -54,6 +54,7 @@ struct ServerConfig {
   // --cpu LIST: the CPUs every thread of the sidecar runs on (empty: any).
   std::vector<int> cpus;
   bool help = false;
+  bool version = false;  // --version
 };
 
 inline constexpr const char* kServerAuthEnv = "RDMA_SERVER_REDIS_AUTH";

@@ -1,4 +1,5 @@
-// Bad invocations exit 2 (usage) with a message, before touching anything.
+// Bad invocations exit 2 (usage) with a message, before touching anything;
+// --version says what both programs are, exit 0.
 #include <gtest/gtest.h>
 
 #include "common/cli/exit_codes.h"
@@ -19,6 +20,17 @@ int run_server(std::vector<std::string> args, std::string* err) {
   int code = p.wait(seconds(20));
   *err = p.describe();
   return code;
+}
+
+TEST_F(UsageTest, VersionSaysWhatEachProgramSpeaks) {
+  for (const std::string& binary : {server_binary(), client_binary()}) {
+    Process p({binary, "--version"});
+    EXPECT_EQ(p.wait(seconds(20)), exit_code::kOk) << p.describe();
+    const std::string out = p.stdout_text();
+    for (const char* what : {" (commit ", "control protocol 3", "mapping table layout 4",
+                             "RDB versions read: 1 to 12", "80 (Valkey)", "verbs: "})
+      EXPECT_NE(out.find(what), std::string::npos) << what << "\n" << p.describe();
+  }
 }
 
 TEST_F(UsageTest, ServerUnknownFlag) {

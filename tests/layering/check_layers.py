@@ -34,7 +34,8 @@ ALLOWED = {
     TRANSPORT: [BASE, PROTO, TABLE, AUTH],
     TCP: [BASE, PROTO, TABLE, NET, AUTH, TRANSPORT],
     VERBS: [BASE, PROTO, TABLE, NET, AUTH, TRANSPORT],
-    CLI: [BASE, NET],
+    # --version names the wire formats and RDB versions (common/cli/version.cc).
+    CLI: [BASE, NET, PROTO],
     "server": COMMON,
     "client": COMMON,
     "bench": COMMON + ["server", "client"],
