@@ -406,17 +406,23 @@ Result<SlotView> decode_slot(const Header& h, uint64_t index, uint32_t expected_
       return bad_record(index, "checksum mismatch");
     return v;
   }
+  // A peer's heap (and region) can claim nearly 2^64 bytes: key_len +
+  // payload_len is summed only once it is known not to wrap.
   if (v.heap_ref % kHeapAlign != 0 || v.payload_len > h.heap_size ||
+      v.key_len > h.heap_size - v.payload_len ||
       !within(v.heap_ref, v.key_len + v.payload_len, h.heap_size))
-    return bad_record(index, "heap reference " + std::to_string(v.heap_ref) + "+" +
-                                 std::to_string(v.key_len + v.payload_len) +
-                                 " lies outside the heap");
+    return bad_record(index, "heap reference " + std::to_string(v.heap_ref) + " (key of " +
+                                 std::to_string(v.key_len) + " bytes, payload of " +
+                                 std::to_string(v.payload_len) + ") lies outside the heap of " +
+                                 std::to_string(h.heap_size) + " bytes");
   return v;
 }
 
 Status verify_heap_record(uint64_t index, std::span<const std::byte> slot_bytes, SlotView& v,
                           std::span<const std::byte> heap_bytes) {
-  if (heap_bytes.size() != v.data_len())
+  // Exactly key_len + payload_len bytes, checked without summing them: `v`
+  // may come from a slot no one validated.
+  if (v.payload_len > heap_bytes.size() || v.key_len != heap_bytes.size() - v.payload_len)
     return bad_record(index, "heap bytes have the wrong length");
   auto data = as_chars(heap_bytes);
   std::string_view key = data.substr(0, v.key_len);

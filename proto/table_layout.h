@@ -253,6 +253,7 @@ struct SlotView {
   std::string_view key;
   std::string_view payload;
 
+  // Cannot wrap for a view decode_slot accepted (it checks the sum first).
   uint64_t data_len() const { return key_len + payload_len; }
 };
 

@@ -369,6 +369,54 @@ TEST_F(SlotTest, RejectsEveryInconsistency) {
   EXPECT_FALSE(decode_slot(h, 0, 3, std::span(s).first(64)).ok());
 }
 
+// A peer may publish a region of nearly 2^64 bytes, and a header whose heap
+// fills it: a heap slot whose key_len + payload_len wraps to a small number
+// must be refused, never reach verify_heap_record as a short record.
+TEST_F(SlotTest, RefusesAKeyPlusPayloadThatWrapsInAHugeHeap) {
+  Header huge = h;
+  huge.total_size = ~0ull & ~uint64_t{kRegionAlign - 1};
+  huge.heap_size = huge.total_size - huge.heap_offset;
+  auto header = decode_header(encode(huge), ~0ull);
+  ASSERT_TRUE(header.ok()) << header.status().message();
+  ASSERT_EQ(header->heap_size, huge.heap_size);
+
+  std::vector<std::byte> s(h.slot_size);
+  encode_heap_slot(rec, 8, s);
+  // The payload fits the heap alone; with the key the sum passes 2^64 and
+  // wraps to 3,516 bytes, shorter than the key itself.
+  wire::store_u32(&s[slot::kKeyLen], 20000);
+  wire::store_u64(&s[slot::kPayloadLen], huge.heap_size - 100);
+  ASSERT_LT(uint64_t{20000} + (huge.heap_size - 100), uint64_t{20000});
+  reseal(s, key, payload);
+  auto v = decode_slot(*header, 9, 3, s);
+  ASSERT_FALSE(v.ok()) << "accepted a record of " << v->data_len() << " bytes";
+  EXPECT_NE(v.status().message().find("outside the heap"), std::string::npos)
+      << v.status().message();
+
+  // The largest key and payload that do fit such a heap are still accepted.
+  wire::store_u64(&s[slot::kPayloadLen], huge.heap_size - 8 - 20000);
+  reseal(s, key, payload);
+  EXPECT_TRUE(decode_slot(*header, 9, 3, s).ok());
+}
+
+// verify_heap_record checks its bytes' length without summing key_len and
+// payload_len, so even a view no one validated cannot make it read past them
+// (it threw std::out_of_range, which ended the client with SIGABRT).
+TEST_F(SlotTest, VerifyHeapRecordRefusesAWrappingLength) {
+  std::vector<std::byte> s(h.slot_size);
+  encode_heap_slot(rec, 8, s);
+  SlotView v = *decode_slot(h, 0, 3, s);
+  v.key_len = 200;
+  v.payload_len = ~0ull - 99;  // data_len() wraps to 100
+  std::vector<std::byte> heap(100);
+  Status st;
+  EXPECT_NO_THROW(st = verify_heap_record(0, s, v, heap));
+  EXPECT_FALSE(st.ok());
+  v.key_len = 7;
+  v.payload_len = 50;  // key + payload is 57, the bytes 100
+  EXPECT_FALSE(verify_heap_record(0, s, v, heap).ok());
+}
+
 // A FUNCTION DUMP-shaped payload: opaque to the table, at least a trailer long.
 const std::string kFunctionPayload = std::string("\xf5\x00lib code\x0a\x00", 12) + "CRC64xyz";
 
