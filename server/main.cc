@@ -106,7 +106,7 @@ void print_table_line(const char* what, const table::Header& h, const SnapshotSt
                       double build_s) {
   std::printf("%s epoch=%llu records=%llu bytes=%llu slot_size=%u functions=%llu build_s=%.3f "
               "source=%s offset=%llu replid=%s engine=%s version=%s rdb=%u module_aux=%u "
-              "empty_skipped=%llu",
+              "empty_skipped=%llu keys_lost=%llu",
               what, static_cast<unsigned long long>(h.epoch),
               static_cast<unsigned long long>(h.record_count),
               static_cast<unsigned long long>(h.total_size), h.slot_size,
@@ -117,7 +117,8 @@ void print_table_line(const char* what, const table::Header& h, const SnapshotSt
               : h.engine == Engine::kRedis ? "redis"
                                            : "-",
               h.server_version.empty() ? "-" : h.server_version.c_str(), h.rdb_version,
-              h.module_aux_count, static_cast<unsigned long long>(h.empty_skipped));
+              h.module_aux_count, static_cast<unsigned long long>(h.empty_skipped),
+              static_cast<unsigned long long>(h.keys_lost));
   for (size_t i = 0; i < rdb::kLossKindCount; ++i)
     std::printf(" lossy_%s=%llu", rdb::loss_key(i),
                 static_cast<unsigned long long>(h.lossy[i].count));
@@ -189,7 +190,9 @@ Result<TablePtr> publish_first_table(const Source& src, Servers& servers) {
   const table::SlotSizeChoice& c = builder.slot_choice();
   if (stats.vanished || stats.failed)
     log::warn(std::to_string(stats.vanished) + " keys vanished during the snapshot, " +
-              std::to_string(stats.failed) + " could not be dumped");
+              std::to_string(stats.failed) +
+              " could not be dumped (keys_lost: clients refuse the table without "
+              "--allow-missing-keys)");
   print_table_line("ready", table->header, stats, build_s);
   std::printf(" heap_records=%llu log_bytes=%llu listening=%s transport=%s\n",
               static_cast<unsigned long long>(c.heap_records),

@@ -25,6 +25,7 @@ Header sample_header(uint64_t scripts_bytes = 0) {
   h.rdb_version = 80;
   h.module_aux_count = 2;
   h.empty_skipped = 5;
+  h.keys_lost = 7;
   h.lossy[0] = {2, 1};
   h.db_count = 2;
   h.record_count = 3;
@@ -54,6 +55,7 @@ TEST(TableHeader, RoundTrips) {
   EXPECT_EQ(d->rdb_version, 80u);
   EXPECT_EQ(d->module_aux_count, 2u);
   EXPECT_EQ(d->empty_skipped, 5u);
+  EXPECT_EQ(d->keys_lost, 7u);
   EXPECT_EQ(d->lossy[0].count, 2u);
   EXPECT_EQ(d->lossy[0].first_slot, 1u);
   EXPECT_EQ(d->lossy[1].count, 0u);
@@ -143,9 +145,9 @@ TEST(TableHeader, RejectsEveryInconsistency) {
       {"source", [](auto& b) { wire::store_u32(&b[hdr::kSourceKind], 9); }, true, "source kind"},
       {"stream db without replid", [](auto& b) { wire::store_u32(&b[hdr::kStreamDb], 1); }, true,
        "stream DB 1 without a replication ID"},
-      {"reserved", [](auto& b) { b[hdr::kReserved + 1] = std::byte{1}; }, true, "reserved"},
+      {"reserved", [](auto& b) { b[hdr::kReserved2 + 1] = std::byte{1}; }, true, "reserved"},
       {"reserved end", [](auto& b) { b[hdr::kHeaderCrc - 1] = std::byte{1}; }, true, "reserved"},
-      {"reserved before lossy", [](auto& b) { b[hdr::kLossy - 1] = std::byte{1}; }, true,
+      {"reserved after lossy", [](auto& b) { b[hdr::kReserved2] = std::byte{1}; }, true,
        "reserved"},
       {"more lossy than records", [](auto& b) { wire::store_u64(&b[hdr::kLossy + 16], 4); }, true,
        "lossy-records entry"},
