@@ -111,8 +111,10 @@ Options:
                           partial resync; checks first that the master's
                           backlog still covers the target's offset (if not,
                           leaves the target alone and says how large
-                          repl-backlog-size must be), and verifies the
-                          master's sync_partial_ok grew and sync_full did not.
+                          repl-backlog-size must be), and verifies by the
+                          target's own INFO replication (its link to that
+                          host and port, its backlog kept) that the resync
+                          was partial.
                           From an rdma-server --source rdb table: hands off
                           at the file's repl-offset at once (no change log);
                           refused (exit 5) when the file had no repl-id and
