@@ -159,15 +159,20 @@ Status judge_target(const Endpoint& master, std::string_view master_replid, std:
 }  // namespace
 
 Resync judge_resync(std::string_view before, std::string_view after, uint64_t offset) {
-  const uint64_t held_from = field_u64(before, "repl_backlog_first_byte_offset");
-  if (info_field(before, "repl_backlog_active") != "1" || held_from == 0 || held_from > offset)
+  if (info_field(before, "repl_backlog_active") != "1" ||
+      info_field(after, "repl_backlog_active") != "1")
     return Resync::kUnknown;
-  if (info_field(after, "repl_backlog_active") != "1") return Resync::kUnknown;
-  if (field_u64(after, "repl_backlog_first_byte_offset") <= offset) return Resync::kPartial;
-  // Cut to its size since: it may have held the byte and dropped it.
+  const uint64_t was = field_u64(before, "repl_backlog_first_byte_offset");
+  const uint64_t now = field_u64(after, "repl_backlog_first_byte_offset");
+  // Byte `offset` is still held: a backlog a full resync created begins past it.
+  if (now != 0 && now <= offset) return Resync::kPartial;
+  // Cut to its size since: a kept backlog may have dropped it.
   if (field_u64(after, "repl_backlog_histlen") >= field_u64(after, "repl_backlog_size"))
     return Resync::kUnknown;
-  return Resync::kFull;
+  // Moved without being cut: replaced. Unmoved, it began right after `offset`
+  // (nothing reached the target past its own full sync): a partial resync,
+  // or a full one at that very offset; the backlog cannot tell which.
+  return now != was ? Resync::kFull : Resync::kUnknown;
 }
 
 Status hand_off(const ClientConfig& config, std::string_view replid, ReplicaLink& link,

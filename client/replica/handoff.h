@@ -34,8 +34,10 @@ Status hand_off(const ClientConfig& config, std::string_view replid, ReplicaLink
 // link came up (`after`). A partial resync (+CONTINUE) keeps the replica's
 // backlog, which held byte `offset`; a full one replaces it with a new one
 // that begins after the offset the master's RDB was taken at (>= offset + 1).
-// kUnknown when the backlog cannot tell: it held no byte up to `offset` before
-// (nothing was written since its own full sync), or it has since been cut.
+// A backlog that moved without being cut was replaced. kUnknown when the
+// backlog cannot tell: it has been cut since, or it began right after
+// `offset` and still does (nothing reached the replica past its own full
+// sync: a partial resync, or a full one at that very offset).
 enum class Resync { kPartial, kFull, kUnknown };
 Resync judge_resync(std::string_view before, std::string_view after, uint64_t offset);
 
