@@ -79,6 +79,10 @@ Options:
   --skip-module-data      load a table whose master held module data that is
                           not a key (MODULE_AUX: the table cannot carry it);
                           without this such a table is refused (exit 5)
+  --allow-missing-keys    load a table that lacks keys the sidecar could not
+                          copy (--source scan: a DUMP that failed; its ready
+                          line's keys_lost=N); without this such a table is
+                          refused (exit 5)
   --allow-lossy-conversion
                           the target reads an older RDB version than the
                           master wrote, so values are converted for it; load
@@ -118,8 +122,10 @@ Options:
                           partial resync; checks first that the master's
                           backlog still covers the target's offset (if not,
                           leaves the target alone and says how large
-                          repl-backlog-size must be), and verifies the
-                          master's sync_partial_ok grew and sync_full did not.
+                          repl-backlog-size must be), and verifies by the
+                          target's own INFO replication (its link to that
+                          host and port, its backlog kept) that the resync
+                          was partial.
                           From an rdma-server --source rdb table: hands off
                           at the file's repl-offset at once (no change log);
                           refused (exit 5) when the file had no repl-id and
@@ -253,6 +259,8 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
       c.no_load = true;
     } else if (args.flag("--skip-module-data")) {
       c.skip_module_data = true;
+    } else if (args.flag("--allow-missing-keys")) {
+      c.allow_missing_keys = true;
     } else if (args.flag("--allow-lossy-conversion")) {
       c.allow_lossy_conversion = true;
     } else if (args.flag("--follow")) {

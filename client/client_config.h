@@ -60,6 +60,10 @@ struct ClientConfig {
   // --skip-module-data: load a table whose master held module data that is
   // not a key (MODULE_AUX), which the table cannot carry; refused without.
   bool skip_module_data = false;
+  // --allow-missing-keys: load a table that lacks keys the sidecar listed
+  // and could not copy (header keys_lost: a scan source's failed DUMPs);
+  // refused without.
+  bool allow_missing_keys = false;
   // --allow-lossy-conversion: load values converted for an older target even
   // when the conversion drops what it cannot hold (field TTLs, consumers'
   // active times), counted per kind; refused without.

@@ -125,6 +125,7 @@ void encode_header(const Header& h, std::span<std::byte, kHeaderSize> out) {
   p[hdr::kEngine] = static_cast<std::byte>(h.engine);
   wire::store_u32(p + hdr::kModuleAux, h.module_aux_count);
   wire::store_u64(p + hdr::kEmptySkipped, h.empty_skipped);
+  wire::store_u64(p + hdr::kKeysLost, h.keys_lost);
   wire::store_u32(p + hdr::kRdbVersion, h.rdb_version);
   wire::store_u32(p + hdr::kDbCount, h.db_count);
   wire::store_u64(p + hdr::kRecordCount, h.record_count);
@@ -234,6 +235,7 @@ Header load_header_fields(const std::byte* p) {
   h.engine = static_cast<Engine>(p[hdr::kEngine]);
   h.module_aux_count = load_u32(p + hdr::kModuleAux);
   h.empty_skipped = load_u64(p + hdr::kEmptySkipped);
+  h.keys_lost = load_u64(p + hdr::kKeysLost);
   h.rdb_version = load_u32(p + hdr::kRdbVersion);
   h.db_count = load_u32(p + hdr::kDbCount);
   h.record_count = load_u64(p + hdr::kRecordCount);
@@ -278,8 +280,7 @@ Status check_header_fields(const Header& h, const std::byte* p, uint64_t region_
   if (h.rdb_version != 0 && !rdb::is_known_version(static_cast<uint16_t>(h.rdb_version)))
     return bad_header("RDB version " + std::to_string(h.rdb_version) +
                       " is not one this client reads (upgrade it)");
-  if (!all_zero(p + hdr::kReserved, hdr::kReservedLen) ||
-      !all_zero(p + hdr::kReserved2, hdr::kReserved2Len) ||
+  if (!all_zero(p + hdr::kReserved2, hdr::kReserved2Len) ||
       !all_zero(p + hdr::kEngine + 1, hdr::kModuleAux - hdr::kEngine - 1))
     return bad_header("reserved bytes are not zero");
   if (load_u32(p + hdr::kSlotHeaderSize) != kSlotHeaderSize)
@@ -406,17 +407,23 @@ Result<SlotView> decode_slot(const Header& h, uint64_t index, uint32_t expected_
       return bad_record(index, "checksum mismatch");
     return v;
   }
+  // A peer's heap (and region) can claim nearly 2^64 bytes: key_len +
+  // payload_len is summed only once it is known not to wrap.
   if (v.heap_ref % kHeapAlign != 0 || v.payload_len > h.heap_size ||
+      v.key_len > h.heap_size - v.payload_len ||
       !within(v.heap_ref, v.key_len + v.payload_len, h.heap_size))
-    return bad_record(index, "heap reference " + std::to_string(v.heap_ref) + "+" +
-                                 std::to_string(v.key_len + v.payload_len) +
-                                 " lies outside the heap");
+    return bad_record(index, "heap reference " + std::to_string(v.heap_ref) + " (key of " +
+                                 std::to_string(v.key_len) + " bytes, payload of " +
+                                 std::to_string(v.payload_len) + ") lies outside the heap of " +
+                                 std::to_string(h.heap_size) + " bytes");
   return v;
 }
 
 Status verify_heap_record(uint64_t index, std::span<const std::byte> slot_bytes, SlotView& v,
                           std::span<const std::byte> heap_bytes) {
-  if (heap_bytes.size() != v.data_len())
+  // Exactly key_len + payload_len bytes, checked without summing them: `v`
+  // may come from a slot no one validated.
+  if (v.payload_len > heap_bytes.size() || v.key_len != heap_bytes.size() - v.payload_len)
     return bad_record(index, "heap bytes have the wrong length");
   auto data = as_chars(heap_bytes);
   std::string_view key = data.substr(0, v.key_len);

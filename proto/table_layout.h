@@ -29,8 +29,8 @@
 //   92  4  slot_header_size (48)      232  4  module_aux_count (module data not carried)
 //   96  8  slot_count (= record_count)236  8  empty_skipped (empty collections dropped)
 //                                     244  4  source_stream_db (the stream's DB at the offset)
-//                                     248  4  reserved, zero
-//  104  8  dbdir_offset               252  4  reserved, zero
+//                                     248  8  keys_lost (listed by the source, not copied)
+//  104  8  dbdir_offset
 //  112  8  dbdir_size (= db_count * 32)
 //  120  8  slots_offset
 //  256 64  lossy records: 4 entries of 16 bytes, entry i for rdb::Loss bit
@@ -131,17 +131,17 @@ inline constexpr size_t kMagic = 0, kLayoutVersion = 8, kHeaderSize = 10, kState
                         kSlotsSize = 128, kHeapOffset = 136, kHeapSize = 144, kSourceOffset = 152,
                         kSourceReplid = 160, kDbdirCrc = 200, kSourceKind = 204,
                         kScriptsOffset = 208, kScriptsSize = 216, kScriptsCrc = 224, kEngine = 228,
-                        kModuleAux = 232, kEmptySkipped = 236, kStreamDb = 244, kReserved = 248,
+                        kModuleAux = 232, kEmptySkipped = 236, kStreamDb = 244, kKeysLost = 248,
                         kLossy = 256, kReserved2 = 320, kHeaderCrc = 508;
-inline constexpr size_t kServerVersionLen = 32, kReplidLen = 40, kReservedLen = 8,
-                        kLossyEntrySize = 16, kReserved2Len = 188;
+inline constexpr size_t kServerVersionLen = 32, kReplidLen = 40, kLossyEntrySize = 16,
+                        kReserved2Len = 188;
 static_assert(kServerVersion + kServerVersionLen == kRdbVersion);
 static_assert(kSourceReplid + kReplidLen == kDbdirCrc);
 static_assert(kSourceKind + 4 == kScriptsOffset && kScriptsOffset + 8 == kScriptsSize &&
               kScriptsSize + 8 == kScriptsCrc && kScriptsCrc + 4 == kEngine);
 static_assert(kEngine + 4 == kModuleAux && kModuleAux + 4 == kEmptySkipped &&
-              kEmptySkipped + 8 == kStreamDb && kStreamDb + 4 == kReserved);
-static_assert(kReserved + kReservedLen == kLossy);
+              kEmptySkipped + 8 == kStreamDb && kStreamDb + 4 == kKeysLost);
+static_assert(kKeysLost + 8 == kLossy);
 static_assert(kLossy + kLossKinds * kLossyEntrySize == kReserved2);
 static_assert(kReserved2 + kReserved2Len == kHeaderCrc);
 static_assert(kHeaderCrc + 4 == rrs::table::kHeaderSize);
@@ -208,6 +208,11 @@ struct Header {
   // a key (MODULE_AUX), and empty collections (which servers drop at load).
   uint32_t module_aux_count = 0;
   uint64_t empty_skipped = 0;
+  // Keys the source listed and could not copy (scan: a DUMP that failed with
+  // an error other than NOPERM, which stops the snapshot instead). Bytes
+  // 248..255 were reserved in layout 4 and readers refuse nonzero reserved
+  // bytes, so a reader that predates the field refuses a table missing keys.
+  uint64_t keys_lost = 0;
   // Records a conversion to an older server would lose part of, per kind
   // (entry i: rdb::Loss bit 1 << i).
   std::array<LossyRecords, kLossKinds> lossy{};
@@ -253,6 +258,7 @@ struct SlotView {
   std::string_view key;
   std::string_view payload;
 
+  // Cannot wrap for a view decode_slot accepted (it checks the sum first).
   uint64_t data_len() const { return key_len + payload_len; }
 };
 

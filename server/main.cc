@@ -74,9 +74,11 @@ Result<Servers> start_servers(event_base* base, const ServerConfig& config,
   return servers;
 }
 
-void on_snapshot_signal(evutil_socket_t, short, void* psync) {
-  if (psync)
-    static_cast<PsyncSource*>(psync)->request_snapshot();
+// `arg` points to the PSYNC source (null for the others), which does not
+// exist yet when the handler is installed.
+void on_snapshot_signal(evutil_socket_t, short, void* arg) {
+  if (PsyncSource* psync = *static_cast<PsyncSource**>(arg))
+    psync->request_snapshot();
   else
     log::warn("SIGUSR1 asks for a new snapshot; only --source psync takes them");
 }
@@ -105,7 +107,7 @@ void print_table_line(const char* what, const table::Header& h, const SnapshotSt
                       double build_s) {
   std::printf("%s epoch=%llu records=%llu bytes=%llu slot_size=%u functions=%llu build_s=%.3f "
               "source=%s offset=%llu replid=%s engine=%s version=%s rdb=%u module_aux=%u "
-              "empty_skipped=%llu",
+              "empty_skipped=%llu keys_lost=%llu",
               what, static_cast<unsigned long long>(h.epoch),
               static_cast<unsigned long long>(h.record_count),
               static_cast<unsigned long long>(h.total_size), h.slot_size,
@@ -116,7 +118,8 @@ void print_table_line(const char* what, const table::Header& h, const SnapshotSt
               : h.engine == Engine::kRedis ? "redis"
                                            : "-",
               h.server_version.empty() ? "-" : h.server_version.c_str(), h.rdb_version,
-              h.module_aux_count, static_cast<unsigned long long>(h.empty_skipped));
+              h.module_aux_count, static_cast<unsigned long long>(h.empty_skipped),
+              static_cast<unsigned long long>(h.keys_lost));
   for (size_t i = 0; i < rdb::kLossKindCount; ++i)
     std::printf(" lossy_%s=%llu", rdb::loss_key(i),
                 static_cast<unsigned long long>(h.lossy[i].count));
@@ -188,7 +191,9 @@ Result<TablePtr> publish_first_table(const Source& src, Servers& servers) {
   const table::SlotSizeChoice& c = builder.slot_choice();
   if (stats.vanished || stats.failed)
     log::warn(std::to_string(stats.vanished) + " keys vanished during the snapshot, " +
-              std::to_string(stats.failed) + " could not be dumped");
+              std::to_string(stats.failed) +
+              " could not be dumped (keys_lost: clients refuse the table without "
+              "--allow-missing-keys)");
   print_table_line("ready", table->header, stats, build_s);
   std::printf(" heap_records=%llu log_bytes=%llu listening=%s transport=%s\n",
               static_cast<unsigned long long>(c.heap_records),
@@ -249,22 +254,28 @@ class EpochFollower {
   std::thread thread_;
 };
 
-// Serves until SIGINT or SIGTERM; SIGUSR1 asks a PSYNC source for a snapshot.
-void run_loop(event_base* base, PsyncSource* psync) {
+// Serves until SIGINT or SIGTERM (until then their default action still
+// stops a long first snapshot at once).
+void run_loop(event_base* base) {
   event* sigint = evsignal_new(base, SIGINT, on_signal, base);
   event* sigterm = evsignal_new(base, SIGTERM, on_signal, base);
-  event* sigusr1 = evsignal_new(base, SIGUSR1, on_snapshot_signal, psync);
   event_add(sigint, nullptr);
   event_add(sigterm, nullptr);
-  event_add(sigusr1, nullptr);
   event_base_dispatch(base);
   event_free(sigint);
   event_free(sigterm);
-  event_free(sigusr1);
 }
 
 Status serve(const ServerConfig& config) {
   RRS_RETURN_IF_ERROR(pin_to_cpus(config.cpus));  // before any thread: they inherit it
+  std::unique_ptr<event_base, void (*)(event_base*)> base(event_base_new(), event_base_free);
+  // SIGUSR1's default action ends the process, so its handler goes in before
+  // anything that can take time. One that comes during the first snapshot is
+  // handled once the loop runs, after the first table is published.
+  PsyncSource* psync = nullptr;
+  std::unique_ptr<event, void (*)(event*)> sigusr1(
+      evsignal_new(base.get(), SIGUSR1, on_snapshot_signal, &psync), event_free);
+  event_add(sigusr1.get(), nullptr);
   RRS_ASSIGN_OR_RETURN(RedisCredentials creds,
                        load_credentials(config.redis_auth_file, kServerAuthEnv));
   RRS_ASSIGN_OR_RETURN(AccessPolicy access, access_policy(config));
@@ -272,14 +283,14 @@ Status serve(const ServerConfig& config) {
   // a long snapshot. The loop does not run until the table is published:
   // clients that connect early simply wait in the backlog (within their
   // --connect-timeout), and never see a half-built table.
-  std::unique_ptr<event_base, void (*)(event_base*)> base(event_base_new(), event_base_free);
   RRS_ASSIGN_OR_RETURN(Servers servers, start_servers(base.get(), config, access));
   const Source src = make_source(config, creds, port_of(servers.front().second->address()));
+  psync = src.psync;
   RRS_ASSIGN_OR_RETURN(TablePtr table, publish_first_table(src, servers));
 
   EpochFollower follower(servers, table);
   if (src.psync) RRS_RETURN_IF_ERROR(follower.start(base.get(), *src.psync));
-  run_loop(base.get(), src.psync);
+  run_loop(base.get());
   follower.stop();
   servers.clear();
   // One more turn lets libevent finish freeing the connections it deferred.

@@ -12,6 +12,10 @@ namespace {
 
 std::string_view text(const redisReply* r) { return {r->str, r->len}; }
 
+// Keys whose DUMP failed are named in the log up to this many per snapshot;
+// the rest are counted (a master without DUMP fails every key).
+constexpr uint64_t kLostKeysNamed = 10;
+
 // The master's Redis Functions (7.0+): FUNCTION LIST to count the libraries
 // and FUNCTION DUMP for the payload, in one MULTI so that the count matches
 // the payload even if a client loads a library in between. Returns how many
@@ -158,10 +162,19 @@ Status ScanSource::dump_keys(RedisClient& redis, uint32_t db, const std::deque<s
                                  " and read access to every key, ~*)")
             .as(ErrorKind::kUnavailable);
     if (d->type != REDIS_REPLY_STRING || t->type != REDIS_REPLY_INTEGER) {
-      stats.failed++;
-      log::warn("DUMP of key '" + k + "' in DB " + db_text + " failed: " +
-                std::string(d->type == REDIS_REPLY_ERROR ? text(d) : "unexpected reply") +
-                "; the key is left out of the table");
+      // Counted in the header (keys_lost): a client refuses the table unless
+      // told to load it without these keys.
+      into.count_lost_key();
+      const bool dump_failed = d->type != REDIS_REPLY_STRING;
+      const redisReply* bad = dump_failed ? d : t;
+      if (++stats.failed <= kLostKeysNamed)
+        log::warn(std::string(dump_failed ? "DUMP" : expiry_cmd) + " of key '" + log::printable(k) +
+                  "' in DB " + db_text + " failed: " +
+                  (bad->type == REDIS_REPLY_ERROR
+                       ? log::printable(text(bad))
+                       : "unexpected reply type " + std::to_string(bad->type)) +
+                  "; the key is left out of the table" +
+                  (stats.failed == kLostKeysNamed ? " (any more are only counted)" : ""));
       continue;
     }
     int64_t expire_at = table::kNoExpiry;

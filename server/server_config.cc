@@ -88,8 +88,9 @@ Over verbs the table is registered (pinned) once per epoch: RLIMIT_MEMLOCK
 must cover it (`ulimit -l unlimited`, or LimitMEMLOCK=infinity under systemd),
 unless the process has CAP_IPC_LOCK; the error says so if not.
 
-SIGUSR1 asks for a new snapshot now (psync). The rdb source reads its file
-once; to serve a newer backup, restart rdma-server.
+SIGUSR1 asks for a new snapshot now (psync; one sent during the first snapshot
+is taken after it). The rdb source reads its file once; to serve a newer
+backup, restart rdma-server.
 
 With psync, a master that goes away mid-RDB is retried with backoff (1 s
 doubling to 30 s); after the first table, a lost link reconnects and asks to

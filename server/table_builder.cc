@@ -170,6 +170,7 @@ Result<std::shared_ptr<Table>> TableBuilder::build(uint64_t epoch) {
   h.server_version = source_.server.number().substr(0, table::hdr::kServerVersionLen);
   h.module_aux_count = source_.module_aux;
   h.empty_skipped = empty_skipped_;
+  h.keys_lost = keys_lost_;
   h.lossy = lossy_;
   h.source_kind = source_.kind;
   h.source_offset = source_.replication_offset;

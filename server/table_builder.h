@@ -51,6 +51,9 @@ class TableBuilder {
 
   uint64_t record_count() const { return records_ + sample_.size(); }
   uint64_t staged_bytes() const { return data_bytes_; }
+  // A key the source listed and could not copy: counted in the header
+  // (keys_lost), so a client does not take the table for the whole keyspace.
+  void count_lost_key() { ++keys_lost_; }
 
   // Lays out and returns the table; the builder is empty again afterwards.
   Result<std::shared_ptr<Table>> build(uint64_t epoch);
@@ -94,6 +97,7 @@ class TableBuilder {
   std::vector<table::DbEntry> dbs_;
   uint16_t rdb_version_ = 0;
   uint64_t empty_skipped_ = 0;  // empty collections left out (add_rdb_value)
+  uint64_t keys_lost_ = 0;      // keys the source could not copy (count_lost_key)
   std::array<table::LossyRecords, table::kLossKinds> lossy_{};
   Status error_;  // sticky: memory could not grow, or the DB order broke
   table::SlotSizeChoice choice_;

@@ -90,14 +90,19 @@ Result<uint64_t> settled_offset(RedisClient& target, uint64_t forwarded) {
   }
 }
 
-Status wait_link_up(RedisClient& target, const Endpoint& master, std::chrono::seconds timeout) {
+// Waits until the target's link to `master` (host and port as REPLICAOF
+// named them) is up; returns its INFO replication then.
+Result<std::string> wait_link_up(RedisClient& target, const Endpoint& master,
+                                 std::chrono::seconds timeout) {
   const auto deadline = Clock::now() + timeout;
   std::string last;
   while (Clock::now() < deadline) {
     auto repl = target.info("replication");
     if (!repl.ok()) return repl.status().wrap("read the target's INFO replication");
     last = info_field(*repl, "master_link_status");
-    if (last == "up" && info_field(*repl, "master_port") == std::to_string(master.port)) return {};
+    if (last == "up" && info_field(*repl, "master_host") == master.host &&
+        info_field(*repl, "master_port") == std::to_string(master.port))
+      return *repl;
     std::this_thread::sleep_for(kPoll);
   }
   return Status::error("wait for the target's link to " + master.to_string(),
@@ -108,7 +113,67 @@ Status wait_link_up(RedisClient& target, const Endpoint& master, std::chrono::se
       .as(ErrorKind::kUnavailable);
 }
 
+// The counters say the partial resync happened, but they count the master's
+// every replica: trusted only when the target's own state cannot tell.
+Status judge_by_counters(const Endpoint& master, uint64_t offset, uint64_t partial, uint64_t full) {
+  if (partial > 0) {
+    log::warn("the target's backlog cannot tell how its link began; the master's "
+              "sync_partial_ok grew by " +
+              std::to_string(partial) + ", which another replica may account for");
+    return {};
+  }
+  return Status::error("hand off to the master " + master.to_string(),
+                       full > 0
+                           ? "it answered with a full resync (sync_full +" + std::to_string(full) +
+                                 "): its backlog moved past offset " + std::to_string(offset) +
+                                 " between the check and the PSYNC; raise "
+                                 "repl-backlog-size"
+                           : "the target's link is up but neither its backlog nor the "
+                             "master's sync_partial_ok shows a partial resync (is "
+                             "--master the master the target reached?)")
+      .as(ErrorKind::kFailed);
+}
+
+// The target's own state after its link came up: the history it follows, and
+// whether it kept its backlog (a partial resync) or got a new one (full).
+Status judge_target(const Endpoint& master, std::string_view master_replid, std::string_view before,
+                    std::string_view after, uint64_t offset, Resync& kind) {
+  const std::string step = "hand off to the master " + master.to_string();
+  if (info_field(after, "master_replid") != master_replid)
+    return Status::error(step, "the target follows history " + info_field(after, "master_replid") +
+                                   ", not the master's " + std::string(master_replid))
+        .as(ErrorKind::kFailed);
+  kind = judge_resync(before, after, offset);
+  if (kind == Resync::kFull)
+    return Status::error(step, "it answered with a full resync: the target's backlog now begins "
+                               "at offset " +
+                                   info_field(after, "repl_backlog_first_byte_offset") +
+                                   ", past the offset " + std::to_string(offset) +
+                                   " it continued from, so its data was replaced (the master's "
+                                   "backlog moved on between the check and the PSYNC; raise "
+                                   "repl-backlog-size)")
+        .as(ErrorKind::kFailed);
+  return {};
+}
+
 }  // namespace
+
+Resync judge_resync(std::string_view before, std::string_view after, uint64_t offset) {
+  if (info_field(before, "repl_backlog_active") != "1" ||
+      info_field(after, "repl_backlog_active") != "1")
+    return Resync::kUnknown;
+  const uint64_t was = field_u64(before, "repl_backlog_first_byte_offset");
+  const uint64_t now = field_u64(after, "repl_backlog_first_byte_offset");
+  // Byte `offset` is still held: a backlog a full resync created begins past it.
+  if (now != 0 && now <= offset) return Resync::kPartial;
+  // Cut to its size since: a kept backlog may have dropped it.
+  if (field_u64(after, "repl_backlog_histlen") >= field_u64(after, "repl_backlog_size"))
+    return Resync::kUnknown;
+  // Moved without being cut: replaced. Unmoved, it began right after `offset`
+  // (nothing reached the target past its own full sync): a partial resync,
+  // or a full one at that very offset; the backlog cannot tell which.
+  return now != was ? Resync::kFull : Resync::kUnknown;
+}
 
 Status hand_off(const ClientConfig& config, std::string_view replid, ReplicaLink& link,
                 uint64_t forwarded) {
@@ -136,41 +201,34 @@ Status hand_off(const ClientConfig& config, std::string_view replid, ReplicaLink
     return (s).as(ErrorKind::kRefused);
   auto before = sync_counters(*master);
   if (!before.ok()) return (before.status()).as(ErrorKind::kUnavailable);
+  auto target_before = target->info("replication");
+  if (!target_before.ok())
+    return (target_before.status().wrap("read the target's INFO replication"))
+        .as(ErrorKind::kUnavailable);
 
   auto moved = target->command(
       {"REPLICAOF", config.master.host, std::to_string(config.master.port)});
   if (!moved.ok())
     return (moved.status().wrap("point the target at the master")).as(ErrorKind::kFailed);
   link.close();
-  if (Status s = wait_link_up(*target, config.master, config.io_timeout); !s.ok())
-    return (s).as(ErrorKind::kUnavailable);
+  auto target_after = wait_link_up(*target, config.master, config.io_timeout);
+  if (!target_after.ok()) return (target_after.status()).as(ErrorKind::kUnavailable);
   auto after = sync_counters(*master);
   if (!after.ok()) return (after.status()).as(ErrorKind::kUnavailable);
   const uint64_t partial = after->partial_ok - before->partial_ok;
   const uint64_t full = after->full - before->full;
+  Resync kind = Resync::kUnknown;
+  Status judged = judge_target(config.master, info_field(*repl, "master_replid"), *target_before,
+                               *target_after, *offset, kind);
+  if (judged.ok() && kind == Resync::kUnknown)
+    judged = judge_by_counters(config.master, *offset, partial, full);
   std::printf("handoff master=%s offset=%llu partial_resync=%s sync_partial_ok=+%llu "
               "sync_full=+%llu seconds=%.3f\n",
               config.master.to_string().c_str(), static_cast<unsigned long long>(*offset),
-              partial > 0 ? "yes" : "no", static_cast<unsigned long long>(partial),
+              judged.ok() ? "yes" : "no", static_cast<unsigned long long>(partial),
               static_cast<unsigned long long>(full), seconds_since(t0));
   std::fflush(stdout);
-  if (partial == 0)
-    return (Status::error("hand off to the master " + config.master.to_string(),
-                          full > 0 ? "it answered with a full resync (sync_full +" +
-                                         std::to_string(full) +
-                                         "): its backlog moved past "
-                                         "offset " +
-                                         std::to_string(*offset) +
-                                         " between the check and the PSYNC; raise "
-                                         "repl-backlog-size"
-                                   : "the target's link is up but the master's "
-                                     "sync_partial_ok did not grow, so the partial resync "
-                                     "cannot be confirmed (is --master the master the "
-                                     "target reached?)"))
-        .as(ErrorKind::kFailed);
-  if (full > 0)
-    log::warn("the master's sync_full also grew by " + std::to_string(full) +
-              " meanwhile: another replica (or the sidecar) did a full sync");
+  RRS_RETURN_IF_ERROR(judged);
   log::info("the target is a replica of " + config.master.to_string() + ", continued from offset " +
             std::to_string(*offset) + " with a partial resync");
   return {};

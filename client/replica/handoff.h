@@ -6,8 +6,13 @@
 //
 //   target's offset O (INFO replication)  ->  master: same history, backlog
 //   covers O+1? (else refuse, and say how big repl-backlog-size must be)
-//   ->  master's sync_full / sync_partial_ok  ->  REPLICAOF <master>  ->
-//   link up  ->  counters again: partial +1, full +0, or say it went wrong.
+//   ->  the target's own backlog (INFO replication)  ->  REPLICAOF <master>
+//   ->  link up to that host and port  ->  the target's backlog again: a
+//   partial resync keeps it, a full one replaces it (judge_resync).
+//
+// The master's sync_partial_ok / sync_full count every replica's resyncs, so
+// another replica's partial resync could hide the target's full one: they are
+// printed, and consulted only when the target's backlog cannot tell.
 #pragma once
 
 #include <string_view>
@@ -23,5 +28,17 @@ namespace rrs {
 // handoff that ended in a full resync is kFailed.
 Status hand_off(const ClientConfig& config, std::string_view replid, ReplicaLink& link,
                 uint64_t forwarded);
+
+// How a replica's link to its master began, from the replica's own INFO
+// replication before (`before`, when it held offset `offset`) and after the
+// link came up (`after`). A partial resync (+CONTINUE) keeps the replica's
+// backlog, which held byte `offset`; a full one replaces it with a new one
+// that begins after the offset the master's RDB was taken at (>= offset + 1).
+// A backlog that moved without being cut was replaced. kUnknown when the
+// backlog cannot tell: it has been cut since, or it began right after
+// `offset` and still does (nothing reached the replica past its own full
+// sync: a partial resync, or a full one at that very offset).
+enum class Resync { kPartial, kFull, kUnknown };
+Resync judge_resync(std::string_view before, std::string_view after, uint64_t offset);
 
 }  // namespace rrs

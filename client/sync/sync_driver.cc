@@ -69,6 +69,17 @@ Status load_everything(const ClientConfig& config, RemoteTable& remote, FetchThr
 // What the master held that the table could not carry, which a replica of
 // it would have: refused unless the user says to drop it.
 Status check_nothing_dropped(const ClientConfig& config, const table::Header& h) {
+  if (h.keys_lost != 0) {
+    const std::string what = std::to_string(h.keys_lost) +
+                             " keys the sidecar listed but could not copy (its log names them)";
+    if (!config.allow_missing_keys)
+      return Status::error("check the table",
+                           "the table lacks " + what +
+                               "; fix their cause and take a new snapshot, or give "
+                               "--allow-missing-keys to load the table without them")
+          .as(ErrorKind::kRefused);
+    log::warn("loading a table that lacks " + what + " (--allow-missing-keys)");
+  }
   if (h.module_aux_count == 0) return {};
   const std::string what = std::to_string(h.module_aux_count) +
                            " blocks of module data that are not keys (MODULE_AUX)";

@@ -22,8 +22,9 @@ std::string version_text(std::string_view program, std::string_view verbs) {
        std::to_string(change_log::kLayoutVersion) + "\n";
   s += "RDB versions read: " + std::to_string(rdb::kMinVersion) + " to " +
        std::to_string(rdb::kMaxRedisVersion) + " (Redis), " +
-       std::to_string(rdb::kFirstValkeyVersion) + " (Valkey); values converted for targets from "
-                                                  "Redis 7.0 and Valkey 8.0\n";
+       std::to_string(rdb::kFirstValkeyVersion) +
+       " (Valkey); values converted for targets from "
+       "Redis 7.0 and Valkey 8.0\n";
   s += "verbs: " + std::string(verbs) + "\n";
   return s;
 }

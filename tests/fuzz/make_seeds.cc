@@ -189,6 +189,30 @@ std::string table(const std::vector<Rec>& recs, uint32_t slot_size,
   return {reinterpret_cast<const char*>(t.data()), t.size()};
 }
 
+// Flags 31 (every CRC recomputed, the region length from the input), a
+// region of 2^64 - 1 bytes, and a table whose heap fills it: its first heap
+// record's key + payload passes 2^64 and wraps to a short length.
+std::string huge_region_table(const std::vector<Rec>& recs) {
+  using namespace rrs::table;
+  std::string t = table(recs, 64, {});
+  auto* p = reinterpret_cast<std::byte*>(t.data());
+  const uint64_t total = ~uint64_t{0} & ~uint64_t{kRegionAlign - 1};
+  const uint64_t heap_offset = rrs::wire::load_u64(p + hdr::kHeapOffset);
+  rrs::wire::store_u64(p + hdr::kTotalSize, total);
+  rrs::wire::store_u64(p + hdr::kHeapSize, total - heap_offset);
+  const uint64_t slots = rrs::wire::load_u64(p + hdr::kSlotsOffset);
+  for (size_t i = 0; i < recs.size(); ++i) {
+    std::byte* s = p + slots + i * 64;
+    if (static_cast<uint8_t>(s[slot::kKind]) != static_cast<uint8_t>(SlotKind::kHeap)) continue;
+    rrs::wire::store_u32(s + slot::kKeyLen, 20000);
+    rrs::wire::store_u64(s + slot::kPayloadLen, total - heap_offset - 100);
+    break;
+  }
+  std::string seed(1, '\x1f');
+  for (int i = 0; i < 8; ++i) seed += '\xff';
+  return seed + t;
+}
+
 void table_seeds(const fs::path& dir) {
   std::vector<Rec> recs = {
       {0, "user:1", string_value("alice")},
@@ -218,6 +242,7 @@ void table_seeds(const fs::path& dir) {
     write(dir, "table-no-scripts" + tag, flags + table(recs, 64, {}));
   }
   write(dir, "table-empty", std::string(1, '\0') + table({}, 64, {}));
+  write(dir, "table-huge-region", huge_region_table(recs));
 }
 
 // --- RDBs redis-server 7.0 does not write ---------------------------------

@@ -1,16 +1,21 @@
 // libFuzzer target: the mapping-table decoders (proto/table_layout.h), which
 // a client runs over bytes read from a remote table.
 //
-// Input: one flag byte, then the table region (its length is the region
-// length the descriptor would publish). The decoders run as the client runs
-// them: the header; then, where the header's regions lie within the input,
-// the DB directory, up to 1024 slots (each heap record verified against its
-// heap bytes), and the scripts region.
+// Input: one flag byte, then (flag 16) the region length the descriptor
+// claims, 8 bytes little-endian, then the table region's first bytes. Without
+// flag 16 the region length is the length of those bytes. A peer chooses the
+// region length freely (up to 2^64 - 1), and the header may claim a table that
+// large: bytes past the input are what the fetcher would read from the peer,
+// zeros here. The decoders run as the client runs them: the header; then,
+// where the header's regions lie within the input, the DB directory, up to
+// 1024 slots (each heap record verified against its heap bytes, or against
+// zeros of its length when those lie past the input), and the scripts region.
 //
 // Every region carries a CRC-32C, which random bytes never match. The flag
 // bits make the harness recompute them after mutation, so the fuzzer reaches
 // the checks behind the CRCs; with a bit clear the CRC is left as found:
 //   1 header CRC   2 DB directory CRC   4 slot CRCs   8 scripts region CRC
+//   16 the region length comes from the input
 //
 // What decodes must survive a round trip through the encoders, and the views
 // a decoded slot returns must lie inside the bytes it was given. The same
@@ -39,8 +44,12 @@ using rrs::wire::load_u64;
 
 using Bytes = std::span<const std::byte>;
 
-constexpr uint8_t kFixHeaderCrc = 1, kFixDbdirCrc = 2, kFixSlotCrc = 4, kFixScriptsCrc = 8;
+constexpr uint8_t kFixHeaderCrc = 1, kFixDbdirCrc = 2, kFixSlotCrc = 4, kFixScriptsCrc = 8,
+                  kClaimedLength = 16;
 constexpr uint64_t kMaxSlotsChecked = 1024;
+// A heap record past the input is verified against zeros of its length when
+// it is no longer than this (the fetcher would read it from the peer).
+constexpr uint64_t kMaxUnseenRecord = 1 << 20;
 
 // [off, off + len) lies within [0, size), without overflow.
 bool within(uint64_t off, uint64_t len, uint64_t size) { return off <= size && len <= size - off; }
@@ -109,10 +118,20 @@ void check_slot(std::vector<std::byte>& region, const Header& h, const std::vect
                "inline slot " + std::to_string(i) + ": views outside the slot");
     return;
   }
-  FUZZ_CHECK(within(v->heap_ref, v->data_len(), h.heap_size),
+  // Checked without the sum, which wraps for a heap of nearly 2^64 bytes.
+  FUZZ_CHECK(v->payload_len <= h.heap_size && v->key_len <= h.heap_size - v->payload_len &&
+                 within(v->heap_ref, v->data_len(), h.heap_size),
              "heap slot " + std::to_string(i) + " points outside the heap");
-  if (!within(h.heap_offset + v->heap_ref, v->data_len(), region.size())) return;
-  Bytes heap_bytes = all.subspan(h.heap_offset + v->heap_ref, v->data_len());
+  std::vector<std::byte> unseen;
+  Bytes heap_bytes;
+  if (within(h.heap_offset + v->heap_ref, v->data_len(), region.size())) {
+    heap_bytes = all.subspan(h.heap_offset + v->heap_ref, v->data_len());
+  } else if (v->data_len() <= kMaxUnseenRecord) {
+    unseen.resize(v->data_len());
+    heap_bytes = unseen;
+  } else {
+    return;
+  }
   if (!verify_heap_record(i, slot_bytes, *v, heap_bytes).ok()) return;
   FUZZ_CHECK(v->key.size() == v->key_len && v->payload.size() == v->payload_len &&
                  inside(v->key, heap_bytes) && inside(v->payload, heap_bytes),
@@ -190,17 +209,26 @@ void check_change_log(Bytes bytes) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const uint8_t flags = data[0];
-  const auto* in = reinterpret_cast<const std::byte*>(data + 1);
-  std::vector<std::byte> region(in, in + size - 1);
+  size_t at = 1;
+  uint64_t claimed = 0;
+  if (flags & kClaimedLength) {
+    if (size < at + 8) return 0;
+    claimed = load_u64(reinterpret_cast<const std::byte*>(data + at));
+    at += 8;
+  }
+  const auto* in = reinterpret_cast<const std::byte*>(data + at);
+  std::vector<std::byte> region(in, in + size - at);
+  const uint64_t region_len = (flags & kClaimedLength) ? claimed : region.size();
 
   if ((flags & kFixHeaderCrc) && region.size() >= kHeaderSize)
     rrs::wire::store_u32(region.data() + hdr::kHeaderCrc,
                          rrs::crc32c(0, region.data(), hdr::kHeaderCrc));
   Bytes all(region);
   check_change_log(all);
-  auto h = decode_header(all.first(std::min(all.size(), kHeaderSize)), region.size());
+  auto h = decode_header(all.first(std::min(all.size(), kHeaderSize)), region_len);
   if (!h.ok()) return 0;
-  check_header_round_trip(*h, region.size());
+  FUZZ_CHECK(h->total_size <= region_len, "a table larger than its region");
+  check_header_round_trip(*h, region_len);
 
   std::optional<std::vector<DbEntry>> dbs;
   if (within(h->dbdir_offset, h->dbdir_size, region.size())) {

@@ -115,6 +115,44 @@ TEST_F(FaultTest, CorruptRecordIsReportedNeverLoaded) {
   EXPECT_EQ(total_keys(atomic.keyspace()), 1u) << swap.describe();  // only the old data
 }
 
+// A DUMP that fails with anything but NOPERM leaves its key out of the table.
+// Here the master has no DUMP at all (renamed away), so every DUMP answers
+// "ERR unknown command", the way a key of a module type without DUMP support
+// answers: a real error reply, not a key deleted in between (a nil DUMP, which
+// counts as vanished). The sidecar counted the keys but published the table
+// as whole, and the client loaded nothing and exited 0; the warning printed
+// the key's raw bytes. Now the ready line and the table header count them
+// (keys_lost), the log names them escaped, and a client refuses the table
+// unless --allow-missing-keys.
+TEST_F(FaultTest, KeysTheScanSourceCannotDumpAreCountedAndRefused) {
+  RedisProcess master(RedisOptions().with_args({"--rename-command", "DUMP", "DUMP-IS-OFF"}));
+  ASSERT_TRUE(master.started()) << master.start_error();
+  master.run({"SET", std::string("bin\nkey\x1b", 8), "v"});
+  fill_strings(master, 0, "k:", 9, 10);
+  SidecarServer server(master.address(), {"--source", "scan"});
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  EXPECT_EQ(field_u64(server.ready_fields(), "keys_lost"), 10u) << server.ready_line();
+  EXPECT_EQ(field_u64(server.ready_fields(), "records"), 0u) << server.ready_line();
+  const std::string err = server.process().stderr_text();
+  EXPECT_EQ(err.find(std::string("bin\nkey")), std::string::npos) << err;
+  EXPECT_NE(err.find("DUMP of key 'bin\\x0akey\\x1b' in DB 0 failed: ERR unknown command"),
+            std::string::npos)
+      << err;
+
+  RedisProcess replica;
+  ASSERT_TRUE(replica.started()) << replica.start_error();
+  ClientRun run = sync_to(server.port(), replica);
+  EXPECT_EQ(run.exit_code, exit_code::kRefused) << run.describe();
+  EXPECT_NE(run.err.find("lacks 10 keys"), std::string::npos) << run.describe();
+  EXPECT_NE(run.err.find("--allow-missing-keys"), std::string::npos) << run.describe();
+  EXPECT_FALSE(run.has_summary) << run.describe();
+
+  ClientRun allowed = sync_to(server.port(), replica, {"--allow-missing-keys"});
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.describe();
+  EXPECT_NE(allowed.err.find("lacks 10 keys"), std::string::npos) << allowed.describe();
+  EXPECT_EQ(total_keys(replica.keyspace()), 0u);
+}
+
 // Over verbs the sidecar hears nothing of one-sided READs and drops a client
 // that sends no keepalive for 10 s (5 x 2 s). A client whose target Redis
 // stalls longer than that, while it prepares the target (FLUSHALL) or while

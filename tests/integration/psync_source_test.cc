@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <csignal>
 #include <thread>
 
 #include "common/cli/exit_codes.h"
@@ -64,6 +65,26 @@ TEST_F(PsyncTest, EveryTypeAndTheMastersReplicationPosition) {
   EXPECT_NE(slave.find("state=online"), std::string::npos) << slave;
   EXPECT_NE(slave.find("port=" + std::to_string(server.port())), std::string::npos) << slave;
   EXPECT_NE(slave.find("offset=" + want + ","), std::string::npos) << slave << " want " << want;
+}
+
+// SIGUSR1 asks for a snapshot. One sent while the first is still being taken
+// (the master's fork writes its RDB slowly here) killed the sidecar, whose
+// handler went in only once that table was published.
+TEST_F(PsyncTest, SigusrBeforeTheFirstTableIsHarmless) {
+  fill_strings(master_, 0, "slow:", 2000, 20);
+  master_.run({"CONFIG", "SET", "rdb-key-save-delay", "1000"});  // ~2 s of RDB
+  SidecarServer server(master_.address(), {"--source", "psync"});
+  ASSERT_TRUE(server.process().wait_for_line("snapshotting", 30s, Process::Stream::kStderr))
+      << server.describe();
+  server.process().signal(SIGUSR1);
+  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(server.process().running()) << server.describe();
+  EXPECT_EQ(server.process().stdout_text().find("ready"), std::string::npos)
+      << "the signal came after the first table, not before it: " << server.describe();
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  master_.run({"CONFIG", "SET", "rdb-key-save-delay", "0"});
+  EXPECT_TRUE(server.process().running()) << server.describe();
+  expect_replica_equals_master(server.port());
 }
 
 TEST_F(PsyncTest, DiskBasedFramingWithLengthAndAll16Dbs) {

@@ -25,6 +25,7 @@ Header sample_header(uint64_t scripts_bytes = 0) {
   h.rdb_version = 80;
   h.module_aux_count = 2;
   h.empty_skipped = 5;
+  h.keys_lost = 7;
   h.lossy[0] = {2, 1};
   h.db_count = 2;
   h.record_count = 3;
@@ -54,6 +55,7 @@ TEST(TableHeader, RoundTrips) {
   EXPECT_EQ(d->rdb_version, 80u);
   EXPECT_EQ(d->module_aux_count, 2u);
   EXPECT_EQ(d->empty_skipped, 5u);
+  EXPECT_EQ(d->keys_lost, 7u);
   EXPECT_EQ(d->lossy[0].count, 2u);
   EXPECT_EQ(d->lossy[0].first_slot, 1u);
   EXPECT_EQ(d->lossy[1].count, 0u);
@@ -143,9 +145,9 @@ TEST(TableHeader, RejectsEveryInconsistency) {
       {"source", [](auto& b) { wire::store_u32(&b[hdr::kSourceKind], 9); }, true, "source kind"},
       {"stream db without replid", [](auto& b) { wire::store_u32(&b[hdr::kStreamDb], 1); }, true,
        "stream DB 1 without a replication ID"},
-      {"reserved", [](auto& b) { b[hdr::kReserved + 1] = std::byte{1}; }, true, "reserved"},
+      {"reserved", [](auto& b) { b[hdr::kReserved2 + 1] = std::byte{1}; }, true, "reserved"},
       {"reserved end", [](auto& b) { b[hdr::kHeaderCrc - 1] = std::byte{1}; }, true, "reserved"},
-      {"reserved before lossy", [](auto& b) { b[hdr::kLossy - 1] = std::byte{1}; }, true,
+      {"reserved after lossy", [](auto& b) { b[hdr::kReserved2] = std::byte{1}; }, true,
        "reserved"},
       {"more lossy than records", [](auto& b) { wire::store_u64(&b[hdr::kLossy + 16], 4); }, true,
        "lossy-records entry"},
@@ -367,6 +369,54 @@ TEST_F(SlotTest, RejectsEveryInconsistency) {
   }
   auto s = inline_slot();
   EXPECT_FALSE(decode_slot(h, 0, 3, std::span(s).first(64)).ok());
+}
+
+// A peer may publish a region of nearly 2^64 bytes, and a header whose heap
+// fills it: a heap slot whose key_len + payload_len wraps to a small number
+// must be refused, never reach verify_heap_record as a short record.
+TEST_F(SlotTest, RefusesAKeyPlusPayloadThatWrapsInAHugeHeap) {
+  Header huge = h;
+  huge.total_size = ~0ull & ~uint64_t{kRegionAlign - 1};
+  huge.heap_size = huge.total_size - huge.heap_offset;
+  auto header = decode_header(encode(huge), ~0ull);
+  ASSERT_TRUE(header.ok()) << header.status().message();
+  ASSERT_EQ(header->heap_size, huge.heap_size);
+
+  std::vector<std::byte> s(h.slot_size);
+  encode_heap_slot(rec, 8, s);
+  // The payload fits the heap alone; with the key the sum passes 2^64 and
+  // wraps to 3,516 bytes, shorter than the key itself.
+  wire::store_u32(&s[slot::kKeyLen], 20000);
+  wire::store_u64(&s[slot::kPayloadLen], huge.heap_size - 100);
+  ASSERT_LT(uint64_t{20000} + (huge.heap_size - 100), uint64_t{20000});
+  reseal(s, key, payload);
+  auto v = decode_slot(*header, 9, 3, s);
+  ASSERT_FALSE(v.ok()) << "accepted a record of " << v->data_len() << " bytes";
+  EXPECT_NE(v.status().message().find("outside the heap"), std::string::npos)
+      << v.status().message();
+
+  // The largest key and payload that do fit such a heap are still accepted.
+  wire::store_u64(&s[slot::kPayloadLen], huge.heap_size - 8 - 20000);
+  reseal(s, key, payload);
+  EXPECT_TRUE(decode_slot(*header, 9, 3, s).ok());
+}
+
+// verify_heap_record checks its bytes' length without summing key_len and
+// payload_len, so even a view no one validated cannot make it read past them
+// (it threw std::out_of_range, which ended the client with SIGABRT).
+TEST_F(SlotTest, VerifyHeapRecordRefusesAWrappingLength) {
+  std::vector<std::byte> s(h.slot_size);
+  encode_heap_slot(rec, 8, s);
+  SlotView v = *decode_slot(h, 0, 3, s);
+  v.key_len = 200;
+  v.payload_len = ~0ull - 99;  // data_len() wraps to 100
+  std::vector<std::byte> heap(100);
+  Status st;
+  EXPECT_NO_THROW(st = verify_heap_record(0, s, v, heap));
+  EXPECT_FALSE(st.ok());
+  v.key_len = 7;
+  v.payload_len = 50;  // key + payload is 57, the bytes 100
+  EXPECT_FALSE(verify_heap_record(0, s, v, heap).ok());
 }
 
 // A FUNCTION DUMP-shaped payload: opaque to the table, at least a trailer long.
