@@ -170,7 +170,8 @@ Refusal ServerSession::timed_out() {
 
 // --- Client ------------------------------------------------------------------
 
-Result<control::Hello> ClientSession::start() {
+Result<control::Hello> ClientSession::start(Clock::time_point deadline) {
+  deadline_ = deadline;
   control::Hello hello;
   RRS_ASSIGN_OR_RETURN(client_nonce_, auth::random_nonce());
   hello.client_nonce = client_nonce_;

@@ -143,8 +143,11 @@ class ClientSession {
  public:
   explicit ClientSession(std::optional<std::string> secret) : secret_(std::move(secret)) {}
 
-  // A new handshake: the HELLO to send, with a fresh nonce.
-  Result<control::Hello> start();
+  // A new handshake: the HELLO to send, with a fresh nonce. The whole
+  // handshake must be done by `deadline`, however the server spaces its
+  // bytes: each of its waits ends by deadline(), none has a timeout of its own.
+  Result<control::Hello> start(Clock::time_point deadline = Clock::time_point::max());
+  Clock::time_point deadline() const { return deadline_; }
   // HELLO_OK (a frame body): the AUTH proof to send, or nullopt when the
   // server asks for none. Refuses a server that skips AUTH while we hold a secret.
   Result<std::optional<control::Proof>> on_hello_ok(std::span<const std::byte> body);
@@ -180,6 +183,7 @@ class ClientSession {
   Status accept_descriptor(const control::Descriptor& d, control::TransportKind transport);
 
   std::optional<std::string> secret_;
+  Clock::time_point deadline_ = Clock::time_point::max();
   control::Nonce client_nonce_{};
   control::HelloOk hello_ok_;
   control::Descriptor descriptor_;
