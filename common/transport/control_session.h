@@ -78,9 +78,15 @@ class ServerSession {
 
   explicit ServerSession(const ServerTerms& terms) : terms_(terms) {}
 
-  // Admission, before anything is read: refused when `clients` (this one not
-  // counted) already fill max_clients.
+  // Admission to a slot, once the client has proved the secret (or, without
+  // one, said HELLO): refused when `clients` (authenticated ones, this one
+  // not counted) already fill max_clients.
   static std::optional<Refusal> admit(size_t clients, const AccessPolicy& access);
+  // Admission of a new connection to its handshake: refused when `pending`
+  // connections still in theirs (this one not counted), or `from_address` of
+  // them from the same peer address, already fill their budgets.
+  static std::optional<Refusal> admit_unauthenticated(size_t pending, size_t from_address,
+                                                      const AccessPolicy& access);
   // The descriptor of `table` as either transport sends it (verbs adds the
   // addresses and rkeys), or "not ready" while there is none.
   static Verdict<control::Descriptor> describe(const TablePtr& table,
