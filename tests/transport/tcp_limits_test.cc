@@ -129,6 +129,7 @@ TEST_F(TcpLimits, UnauthenticatedConnectionsAreLimitedPerAddress) {
   limits_.access.handshake_timeout = 10s;
   start();
   std::vector<RawPeer> held;
+  held.reserve(3);
   for (int i = 0; i < 3; ++i) held.push_back(peer("127.0.0.2"));
   ASSERT_TRUE(eventually([&] { return loop_.client_count() == 3; }));
   RawPeer extra = peer("127.0.0.2");

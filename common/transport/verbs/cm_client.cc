@@ -49,7 +49,7 @@ Status unexpected_event(rdma_cm_event_type want, const rdma_cm_event& ev) {
 
 Result<CmEvent> CmClient::wait_event(rdma_cm_event_type want, Clock::time_point deadline) {
   pollfd p{channel_->fd, POLLIN, 0};
-  const auto wait = std::min<int64_t>(time_left(deadline).count(), 3600 * 1000);
+  const auto wait = std::min<int64_t>(time_left(deadline).count(), int64_t{3600} * 1000);
   if (::poll(&p, 1, static_cast<int>(wait)) <= 0)
     return Status::error(std::string("wait for ") + rdma_event_str(want), "timed out", ETIMEDOUT)
         .as(ErrorKind::kUnavailable);

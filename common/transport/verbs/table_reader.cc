@@ -151,7 +151,7 @@ Result<std::string> VerbsTableReader::receive_auth_answer(Clock::time_point dead
     return {};
   };
   auto timed_out = [] {
-    return Status::error("receive from rdma-server", "no answer to AUTH within --connect-timeout",
+    return Status::error("receive from rdma-server", "timed out waiting for the answer to AUTH",
                          ETIMEDOUT)
         .as(ErrorKind::kUnavailable);
   };

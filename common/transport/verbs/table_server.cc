@@ -228,8 +228,10 @@ std::optional<Refusal> VerbsTableServer::check_pinning(const verbs::Registration
   const uint64_t more = r.table->bytes.size() + (r.table->log ? r.table->log->memory().size() : 0);
   Status s = check_memlock(pinned + more, limits_.test_memlock_limit);
   if (s.ok()) return std::nullopt;
+  // The key words first: a reject's private data cuts the text at ~120 bytes.
   return Refusal{ErrorCode::kServerFull,
-                 "each client of this server pins the table again (no type-2 memory windows): " +
+                 "RLIMIT_MEMLOCK cannot cover one more pinned copy of the table (no memory "
+                 "windows: each client pins its own): " +
                      s.reason()};
 }
 
