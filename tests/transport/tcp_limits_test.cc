@@ -181,14 +181,19 @@ TEST_F(TcpLimits, AnnouncedReadDepthAndQueuedBytesAreEnforced) {
   flood.join();
 }
 
-TEST_F(TcpLimits, DepthHoldsWithManySmallAnswers) {
+// At the default byte limit (64 MiB, room for 32 answers of 2 MiB) the depth
+// is what holds: no more than max_in_flight answers' bytes are queued.
+TEST_F(TcpLimits, DepthHoldsBelowTheByteLimit) {
   start();
   RawPeer p = peer();
   auto d = p.handshake(5s);
   ASSERT_TRUE(d.ok()) << d.status().message();
   std::thread flood([&] { p.send(reads(d->epoch, 200)); });
   std::this_thread::sleep_for(300ms);
-  for (const auto& q : queues()) EXPECT_LE(q.answers, limits_.max_in_flight);
+  for (const auto& q : queues()) {
+    EXPECT_LE(q.answers, limits_.max_in_flight);
+    EXPECT_LE(q.bytes, limits_.max_in_flight * (kReadLength + control::kFrameHeaderSize));
+  }
   for (int i = 0; i < 200; ++i) {
     RawPeer::Frame f;
     ASSERT_EQ(p.read_frame(f, 5s), RawPeer::Got::kFrame) << "answer " << i;
