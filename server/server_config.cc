@@ -36,8 +36,12 @@ Options:
                           before it learns anything about the table; give
                           rdma-client the same. `openssl rand -hex 32` makes one
   --port PORT             port to serve on (default 12345)
-  --max-clients N         clients served at once, per transport; more are
-                          refused with "server full" (default 64)
+  --max-clients N         authenticated clients served at once, per
+                          transport; more are refused with "server full"
+                          (default 64). A connection takes a slot only once
+                          it has proved the secret; those still in their
+                          handshake (10 s at most) have their own budget: 64,
+                          and 8 from any one address
   --idle-timeout SECS     drop a TCP client that sends no request for this
                           long (default 300; 0: never). Verbs READs bypass
                           the server's CPU: there the keepalive decides

@@ -8,8 +8,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <memory>
+#include <optional>
 
 namespace rrs {
 
@@ -114,13 +116,27 @@ void enable_tcp_keepalive(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
 }
 
-Status send_all(int fd, std::string_view data, std::chrono::milliseconds timeout) {
+namespace {
+
+// How long the next wait of an I/O call may take: `timeout` each time, or
+// what is left until a deadline (then the call as a whole is bounded).
+struct WaitBudget {
+  std::chrono::milliseconds timeout{0};
+  std::optional<Clock::time_point> deadline;
+  std::chrono::milliseconds next() const {
+    if (!deadline) return timeout;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - Clock::now());
+    return std::max(left, std::chrono::milliseconds(0));
+  }
+};
+
+Status send_with(int fd, std::string_view data, const WaitBudget& budget) {
   while (!data.empty()) {
     ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
     if (n > 0) {
       data.remove_prefix(static_cast<size_t>(n));
     } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      RRS_RETURN_IF_ERROR(wait_fd(fd, POLLOUT, timeout, "send"));
+      RRS_RETURN_IF_ERROR(wait_fd(fd, POLLOUT, budget.next(), "send"));
     } else if (n < 0 && errno != EINTR) {
       return Status::from_errno("send");
     }
@@ -128,7 +144,7 @@ Status send_all(int fd, std::string_view data, std::chrono::milliseconds timeout
   return {};
 }
 
-Status recv_all(int fd, std::span<std::byte> dst, std::chrono::milliseconds timeout) {
+Status recv_with(int fd, std::span<std::byte> dst, const WaitBudget& budget) {
   size_t got = 0;
   while (got < dst.size()) {
     ssize_t n = ::recv(fd, dst.data() + got, dst.size() - got, 0);
@@ -137,12 +153,30 @@ Status recv_all(int fd, std::span<std::byte> dst, std::chrono::milliseconds time
     } else if (n == 0) {
       return Status::error("receive", "peer closed the connection", ECONNRESET);
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      RRS_RETURN_IF_ERROR(wait_fd(fd, POLLIN, timeout, "receive"));
+      RRS_RETURN_IF_ERROR(wait_fd(fd, POLLIN, budget.next(), "receive"));
     } else if (errno != EINTR) {
       return Status::from_errno("receive");
     }
   }
   return {};
+}
+
+}  // namespace
+
+Status send_all(int fd, std::string_view data, std::chrono::milliseconds timeout) {
+  return send_with(fd, data, {timeout, std::nullopt});
+}
+
+Status recv_all(int fd, std::span<std::byte> dst, std::chrono::milliseconds timeout) {
+  return recv_with(fd, dst, {timeout, std::nullopt});
+}
+
+Status send_all_by(int fd, std::string_view data, Clock::time_point deadline) {
+  return send_with(fd, data, {std::chrono::milliseconds(0), deadline});
+}
+
+Status recv_all_by(int fd, std::span<std::byte> dst, Clock::time_point deadline) {
+  return recv_with(fd, dst, {std::chrono::milliseconds(0), deadline});
 }
 
 }  // namespace rrs

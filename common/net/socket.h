@@ -56,5 +56,9 @@ Result<UniqueFd> tcp_connect(const Endpoint& at, std::chrono::milliseconds timeo
 Status send_all(int fd, std::string_view data, std::chrono::milliseconds timeout);
 // Reads exactly dst.size() bytes, waiting at most `timeout` between progress.
 Status recv_all(int fd, std::span<std::byte> dst, std::chrono::milliseconds timeout);
+// The same, but done by `deadline` however the peer spaces its bytes: for a
+// handshake, where a peer sending a byte now and then must not hold us.
+Status send_all_by(int fd, std::string_view data, Clock::time_point deadline);
+Status recv_all_by(int fd, std::span<std::byte> dst, Clock::time_point deadline);
 
 }  // namespace rrs

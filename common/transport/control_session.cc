@@ -18,6 +18,21 @@ std::optional<Refusal> ServerSession::admit(size_t clients, const AccessPolicy& 
                                              " clients (--max-clients); try again later"};
 }
 
+std::optional<Refusal> ServerSession::admit_unauthenticated(size_t pending, size_t from_address,
+                                                            const AccessPolicy& access) {
+  if (from_address >= access.max_unauthenticated_per_address)
+    return Refusal{ErrorCode::kServerFull,
+                   "already " + std::to_string(from_address) +
+                       " connections from this address that have not authenticated (at most " +
+                       std::to_string(access.max_unauthenticated_per_address) +
+                       " per address); try again later"};
+  if (pending >= access.max_unauthenticated)
+    return Refusal{ErrorCode::kServerFull, "already " + std::to_string(pending) +
+                                               " connections that have not authenticated; "
+                                               "try again later"};
+  return std::nullopt;
+}
+
 Verdict<control::Descriptor> ServerSession::describe(const TablePtr& t,
                                                      control::TransportKind transport) {
   if (!t) return Refusal{ErrorCode::kNotReady, "no table published yet"};
@@ -170,7 +185,8 @@ Refusal ServerSession::timed_out() {
 
 // --- Client ------------------------------------------------------------------
 
-Result<control::Hello> ClientSession::start() {
+Result<control::Hello> ClientSession::start(Clock::time_point deadline) {
+  deadline_ = deadline;
   control::Hello hello;
   RRS_ASSIGN_OR_RETURN(client_nonce_, auth::random_nonce());
   hello.client_nonce = client_nonce_;

@@ -78,9 +78,15 @@ class ServerSession {
 
   explicit ServerSession(const ServerTerms& terms) : terms_(terms) {}
 
-  // Admission, before anything is read: refused when `clients` (this one not
-  // counted) already fill max_clients.
+  // Admission to a slot, once the client has proved the secret (or, without
+  // one, said HELLO): refused when `clients` (authenticated ones, this one
+  // not counted) already fill max_clients.
   static std::optional<Refusal> admit(size_t clients, const AccessPolicy& access);
+  // Admission of a new connection to its handshake: refused when `pending`
+  // connections still in theirs (this one not counted), or `from_address` of
+  // them from the same peer address, already fill their budgets.
+  static std::optional<Refusal> admit_unauthenticated(size_t pending, size_t from_address,
+                                                      const AccessPolicy& access);
   // The descriptor of `table` as either transport sends it (verbs adds the
   // addresses and rkeys), or "not ready" while there is none.
   static Verdict<control::Descriptor> describe(const TablePtr& table,
@@ -143,8 +149,11 @@ class ClientSession {
  public:
   explicit ClientSession(std::optional<std::string> secret) : secret_(std::move(secret)) {}
 
-  // A new handshake: the HELLO to send, with a fresh nonce.
-  Result<control::Hello> start();
+  // A new handshake: the HELLO to send, with a fresh nonce. The whole
+  // handshake must be done by `deadline`, however the server spaces its
+  // bytes: each of its waits ends by deadline(), none has a timeout of its own.
+  Result<control::Hello> start(Clock::time_point deadline = Clock::time_point::max());
+  Clock::time_point deadline() const { return deadline_; }
   // HELLO_OK (a frame body): the AUTH proof to send, or nullopt when the
   // server asks for none. Refuses a server that skips AUTH while we hold a secret.
   Result<std::optional<control::Proof>> on_hello_ok(std::span<const std::byte> body);
@@ -180,6 +189,7 @@ class ClientSession {
   Status accept_descriptor(const control::Descriptor& d, control::TransportKind transport);
 
   std::optional<std::string> secret_;
+  Clock::time_point deadline_ = Clock::time_point::max();
   control::Nonce client_nonce_{};
   control::HelloOk hello_ok_;
   control::Descriptor descriptor_;

@@ -40,12 +40,22 @@ struct AccessPolicy {
   // The shared secret (common/auth/auth.h); with one, a client must AUTH before it
   // learns anything about the table. Without one, serve loopback only.
   std::optional<std::string> secret;
-  // More clients than this are refused (kServerFull), on each transport.
+  // More authenticated clients than this are refused (kServerFull), on each
+  // transport. A connection takes a slot only once it has proved the secret
+  // (or, without one, said HELLO), so peers without it cannot fill the slots.
   uint32_t max_clients = 64;
+  // Connections still in their handshake have a budget of their own, apart
+  // from max_clients, and a smaller one per peer address: a host that opens
+  // many and never proves the secret is refused ("server full") beyond it,
+  // without touching the slots of clients that did prove it.
+  uint32_t max_unauthenticated = 64;
+  uint32_t max_unauthenticated_per_address = 8;
   // TCP: a client that sends no request for this long is dropped (0: never).
   // Verbs READs are invisible to the server; there the keepalive decides.
   std::chrono::seconds idle_timeout{300};
-  // HELLO (and AUTH) must be done within this, on either transport.
+  // HELLO (and AUTH) must be done within this of the connection's arrival
+  // (accept, or the verbs CONNECT_REQUEST): a deadline for the whole
+  // handshake, however the peer spaces its bytes, on either transport.
   std::chrono::milliseconds handshake_timeout{10000};
 };
 

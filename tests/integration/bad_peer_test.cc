@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <limits>
 #include <span>
@@ -254,6 +255,39 @@ TEST_F(BadPeerTest, IdleConnectionsDoNotBlockOthers) {
                               replica_.address(), "--transport", "tcp", "--flush"},
                              {}, seconds(60));
   EXPECT_EQ(run.exit_code, 0) << run.describe();
+}
+
+// Issue 20: two connections that never prove the secret, each sending a
+// byte of HELLO now and then, held both slots of `--max-clients 2` and a
+// client with the secret was told "server full". They take no slot now (and
+// are dropped at the handshake's deadline however they space their bytes).
+TEST_F(BadPeerTest, TricklingPeersDoNotTakeTheSlotsOfClientsWithTheSecret) {
+  server_.reset();
+  auto args = kTcpOnLoopback;
+  args.insert(args.end(), {"--max-clients", "2"});
+  server_.emplace(master_.address(), args);
+  ASSERT_TRUE(server_->wait_ready()) << server_->describe();
+  auto a = RawPeer::connect(server_->port(), "127.0.0.2");
+  auto b = RawPeer::connect(server_->port(), "127.0.0.3");
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::string hello;
+  control::append_hello(hello, 1, control::Hello{});
+  std::atomic<bool> stop{false};
+  std::thread trickle([&] {
+    for (size_t i = 0; i + 1 < hello.size() && !stop; ++i) {
+      a->send(hello.substr(i, 1));
+      b->send(hello.substr(i, 1));
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+  });
+  ClientRun run = run_client({"127.0.0.1", std::to_string(server_->port()), "--redis",
+                              replica_.address(), "--transport", "tcp", "--flush",
+                              "--connect-timeout", "5"},
+                             {}, seconds(60));
+  stop = true;
+  trickle.join();
+  EXPECT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_EQ(run.err.find("server full"), std::string::npos) << run.describe();
 }
 
 }  // namespace

@@ -37,11 +37,16 @@ const char* to_string(RawPeer::Got g) {
   return "?";
 }
 
-Result<RawPeer> RawPeer::connect(uint16_t port) {
-  std::string step = "connect to 127.0.0.1:" + std::to_string(port);
+Result<RawPeer> RawPeer::connect(uint16_t port, const char* from) {
+  std::string step = "connect to 127.0.0.1:" + std::to_string(port) + " from " + from;
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Status::from_errno(step);
   RawPeer peer(fd);
+  sockaddr_in src{};
+  src.sin_family = AF_INET;
+  if (::inet_pton(AF_INET, from, &src.sin_addr) != 1 ||
+      ::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) != 0)
+    return Status::from_errno(step + ": bind");
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);

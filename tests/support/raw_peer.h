@@ -16,7 +16,9 @@ namespace rrs::test {
 
 class RawPeer {
  public:
-  static Result<RawPeer> connect(uint16_t port);
+  // To 127.0.0.1:`port`, from the loopback address `from` (any of 127/8:
+  // another "host" for a server's per-address limits).
+  static Result<RawPeer> connect(uint16_t port, const char* from = "127.0.0.1");
   ~RawPeer();
   RawPeer(RawPeer&& other) noexcept;
   RawPeer& operator=(RawPeer&& other) noexcept;

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <functional>
 #include <thread>
 
@@ -149,6 +150,30 @@ TEST(HostileServer, UnauthenticatedServerIsRefusedByAClientWithASecret) {
   Status s = reader.connect(Clock::now() + std::chrono::seconds(5));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.kind(), ErrorKind::kDenied) << s.message();
+}
+
+// A server that sends a byte now and then never lets a wait time out; the
+// handshake must still end by the connect deadline, not one io_timeout per wait.
+TEST(HostileServer, TricklingServerCannotHoldTheHandshakePastTheDeadline) {
+  std::atomic<bool> stop{false};
+  ScriptedServer server([&](int fd) {
+    read_request(fd);
+    std::string ok;
+    control::append_hello_ok(ok, 0, {.max_in_flight = 16});
+    for (size_t i = 0; !stop; i = (i + 1) % ok.size()) {
+      send(fd, ok.substr(i, 1));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  TcpTableReader reader({"127.0.0.1", server.port()}, std::chrono::seconds(30));
+  const auto t0 = Clock::now();
+  Status s = reader.connect(t0 + std::chrono::milliseconds(1500));
+  const auto took = Clock::now() - t0;
+  stop = true;
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.kind(), ErrorKind::kUnavailable) << s.message();
+  EXPECT_LT(took, std::chrono::milliseconds(2500)) << s.message();
+  EXPECT_NE(s.message().find("--connect-timeout"), std::string::npos) << s.message();
 }
 
 }  // namespace

@@ -391,46 +391,49 @@ TEST_F(VerbsHostilePeer, WithoutASecretGarbageIsDroppedAtTheNextSweep) {
   EXPECT_TRUE(clients_become(0));
 }
 
-// Peers that connect and never finish the handshake hold at most
-// max_clients slots; more are refused "server full" (a good client too, for
-// as long as they hold them), and the handshake timer gives every slot back
-// without the peers doing anything: then max_clients good clients connect
-// and read.
-TEST_F(VerbsHostilePeer, HandshakeFloodIsBoundedByMaxClients) {
+// Peers that connect and never finish the handshake take no slot of
+// max_clients: good clients connect and read while they hang on. They have
+// a budget of their own, per address too: beyond it they are refused "server
+// full", and the handshake's deadline gives it back without the peers doing
+// anything.
+TEST_F(VerbsHostilePeer, HandshakeFloodNeverCrowdsOutClientsWithTheSecret) {
   AccessPolicy access;
-  access.max_clients = 4;
+  access.max_clients = 2;
+  access.max_unauthenticated_per_address = 6;
   access.handshake_timeout = 2000ms;
   ASSERT_NO_FATAL_FAILURE(start(access));
   std::vector<std::unique_ptr<RawVerbsPeer>> flood;
-  for (uint32_t i = 0; i < access.max_clients; ++i) {
+  for (int i = 0; i < 4; ++i) {
     flood.push_back(hello_peer());
     ASSERT_TRUE(flood.back());
   }
-  for (int i = 0; i < 3; ++i) {
-    auto p = RawVerbsPeer::connect_hello(at());
-    ASSERT_TRUE(p.ok()) << p.status().message();
-    ASSERT_EQ((*p)->outcome(), RawVerbsPeer::Outcome::kRejected) << (*p)->event_name();
-    auto err = control::decode_reject(bytes_of((*p)->answer()));
-    ASSERT_TRUE(err.ok());
-    EXPECT_EQ(err->code, ErrorCode::kServerFull) << err->text;
-  }
-  // A good client waits for a slot until its deadline (well before the
-  // handshake timer frees one), then says why.
-  VerbsTableReader refused(at(), 5000ms, std::string(kSecret));
-  Status s = refused.connect(Clock::now() + 500ms);
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.kind(), ErrorKind::kUnavailable) << s.message();
-  EXPECT_NE(s.message().find("--max-clients"), std::string::npos) << s.message();
-  EXPECT_EQ(server_.client_count(), access.max_clients);
-
-  for (auto& p : flood) EXPECT_TRUE(p->wait_disconnected(access.handshake_timeout + 5s));
-  EXPECT_TRUE(clients_become(0));
   std::vector<std::unique_ptr<VerbsTableReader>> good;
   for (uint32_t i = 0; i < access.max_clients; ++i) {
     good.push_back(good_client());
     ASSERT_TRUE(good.back());
   }
   for (auto& r : good) ASSERT_NO_FATAL_FAILURE(expect_reads(*r));
+  // Both slots are taken by clients with the secret: a third is told so.
+  VerbsTableReader refused(at(), 5000ms, std::string(kSecret));
+  Status s = refused.connect(Clock::now() + 500ms);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.kind(), ErrorKind::kUnavailable) << s.message();
+  EXPECT_NE(s.message().find("--max-clients"), std::string::npos) << s.message();
+  // The flood's own budget: two more fit, the next is refused.
+  for (int i = 0; i < 2; ++i) {
+    flood.push_back(hello_peer());
+    ASSERT_TRUE(flood.back());
+  }
+  auto p = RawVerbsPeer::connect_hello(at());
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ((*p)->outcome(), RawVerbsPeer::Outcome::kRejected) << (*p)->event_name();
+  auto err = control::decode_reject(bytes_of((*p)->answer()));
+  ASSERT_TRUE(err.ok());
+  EXPECT_EQ(err->code, ErrorCode::kServerFull) << err->text;
+  EXPECT_NE(err->text.find("per address"), std::string::npos) << err->text;
+
+  for (auto& f : flood) EXPECT_TRUE(f->wait_disconnected(access.handshake_timeout + 5s));
+  EXPECT_TRUE(clients_become(access.max_clients));
 }
 
 // Bad peers of every kind, three rounds: afterwards the server holds no

@@ -168,7 +168,26 @@ TEST_F(VerbsHostileServer, ServerThatNeverAnswersAuthTimesOut) {
   ScriptedVerbsServer server(accept_with(hello_ok(true)),
                              [](ScriptedVerbsServer::Connection& c) { c.hold(); });
   ASSERT_TRUE(server.status().ok()) << server.status().message();
-  expect_refused(connect_to(server, kSecret), ErrorKind::kUnavailable, "no answer in time");
+  // The first attempt times out waiting for AUTH_OK (io timeout); a retry
+  // finds no listener taking it: either way, "timed out".
+  expect_refused(connect_to(server, kSecret), ErrorKind::kUnavailable, "timed out");
+}
+
+// connect()'s deadline bounds the AUTH exchange too, however long the io
+// timeout: a server that accepts and then says nothing cannot hold the
+// client past --connect-timeout.
+TEST_F(VerbsHostileServer, SilentServerCannotHoldTheHandshakePastTheDeadline) {
+  ScriptedVerbsServer server(accept_with(hello_ok(true)),
+                             [](ScriptedVerbsServer::Connection& c) { c.hold(); });
+  ASSERT_TRUE(server.status().ok()) << server.status().message();
+  VerbsTableReader reader(server.endpoint(), 20s, std::string(kSecret));
+  const auto t0 = Clock::now();
+  Status s = reader.connect(t0 + 2500ms);
+  const auto took = Clock::now() - t0;
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.kind(), ErrorKind::kUnavailable) << s.message();
+  EXPECT_NE(s.message().find("answer to AUTH"), std::string::npos) << s.message();
+  EXPECT_LT(took, 4s) << s.message();
 }
 
 TEST_F(VerbsHostileServer, GarbageInsteadOfAuthOkIsRefused) {

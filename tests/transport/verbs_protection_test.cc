@@ -351,6 +351,35 @@ INSTANTIATE_TEST_SUITE_P(Verbs, VerbsProtectionWithGrace,
                          ::testing::Values(Protection::kWindowPerClient, Protection::kPdPerClient),
                          protection_name);
 
+// Under the PD-per-client fallback each client pins the table again: a
+// client that RLIMIT_MEMLOCK cannot cover is refused "server full" naming the
+// limit (and retries), before anything is registered for it; once a client
+// leaves, its pinned memory is counted back.
+TEST(VerbsPinning, PdPerClientIsRefusedWhenMemlockCannotCoverIt) {
+  RRS_SKIP_WITHOUT_VERBS();
+  VerbsServerLoop loop;
+  VerbsServerLimits limits;
+  limits.access.secret = kSecret;
+  limits.test_no_memory_windows = true;
+  auto table = sample_table(150);
+  // Room for one client's copy, not two.
+  limits.test_memlock_limit = table->bytes.size() * 3 / 2;
+  ASSERT_TRUE(loop.start(limits).ok());
+  loop.publish(table);
+  auto a = loop.make_reader();
+  ASSERT_TRUE(connect(*a).ok());
+  std::vector<std::byte> buf(256);
+  ASSERT_TRUE(read_once(*a, 0, buf).ok());
+  auto b = loop.make_reader();
+  Status s = b->connect(Clock::now() + std::chrono::milliseconds(500));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.kind(), ErrorKind::kUnavailable) << s.message();
+  EXPECT_NE(s.message().find("RLIMIT_MEMLOCK"), std::string::npos) << s.message();
+  a.reset();
+  ASSERT_TRUE(connect(*b).ok());
+  EXPECT_TRUE(read_once(*b, 0, buf).ok());
+}
+
 // The accept grants a client no more READs in flight than the server allows
 // (VerbsServerLimits::max_in_flight), even when it asks for more: rdma_cm sets
 // the client's QP to what was granted, so the hardware holds it there, and

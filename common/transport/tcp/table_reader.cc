@@ -18,78 +18,87 @@ TcpTableReader::TcpTableReader(Endpoint server, std::chrono::milliseconds io_tim
                                std::optional<std::string> secret)
     : server_(std::move(server)), io_timeout_(io_timeout), session_(std::move(secret)) {}
 
+// One deadline for the whole call: every attempt, and every wait of every
+// handshake, ends by it (a server trickling a byte now and then cannot hold
+// us past --connect-timeout). A first attempt gets at least kMinAttempt.
 Status TcpTableReader::connect(Clock::time_point deadline) {
+  constexpr auto kMinAttempt = std::chrono::milliseconds(1000);
+  deadline = std::max(deadline, Clock::now() + kMinAttempt);
   fd_.reset();
   out_.clear();
   pending_.clear();  // reads of a previous connection are lost with it
   return connect_with_backoff(deadline, [&]() -> Status {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    auto attempt = std::clamp(left, std::chrono::milliseconds(100),
-                              std::chrono::milliseconds(2000));
+    auto attempt = std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(2000));
     auto fd = tcp_connect(server_, attempt);
     if (!fd.ok())
       return fd.status()
           .wrap("could not reach rdma-server (retried until --connect-timeout)")
           .as(ErrorKind::kUnavailable);
     fd_ = std::move(*fd);
-    // A peer that accepts but never answers must not outlast --connect-timeout.
-    auto budget = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
-                                                                                 Clock::now()),
-                           std::chrono::milliseconds(1000));
-    return handshake(std::min(budget, io_timeout_))
+    return handshake(std::min(deadline, Clock::now() + io_timeout_))
         .wrap("handshake with rdma-server at " + server_.to_string());
   });
 }
 
 // HELLO, then (if the server asks) AUTH, then GET_DESCRIPTOR: the server
 // reveals nothing about the table before the proof is checked. The session
-// decides; this only moves frames.
-Status TcpTableReader::handshake(std::chrono::milliseconds timeout) {
-  RRS_ASSIGN_OR_RETURN(control::Hello hello_msg, session_.start());
+// decides; this only moves frames, each wait bounded by the session's deadline.
+Status TcpTableReader::handshake(Clock::time_point deadline) {
+  RRS_ASSIGN_OR_RETURN(control::Hello hello_msg, session_.start(deadline));
   std::string out;
   control::append_hello(out, 0, hello_msg);
-  RRS_RETURN_IF_ERROR(send_all(fd_.get(), out, timeout).as(ErrorKind::kUnavailable));
+  RRS_RETURN_IF_ERROR(send_all_by(fd_.get(), out, deadline).as(ErrorKind::kUnavailable));
 
   std::byte hello[control::kHelloOkSize];
-  RRS_RETURN_IF_ERROR(read_expected(MsgType::kHelloOk, hello, timeout));
+  RRS_RETURN_IF_ERROR(read_expected(MsgType::kHelloOk, hello));
   auto proof = session_.on_hello_ok(hello);
   if (!proof.ok()) return proof.status();
   out.clear();
   if (*proof) control::append_auth(out, 0, MsgType::kAuth, **proof);
   control::append_get_descriptor(out, 0);
-  RRS_RETURN_IF_ERROR(send_all(fd_.get(), out, timeout).as(ErrorKind::kUnavailable));
+  RRS_RETURN_IF_ERROR(send_all_by(fd_.get(), out, deadline).as(ErrorKind::kUnavailable));
   if (*proof) {
     std::byte server_proof[control::kAuthSize];
-    RRS_RETURN_IF_ERROR(read_expected(MsgType::kAuthOk, server_proof, timeout));
+    RRS_RETURN_IF_ERROR(read_expected(MsgType::kAuthOk, server_proof));
     RRS_RETURN_IF_ERROR(session_.on_auth_ok(server_proof));
   }
 
   std::byte desc[control::kDescriptorSize];
-  RRS_RETURN_IF_ERROR(read_expected(MsgType::kDescriptor, desc, timeout));
+  RRS_RETURN_IF_ERROR(read_expected(MsgType::kDescriptor, desc));
   return session_.on_descriptor(desc, control::TransportKind::kTcp);
 }
 
-Result<control::FrameHeader> TcpTableReader::read_frame_header(std::chrono::milliseconds timeout) {
+Result<control::FrameHeader> TcpTableReader::read_frame_header(
+    std::optional<std::chrono::milliseconds> timeout) {
   std::byte raw[control::kFrameHeaderSize];
-  if (Status s = recv_all(fd_.get(), raw, timeout); !s.ok())
-    return s.wrap("read from rdma-server").as(ErrorKind::kUnavailable);
+  if (Status s = receive(raw, timeout); !s.ok()) return s.wrap("read from rdma-server");
   auto h = control::decode_frame_header(raw, kMaxServerBody);
   if (!h.ok()) return h.status().as(ErrorKind::kBadData);
   return h;
 }
 
-Status TcpTableReader::server_error(uint32_t body_len) {
+Status TcpTableReader::receive(std::span<std::byte> dst,
+                               std::optional<std::chrono::milliseconds> timeout) {
+  Status s = timeout ? recv_all(fd_.get(), dst, *timeout)
+                     : recv_all_by(fd_.get(), dst, session_.deadline());
+  if (!s.ok() && !timeout && s.sys_errno() == ETIMEDOUT)
+    s = Status::error("receive", "the handshake did not finish within --connect-timeout",
+                      ETIMEDOUT);
+  return s.as(ErrorKind::kUnavailable);
+}
+
+Status TcpTableReader::server_error(uint32_t body_len,
+                                    std::optional<std::chrono::milliseconds> timeout) {
   std::string body(body_len, '\0');
-  auto span = std::as_writable_bytes(std::span(body));
-  RRS_RETURN_IF_ERROR(recv_all(fd_.get(), span, io_timeout_).as(ErrorKind::kUnavailable));
+  RRS_RETURN_IF_ERROR(receive(std::as_writable_bytes(std::span(body)), timeout));
   return ClientSession::server_error_body(std::as_bytes(std::span(body)));
 }
 
-Status TcpTableReader::read_expected(MsgType want, std::span<std::byte> body,
-                                     std::chrono::milliseconds timeout) {
-  auto h = read_frame_header(timeout);
+Status TcpTableReader::read_expected(MsgType want, std::span<std::byte> body) {
+  auto h = read_frame_header(std::nullopt);
   if (!h.ok()) return h.status();
-  if (h->type == MsgType::kError) return server_error(h->body_len);
+  if (h->type == MsgType::kError) return server_error(h->body_len, std::nullopt);
   if (h->type != want || h->body_len != body.size())
     return Status::error("read from rdma-server",
                          "unexpected message (type " + std::to_string(static_cast<int>(h->type)) +
@@ -98,7 +107,7 @@ Status TcpTableReader::read_expected(MsgType want, std::span<std::byte> body,
                              std::to_string(body.size()) +
                              " bytes): is rdma-server of another version?")
         .as(ErrorKind::kBadData);
-  return recv_all(fd_.get(), body, timeout).as(ErrorKind::kUnavailable);
+  return receive(body, std::nullopt);
 }
 
 Status TcpTableReader::post_reads(std::span<const TableRead> batch) {
@@ -132,7 +141,7 @@ Status TcpTableReader::poll(std::vector<uint64_t>& done, std::chrono::millisecon
     }
     auto h = read_frame_header(done.size() > before ? io_timeout_ : timeout);
     if (!h.ok()) return h.status();
-    if (h->type == MsgType::kError) return server_error(h->body_len);
+    if (h->type == MsgType::kError) return server_error(h->body_len, io_timeout_);
     auto it = pending_.find(h->request_id);
     if (h->type != MsgType::kReadData || it == pending_.end() ||
         h->body_len != it->second.dst.size())

@@ -16,7 +16,8 @@ namespace rrs {
 
 class TcpTableReader final : public TableReader {
  public:
-  // `io_timeout` bounds every wait on the server once connected. With a
+  // `io_timeout` bounds every wait on the server once connected, and the
+  // handshake as a whole (as does connect()'s deadline). With a
   // `secret`, the server must ask for it and prove it holds it too.
   TcpTableReader(Endpoint server, std::chrono::milliseconds io_timeout,
                  std::optional<std::string> secret = std::nullopt);
@@ -37,12 +38,15 @@ class TcpTableReader final : public TableReader {
     uint64_t id;
     std::span<std::byte> dst;
   };
-  Status handshake(std::chrono::milliseconds timeout);
-  // Reads one frame header; the body is left for the caller.
-  Result<control::FrameHeader> read_frame_header(std::chrono::milliseconds timeout);
-  Status read_expected(control::MsgType want, std::span<std::byte> body,
-                       std::chrono::milliseconds timeout);
-  Status server_error(uint32_t body_len);
+  Status handshake(Clock::time_point deadline);
+  // Reads one frame header; the body is left for the caller. `timeout`
+  // bounds each wait; without one (the handshake), the session's deadline
+  // bounds the whole read.
+  Result<control::FrameHeader> read_frame_header(std::optional<std::chrono::milliseconds> timeout);
+  Status receive(std::span<std::byte> dst, std::optional<std::chrono::milliseconds> timeout);
+  // Handshake reads, by the session's deadline.
+  Status read_expected(control::MsgType want, std::span<std::byte> body);
+  Status server_error(uint32_t body_len, std::optional<std::chrono::milliseconds> timeout);
 
   Endpoint server_;
   std::chrono::milliseconds io_timeout_;

@@ -5,7 +5,10 @@
 #include <event2/bufferevent.h>
 #include <netdb.h>
 
+#include <algorithm>
 #include <cstring>
+#include <deque>
+#include <optional>
 
 #include "common/base/log.h"
 #include "common/net/socket.h"
@@ -33,43 +36,156 @@ void release_table_ref(const void*, size_t, void* holder) { delete static_cast<T
 }  // namespace
 
 // One client connection. Lives until the peer goes away or misbehaves.
+//
+// Its bounds: the handshake must be done within handshake_timeout of the
+// accept (a deadline, not an inactivity timer); it holds a slot of
+// max_clients only once authenticated; at most max_in_flight answers and
+// max_queued_bytes are queued for it (past that its requests wait unread,
+// first in the input buffer, then in the kernel), and each answer must be
+// taken within reply_timeout.
 class TcpTableServer::Client {
  public:
-  Client(TcpTableServer& server, bufferevent* bev, std::string peer)
-      : server_(server), bev_(bev), peer_(std::move(peer)) {
+  Client(TcpTableServer& server, bufferevent* bev, std::string peer, std::string host)
+      : server_(server), bev_(bev), peer_(std::move(peer)), host_(std::move(host)) {
     bufferevent_setcb(bev_, on_read, on_write, on_event, this);
     // libevent writes 16 KiB per loop turn by default; table reads are MiBs.
     bufferevent_set_max_single_write(bev_, kMaxSingleWrite);
-    set_read_timeout(server_.limits_.access.handshake_timeout);
+    // Requests we do not parse yet (the queue is full) wait in the kernel
+    // beyond this.
+    bufferevent_setwatermark(bev_, EV_READ, 0, kMaxBufferedRequests);
+    output_cb_ = evbuffer_add_cb(output(), on_output, this);
+    event_base* base = server_.base_;
+    deadline_.reset(evtimer_new(base, on_deadline, this));
+    reply_timer_.reset(evtimer_new(base, on_reply_timer, this));
+    resume_.reset(event_new(base, -1, 0, on_resume, this));
+    const timeval tv = to_timeval(server_.limits_.access.handshake_timeout);
+    evtimer_add(deadline_.get(), &tv);
     bufferevent_enable(bev_, EV_READ | EV_WRITE);
   }
 
-  // A new connection over --max-clients: told why, then closed.
-  void refuse(const Refusal& r) { reject(0, r); }
-  ~Client() { bufferevent_free(bev_); }
+  // A new connection: admitted to its handshake, or told why not and closed.
+  void admit() {
+    if (auto no = enter_handshake()) reject(0, *no);
+  }
+  ~Client() {
+    leave_slot();
+    evbuffer_remove_cb_entry(output(), output_cb_);
+    bufferevent_free(bev_);
+  }
+
+  TcpTableServer::Queue queue() const {
+    return {answers_.size(), evbuffer_get_length(bufferevent_get_output(bev_))};
+  }
 
  private:
+  // Bytes of requests buffered unparsed: a frame is at most 80.
+  static constexpr size_t kMaxBufferedRequests = 64u << 10;
+  static_assert(kMaxBufferedRequests >= control::kFrameHeaderSize + control::kMaxRequestBody);
+
+  enum class Slot { kNone, kHandshake, kAuthenticated };
+  struct Answer {
+    uint64_t end;  // where it ends in the output stream (added_)
+    Clock::time_point queued_at;
+  };
+
   static void on_read(bufferevent*, void* arg) { static_cast<Client*>(arg)->handle_input(); }
   static void on_write(bufferevent*, void* arg) {
     auto* c = static_cast<Client*>(arg);
-    if (c->closing_) {
-      c->server_.drop(c);
-      return;
-    }
-    c->handle_input();  // output drained below the mark: resume reading requests
+    if (c->closing_) c->server_.drop(c);
   }
   static void on_event(bufferevent*, short what, void* arg) {
     auto* c = static_cast<Client*>(arg);
     if (what & BEV_EVENT_TIMEOUT) return c->timed_out();
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) c->server_.drop(c);
   }
+  static void on_resume(evutil_socket_t, short, void* arg) {
+    static_cast<Client*>(arg)->handle_input();
+  }
+  // The kernel took output bytes: answers wholly sent leave the queue.
+  static void on_output(evbuffer*, const evbuffer_cb_info* info, void* arg) {
+    auto* c = static_cast<Client*>(arg);
+    c->taken_ += info->n_deleted;
+    const size_t before = c->answers_.size();
+    while (!c->answers_.empty() && c->answers_.front().end <= c->taken_) c->answers_.pop_front();
+    if (c->answers_.size() < before && c->stalled_ && !c->closing_) {
+      c->stalled_ = false;
+      event_active(c->resume_.get(), EV_TIMEOUT, 0);  // not from inside libevent's write
+    }
+  }
+  // The handshake's deadline: whoever has not authenticated by now is told, and dropped.
+  static void on_deadline(evutil_socket_t, short, void* arg) {
+    auto* c = static_cast<Client*>(arg);
+    if (c->closing_) return c->server_.drop(c);
+    if (!c->session_.ready()) c->reject(0, c->session_.timed_out());
+  }
+  static void on_reply_timer(evutil_socket_t, short, void* arg) {
+    static_cast<Client*>(arg)->check_replies_taken();
+  }
 
-  // No bytes from the client for the current read timeout: during the
-  // handshake it has kept a slot without saying who it is; afterwards it is
-  // idle. Either way it is told, and dropped.
+  // A handshake slot, within the budgets of connections that have not
+  // authenticated (in all, and from this address).
+  std::optional<Refusal> enter_handshake() {
+    auto& by_host = server_.pending_by_host_;
+    auto it = by_host.find(host_);
+    if (auto no = ServerSession::admit_unauthenticated(
+            server_.pending_, it == by_host.end() ? 0 : it->second, server_.limits_.access))
+      return no;
+    ++server_.pending_;
+    ++by_host[host_];
+    slot_ = Slot::kHandshake;
+    return std::nullopt;
+  }
+  // Authenticated (or, without a secret, said HELLO): now it takes a slot of
+  // max_clients, if one is free; else it is told "server full" (retryable).
+  bool take_slot(uint32_t request_id) {
+    leave_slot();
+    if (auto full = ServerSession::admit(server_.authenticated_, server_.limits_.access)) {
+      reject(request_id, *full);
+      return false;
+    }
+    ++server_.authenticated_;
+    slot_ = Slot::kAuthenticated;
+    evtimer_del(deadline_.get());
+    set_read_timeout(server_.limits_.access.idle_timeout);
+    return true;
+  }
+  void leave_slot() {
+    if (slot_ == Slot::kHandshake) {
+      --server_.pending_;
+      auto it = server_.pending_by_host_.find(host_);
+      if (--it->second == 0) server_.pending_by_host_.erase(it);
+    } else if (slot_ == Slot::kAuthenticated) {
+      --server_.authenticated_;
+    }
+    slot_ = Slot::kNone;
+  }
+
+  // No request for the idle timeout (the handshake has its deadline instead):
+  // told, and dropped.
   void timed_out() {
     if (closing_) return server_.drop(this);
     reject(0, session_.timed_out());
+  }
+
+  // The oldest answer still queued must have been taken within reply_timeout.
+  void check_replies_taken() {
+    if (answers_.empty()) return;
+    const auto limit = server_.limits_.reply_timeout;
+    const auto waited = Clock::now() - answers_.front().queued_at;
+    if (waited < limit) return arm_reply_timer();
+    log::warn("client " + peer_ + " has not taken an answer for " +
+              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(limit).count()) +
+              " ms (it stopped reading); disconnecting it");
+    server_.drop(this);
+  }
+  void arm_reply_timer() {
+    if (answers_.empty() || evtimer_pending(reply_timer_.get(), nullptr)) return;
+    const auto due = answers_.front().queued_at + server_.limits_.reply_timeout - Clock::now();
+    const timeval tv = to_timeval(
+        std::max(std::chrono::duration_cast<std::chrono::microseconds>(due),
+                 std::chrono::microseconds(0)) +
+        std::chrono::milliseconds(1));
+    evtimer_add(reply_timer_.get(), &tv);
   }
 
   void set_read_timeout(std::chrono::milliseconds t) {
@@ -83,25 +199,39 @@ class TcpTableServer::Client {
 
   evbuffer* output() { return bufferevent_get_output(bev_); }
 
-  // Parses as many complete frames as are buffered, unless our answers are
-  // piling up unread: then we wait for the output to drain first.
+  // Parses as many complete frames as are buffered, while the client's
+  // queue of answers has room (must_wait).
   void handle_input() {
     evbuffer* in = bufferevent_get_input(bev_);
     while (!closing_) {
-      if (evbuffer_get_length(output()) > server_.limits_.max_queued_bytes) {
-        bufferevent_setwatermark(bev_, EV_WRITE, server_.limits_.max_queued_bytes / 2, 0);
+      std::byte raw[control::kFrameHeaderSize + control::kMaxRequestBody];
+      const ev_ssize_t got = evbuffer_copyout(in, raw, sizeof raw);
+      if (got < static_cast<ev_ssize_t>(control::kFrameHeaderSize)) return;
+      auto h = control::decode_frame_header(std::span(raw, control::kFrameHeaderSize),
+                                            control::kMaxRequestBody);
+      if (!h.ok()) return reject(0, {ErrorCode::kBadMessage, h.status().reason()});
+      const size_t frame = control::kFrameHeaderSize + h->body_len;
+      if (static_cast<size_t>(got) < frame) return;
+      const std::span<const std::byte> body(raw + control::kFrameHeaderSize, h->body_len);
+      if (must_wait(*h, body)) {
+        stalled_ = true;  // on_output resumes us
         return;
       }
-      std::byte raw[control::kFrameHeaderSize];
-      if (evbuffer_copyout(in, raw, sizeof raw) < static_cast<ev_ssize_t>(sizeof raw)) return;
-      auto h = control::decode_frame_header(raw, control::kMaxRequestBody);
-      if (!h.ok()) return reject(0, {ErrorCode::kBadMessage, h.status().reason()});
-      if (evbuffer_get_length(in) < sizeof raw + h->body_len) return;
-      std::byte body[control::kMaxRequestBody];
-      evbuffer_drain(in, sizeof raw);
-      evbuffer_remove(in, body, h->body_len);
-      handle_frame(*h, std::span<const std::byte>(body, h->body_len));
+      evbuffer_drain(in, frame);
+      handle_frame(*h, body);
     }
+  }
+
+  // The announced depth, enforced: while max_in_flight answers are queued,
+  // or the next READ's would take the queue past max_queued_bytes, the
+  // request waits.
+  bool must_wait(const control::FrameHeader& h, std::span<const std::byte> body) {
+    if (answers_.empty()) return false;
+    if (answers_.size() >= server_.limits_.max_in_flight) return true;
+    if (h.type != MsgType::kRead) return false;
+    auto r = control::decode_read(body);
+    const size_t next = r.ok() ? r->length : 0;
+    return evbuffer_get_length(output()) + next > server_.limits_.max_queued_bytes;
   }
 
   // The session decides; this only moves its answers into the output buffer.
@@ -111,14 +241,14 @@ class TcpTableServer::Client {
       case MsgType::kHello: {
         auto ok = session_.on_hello(body);
         if (!ok.ok()) return reject(id, ok.refusal());
-        if (session_.ready()) set_read_timeout(server_.limits_.access.idle_timeout);
+        if (session_.ready() && !take_slot(id)) return;
         return send_frame([&](std::string& o) { control::append_hello_ok(o, id, *ok); });
       }
       case MsgType::kAuth: {
         auto proof = session_.on_auth(body);
         if (!proof.ok()) return reject(id, proof.refusal());
+        if (!take_slot(id)) return;
         log::info("client " + peer_ + " authenticated");
-        set_read_timeout(server_.limits_.access.idle_timeout);
         return send_frame(
             [&](std::string& o) { control::append_auth(o, id, MsgType::kAuthOk, *proof); });
       }
@@ -146,14 +276,15 @@ class TcpTableServer::Client {
       return reject(request_id, answer.refusal());
     }
     const auto bytes = answer->bytes;
-    send_frame([&](std::string& o) {
-      control::append_read_data_header(o, request_id, static_cast<uint32_t>(bytes.size()));
-    });
+    std::string header;
+    control::append_read_data_header(header, request_id, static_cast<uint32_t>(bytes.size()));
+    evbuffer_add(output(), header.data(), header.size());
     if (answer->from_log)
       evbuffer_add(output(), bytes.data(), bytes.size());
     else
       evbuffer_add_reference(output(), bytes.data(), bytes.size(), release_table_ref,
                              new TablePtr(server_.table_));
+    queued(header.size() + bytes.size());
   }
 
   template <typename Fn>
@@ -161,6 +292,14 @@ class TcpTableServer::Client {
     std::string o;
     build(o);
     evbuffer_add(output(), o.data(), o.size());
+    queued(o.size());
+  }
+
+  // One answer of `bytes` was added to the output.
+  void queued(size_t bytes) {
+    added_ += bytes;
+    answers_.push_back({added_, Clock::now()});
+    arm_reply_timer();
   }
 
   // Answers with an error and closes once it is flushed: a peer that sends
@@ -172,16 +311,26 @@ class TcpTableServer::Client {
     closing_ = true;
     bufferevent_disable(bev_, EV_READ);
     bufferevent_setwatermark(bev_, EV_WRITE, 0, 0);
-    // A peer that never reads the ERROR does not keep its slot either.
+    // A peer that never reads the ERROR does not keep its connection either.
     const timeval tv = to_timeval(server_.limits_.access.handshake_timeout);
     bufferevent_set_timeouts(bev_, nullptr, &tv);
   }
 
+  using EventPtr = std::unique_ptr<event, void (*)(event*)>;
   TcpTableServer& server_;
   bufferevent* bev_;
-  std::string peer_;
+  std::string peer_, host_;  // "host:port" for logs; the host for per-address budgets
   ServerSession session_{server_.terms_};
+  Slot slot_ = Slot::kNone;
   bool closing_ = false;
+  bool stalled_ = false;  // a request waits for the queue to drain
+  // Output bytes ever queued, and ever taken by the kernel; the answers not
+  // wholly taken yet, oldest first.
+  uint64_t added_ = 0, taken_ = 0;
+  std::deque<Answer> answers_;
+  evbuffer_cb_entry* output_cb_ = nullptr;
+  EventPtr deadline_{nullptr, event_free}, reply_timer_{nullptr, event_free},
+      resume_{nullptr, event_free};
 };
 
 Result<std::unique_ptr<TcpTableServer>> TcpTableServer::listen(event_base* base, const Endpoint& at,
@@ -230,10 +379,15 @@ void TcpTableServer::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* ad
     evutil_closesocket(fd);
     return;
   }
-  auto* c = new Client(*self, bev, peer_name(addr));
-  auto full = ServerSession::admit(self->clients_.size(), self->limits_.access);
+  auto* c = new Client(*self, bev, peer_name(addr), peer_host(fd));
   self->clients_.insert(c);
-  if (full) c->refuse(*full);
+  c->admit();
+}
+
+std::vector<TcpTableServer::Queue> TcpTableServer::queues_for_test() const {
+  std::vector<Queue> out;
+  for (const Client* c : clients_) out.push_back(c->queue());
+  return out;
 }
 
 void TcpTableServer::drop(Client* c) {

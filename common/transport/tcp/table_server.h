@@ -9,7 +9,10 @@
 #include <event2/listener.h>
 
 #include <memory>
+#include <string>
+#include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "common/net/endpoint.h"
 #include "common/transport/control_session.h"
@@ -18,11 +21,16 @@
 namespace rrs {
 
 struct TcpServerLimits {
-  // Reads a client may have queued before we stop reading its requests.
+  // Answers a client may have queued and not yet taken before we stop
+  // reading its requests: the max_in_flight HELLO_OK announces, enforced.
   uint32_t max_in_flight = 16;
-  // Bytes queued for one client before we stop reading its requests: bounds
-  // what a client that never reads can make us hold.
+  // Bytes of answers queued for one client (change-log bytes are copies;
+  // table bytes are references that pin their epoch) before we stop reading
+  // its requests: never more, unless one answer alone is bigger.
   size_t max_queued_bytes = 64u << 20;
+  // A client must take each answer within this of its being queued, or it is
+  // dropped: one that stops reading cannot pin a retired epoch any longer.
+  std::chrono::milliseconds reply_timeout{60000};
   AccessPolicy access;
 };
 
@@ -38,7 +46,14 @@ class TcpTableServer final : public TableServer {
   std::string address() const override { return bound_.to_string(); }
   void disconnect_all() override;
   uint16_t port() const { return bound_.port; }
+  // Every connection, in its handshake or authenticated.
   size_t client_count() const override { return clients_.size(); }
+  // Per connection: answers queued and not yet taken by the kernel, and their
+  // bytes. Loop thread only; for tests.
+  struct Queue {
+    size_t answers = 0, bytes = 0;
+  };
+  std::vector<Queue> queues_for_test() const;
 
   class Client;  // one connection; defined in the .cc
 
@@ -57,6 +72,10 @@ class TcpTableServer final : public TableServer {
                                                                        evconnlistener_free};
   TablePtr table_;
   std::unordered_set<Client*> clients_;
+  // Slots: connections still in their handshake (in all, and per peer
+  // address), and authenticated ones (at most access.max_clients).
+  size_t pending_ = 0, authenticated_ = 0;
+  std::unordered_map<std::string, size_t> pending_by_host_;
 };
 
 }  // namespace rrs

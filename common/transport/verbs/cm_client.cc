@@ -18,10 +18,11 @@ std::span<const std::byte> private_data(const rdma_cm_event& ev) {
           ev.param.conn.private_data_len};
 }
 
-// Each CM step gets at least its own resolve timeout, even past the deadline.
+// Every CM step of a connect ends by the caller's one deadline (the caller
+// gives a first attempt at least kResolveTimeoutMs).
 std::chrono::milliseconds time_left(Clock::time_point deadline) {
   return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
-                  std::chrono::milliseconds(kResolveTimeoutMs));
+                  std::chrono::milliseconds(0));
 }
 
 // Why an unexpected CM event ended a step. kUnavailable (tried again until
@@ -48,7 +49,8 @@ Status unexpected_event(rdma_cm_event_type want, const rdma_cm_event& ev) {
 
 Result<CmEvent> CmClient::wait_event(rdma_cm_event_type want, Clock::time_point deadline) {
   pollfd p{channel_->fd, POLLIN, 0};
-  if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(time_left(deadline).count(), 1))) <= 0)
+  const auto wait = std::min<int64_t>(time_left(deadline).count(), int64_t{3600} * 1000);
+  if (::poll(&p, 1, static_cast<int>(wait)) <= 0)
     return Status::error(std::string("wait for ") + rdma_event_str(want), "timed out", ETIMEDOUT)
         .as(ErrorKind::kUnavailable);
   rdma_cm_event* raw = nullptr;

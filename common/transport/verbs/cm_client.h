@@ -16,8 +16,7 @@ namespace rrs::verbs {
 class CmClient {
  public:
   // A fresh event channel (non-blocking) and cm_id, resolved to `server`
-  // (address, then route; each waits until `deadline`, at least the resolve
-  // timeout). kUnavailable when trying again later may help.
+  // (address, then route; both done by `deadline`). kUnavailable when trying again later may help.
   Status resolve(const Endpoint& server, Clock::time_point deadline);
   // rdma_connect with `param`, then waits for ESTABLISHED (whose private
   // data is the server's accept). A reject is the server's ERROR.

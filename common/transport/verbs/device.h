@@ -20,6 +20,7 @@ Result<std::string> rdma_can_reach(const std::string& host, uint16_t port);
 
 // Checks that `bytes` can be pinned for registration: RLIMIT_MEMLOCK (unless
 // the process has CAP_IPC_LOCK). The error says how to raise the limit.
-Status check_memlock(uint64_t bytes);
+// `limit_for_test`, when not 0, stands for RLIMIT_MEMLOCK (and no CAP_IPC_LOCK).
+Status check_memlock(uint64_t bytes, uint64_t limit_for_test = 0);
 
 }  // namespace rrs

@@ -92,6 +92,17 @@ Status register_for_client(const Registration& r, ibv_pd* own_pd, Grant& grant,
 
 }  // namespace
 
+uint64_t pinned_bytes(const Grant& g) {
+  return (g.table_mr ? g.table_mr->length : 0) + (g.log_mr ? g.log_mr->length : 0);
+}
+
+uint64_t EpochRegistry::pinned_bytes() const {
+  uint64_t n = 0;
+  for (const Registration& r : registrations_)
+    n += (r.mr ? r.mr->length : 0) + (r.log_mr ? r.log_mr->length : 0);
+  return n;
+}
+
 control::Descriptor describe(const Registration& r) {
   const bool shared = r.protection == Protection::kSharedMr;
   control::Descriptor d = *ServerSession::describe(r.table, control::TransportKind::kVerbs);

@@ -66,6 +66,9 @@ struct Grant {
   MemoryWindow table_window, log_window;
 };
 
+// Bytes a client's grant pins (its own MRs under kPdPerClient; 0 for windows).
+uint64_t pinned_bytes(const Grant& g);
+
 // The descriptor of `r` as its clients get it: the rkeys are the epoch's own
 // under kSharedMr; otherwise grant_access() fills in the client's.
 control::Descriptor describe(const Registration& r);
@@ -103,6 +106,8 @@ class EpochRegistry {
 
   const std::map<ibv_context*, Protection>& protections() const { return protection_; }
   size_t registrations() const { return registrations_.size(); }
+  // Bytes the registrations pin (their MRs in the shared PDs).
+  uint64_t pinned_bytes() const;
 
  private:
   bool has_secret_;

@@ -19,7 +19,12 @@ VerbsTableReader::VerbsTableReader(Endpoint server, std::chrono::milliseconds io
 
 VerbsTableReader::~VerbsTableReader() { close(); }
 
+// One deadline for the whole call: every CM step and the AUTH exchange of
+// every attempt end by it (a first attempt gets at least one resolve
+// timeout), so a server that accepts and then says nothing, or a fabric that
+// drops the CM's packets, cannot hold us past --connect-timeout.
 Status VerbsTableReader::connect(Clock::time_point deadline) {
+  deadline = std::max(deadline, Clock::now() + std::chrono::milliseconds(verbs::kResolveTimeoutMs));
   Status s = connect_with_backoff(deadline, [&] {
     Status tried = attempt(deadline);
     if (!tried.ok()) close();
@@ -71,7 +76,7 @@ Status VerbsTableReader::attempt(Clock::time_point deadline) {
   if (ibv_query_port(id->verbs, id->port_num, &port_attr) != 0)
     return Status::from_errno("ibv_query_port");
 
-  RRS_ASSIGN_OR_RETURN(control::Hello hello, session_.start());
+  RRS_ASSIGN_OR_RETURN(control::Hello hello, session_.start(deadline));
   std::string connect_data = control::encode_connect(hello);
   rdma_conn_param cp{};
   cp.private_data = connect_data.data();
@@ -88,12 +93,8 @@ Status VerbsTableReader::attempt(Clock::time_point deadline) {
   auto proof = session_.on_accept({static_cast<const std::byte*>(conn.private_data),
                                    conn.private_data ? conn.private_data_len : 0u});
   if (!proof.ok()) return proof.status();
-  if (*proof) {
-    const auto left = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
-                                                                                     Clock::now()),
-                               std::chrono::milliseconds(verbs::kResolveTimeoutMs));
-    RRS_RETURN_IF_ERROR(authenticate(**proof, Clock::now() + std::max(left, io_timeout_)));
-  }
+  if (*proof)
+    RRS_RETURN_IF_ERROR(authenticate(**proof, std::min(deadline, Clock::now() + io_timeout_)));
   const control::HelloOk& terms = session_.hello_ok();
   max_in_flight_ = std::min(terms.max_in_flight, verbs::kMaxReadWr);
   max_read_len_ = std::min<uint32_t>(terms.max_read_len, port_attr.max_msg_sz);
@@ -150,7 +151,8 @@ Result<std::string> VerbsTableReader::receive_auth_answer(Clock::time_point dead
     return {};
   };
   auto timed_out = [] {
-    return Status::error("receive from rdma-server", "no answer in time", ETIMEDOUT)
+    return Status::error("receive from rdma-server", "timed out waiting for the answer to AUTH",
+                         ETIMEDOUT)
         .as(ErrorKind::kUnavailable);
   };
   Status s = verbs::wait_for_completions(cq_, comp_channel_.get(), cm_.fd(), deadline,

@@ -179,12 +179,12 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
   auto c = std::make_unique<Connection>(terms_);
   auto hello = c->session.on_connect(private_data(param));
   if (!hello.ok()) return reject(id, hello.refusal());
-  if (auto full = ServerSession::admit(connections_.size(), limits_.access))
-    return reject(id, *full);
+  if (auto no = admit(*c, peer_of(id))) return reject(id, *no);
   if (auto d = ServerSession::describe(current_, control::TransportKind::kVerbs); !d.ok())
     return reject(id, d.refusal());
   auto reg = registry_.registration_for(id->verbs, current_);
   if (!reg.ok()) return reject(id, {ErrorCode::kInternal, reg.status().message()});
+  if (auto no = check_pinning(**reg)) return reject(id, *no);
   auto pd = pd_for_client(*c, **reg);
   if (!pd.ok()) return reject(id, {ErrorCode::kInternal, pd.status().message()});
 
@@ -196,6 +196,43 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
   if (!accept(*c, **reg, *hello, param)) return drop_new(std::move(c), "rdma_accept");
   connections_.emplace(id, std::move(c));
   arm_handshake_timer();
+}
+
+// Without a secret the CONNECT_REQUEST's HELLO is all a client says: it takes
+// a slot of max_clients now. With one, it is admitted to its handshake within
+// the budgets of connections that have not proved the secret (in all, and
+// per address), and takes a slot only once its AUTH is checked
+// (answer_auth): peers without the secret never crowd out clients with it.
+std::optional<Refusal> VerbsTableServer::admit(const Connection& c, const std::string& host) const {
+  size_t authenticated = 0, pending = 0, from_host = 0;
+  for (const auto& [id, other] : connections_) {
+    if (other->session.ready()) {
+      ++authenticated;
+    } else {
+      ++pending;
+      if (other->peer == host) ++from_host;
+    }
+  }
+  if (c.session.ready()) return ServerSession::admit(authenticated, limits_.access);
+  return ServerSession::admit_unauthenticated(pending, from_host, limits_.access);
+}
+
+// Under kPdPerClient each client pins the epoch's table and log once more:
+// refused ("server full", so it retries) when RLIMIT_MEMLOCK cannot cover
+// that on top of what is pinned already, rather than failing in ibv_reg_mr.
+std::optional<Refusal> VerbsTableServer::check_pinning(const verbs::Registration& r) const {
+  if (r.protection != Protection::kPdPerClient) return std::nullopt;
+  uint64_t pinned = registry_.pinned_bytes();
+  for (const auto& [id, c] : connections_)
+    if (c->grant) pinned += verbs::pinned_bytes(*c->grant);
+  const uint64_t more = r.table->bytes.size() + (r.table->log ? r.table->log->memory().size() : 0);
+  Status s = check_memlock(pinned + more, limits_.test_memlock_limit);
+  if (s.ok()) return std::nullopt;
+  // The key words first: a reject's private data cuts the text at ~120 bytes.
+  return Refusal{ErrorCode::kServerFull,
+                 "RLIMIT_MEMLOCK cannot cover one more pinned copy of the table (no memory "
+                 "windows: each client pins its own): " +
+                     s.reason()};
 }
 
 Result<ibv_pd*> VerbsTableServer::pd_for_client(Connection& c, const verbs::Registration& r) {

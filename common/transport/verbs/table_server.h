@@ -45,6 +45,9 @@ struct VerbsServerLimits {
   // protection-domain-per-client fallback runs on rxe (which has them).
   // rdma-server sets it from $RRS_TEST_NO_MEMORY_WINDOWS=1, with a warning.
   bool test_no_memory_windows = false;
+  // Tests only: act as if RLIMIT_MEMLOCK were this many bytes (and the
+  // process had no CAP_IPC_LOCK) when checking what kPdPerClient would pin.
+  uint64_t test_memlock_limit = 0;
 };
 
 class VerbsTableServer final : public TableServer {
@@ -90,6 +93,11 @@ class VerbsTableServer final : public TableServer {
   void hang_up(rdma_cm_id* id, const char* reason);
   // Gives up on a connection that failed while being set up.
   void drop_new(std::unique_ptr<Connection> c, const char* step);
+  // Whether a new connection may start its handshake (or, without a
+  // secret, take a slot): the access policy's budgets, or why not.
+  std::optional<Refusal> admit(const Connection& c, const std::string& host) const;
+  // Under kPdPerClient: whether RLIMIT_MEMLOCK covers pinning `r` once more.
+  std::optional<Refusal> check_pinning(const verbs::Registration& r) const;
   // The device's PD, or under kPdPerClient one of the client's own.
   Result<ibv_pd*> pd_for_client(Connection& c, const verbs::Registration& r);
   void prune_retired();

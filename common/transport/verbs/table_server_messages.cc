@@ -67,6 +67,17 @@ std::string VerbsTableServer::answer_auth(Connection& c, const control::Proof& s
     close_with(c, c.session.refuse(ErrorCode::kInternal, reg.status().message()));
     return "";
   }
+  // A slot of max_clients only now that the secret is proved (this one, now
+  // ready, not counted).
+  size_t authenticated = 0;
+  for (const auto& [id, other] : connections_)
+    if (other.get() != &c && other->session.ready() && !other->closing_since) ++authenticated;
+  auto no = ServerSession::admit(authenticated, limits_.access);
+  if (!no) no = check_pinning(**reg);
+  if (no) {
+    close_with(c, c.session.refuse(no->code, no->why));
+    return "";
+  }
   c.epoch = current_->epoch();  // a newer epoch may have been published meanwhile
   c.last_heard = Clock::now();
   control::Descriptor d = verbs::describe(**reg);
