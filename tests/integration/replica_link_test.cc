@@ -1,8 +1,8 @@
 // The replica link alone, with hand-made peers on loopback: the handshake a
 // Redis replica runs gets +FULLRESYNC and the $EOF: opener, and a connection
-// that is not the target (its PSYNC names another replication ID) or that
-// hangs up mid-handshake is dropped while the link keeps waiting for the
-// target.
+// that is not the target (its PSYNC is "? -1", or names another replication
+// ID) or that hangs up mid-handshake is dropped while the link keeps waiting
+// for the target.
 #include "client/replica/replica_link.h"
 
 #include <arpa/inet.h>
@@ -26,12 +26,15 @@ using test::resp_command;
 
 constexpr char kTargetId[] = "1111111111111111111111111111111111111111";
 constexpr char kMasterId[] = "2222222222222222222222222222222222222222";
+// The target as INFO replication showed it before REPLICAOF: it asks for
+// PSYNC kTargetId 1.
+const TargetHistory kTarget{kTargetId, 0};
 
 // A peer that connects to `at`, sends a replica's handshake asking to
 // continue `psync_id`, and returns everything it reads until the link closes
 // or the +FULLRESYNC line and $EOF opener have arrived.
 std::string replica_handshake(const Endpoint& at, const std::string& psync_id,
-                              bool hang_up_early = false) {
+                              bool hang_up_early = false, const std::string& psync_offset = "1") {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
@@ -45,7 +48,7 @@ std::string replica_handshake(const Endpoint& at, const std::string& psync_id,
   if (!hang_up_early)
     out += resp_command({"REPLCONF", "listening-port", "6380"}) +
            resp_command({"REPLCONF", "capa", "eof", "capa", "psync2"}) +
-           resp_command({"PSYNC", psync_id, "1"});
+           resp_command({"PSYNC", psync_id, psync_offset});
   (void)!::write(fd, out.data(), out.size());
   std::string got;
   char buf[4096];
@@ -65,7 +68,7 @@ TEST(ReplicaLinkTest, AnswersAReplicasHandshakeWithAFullResync) {
   ASSERT_TRUE(link.ok()) << link.status().message();
   std::string got;
   std::thread target([&] { got = replica_handshake(link->endpoint(), kTargetId); });
-  Status s = link->accept_full_sync(kMasterId, 12345, kTargetId, Clock::now() + 10s);
+  Status s = link->accept_full_sync(kMasterId, 12345, kTarget, Clock::now() + 10s);
   target.join();
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(got.rfind("+PONG\r\n+OK\r\n+OK\r\n+FULLRESYNC " + std::string(kMasterId) +
@@ -79,8 +82,11 @@ TEST(ReplicaLinkTest, AnswersAReplicasHandshakeWithAFullResync) {
 TEST(ReplicaLinkTest, ConnectionsThatAreNotTheTargetAreDropped) {
   auto link = ReplicaLink::listen("127.0.0.1", "127.0.0.1", 5000ms);
   ASSERT_TRUE(link.ok()) << link.status().message();
-  std::string impostor, quitter, got;
+  std::string anyone, impostor, quitter, got;
   std::thread peers([&] {
+    // Any local process, first, asking for a full sync as a replica that
+    // never synced does: it must get nothing (it would get the keyspace).
+    anyone = replica_handshake(link->endpoint(), "?", false, "-1");
     // Another local process, first: it names a history that is not the
     // target's, and gets nothing but the PING's answer.
     impostor = replica_handshake(link->endpoint(), "3333333333333333333333333333333333333333");
@@ -88,9 +94,11 @@ TEST(ReplicaLinkTest, ConnectionsThatAreNotTheTargetAreDropped) {
     quitter = replica_handshake(link->endpoint(), kTargetId, true);
     got = replica_handshake(link->endpoint(), kTargetId);
   });
-  Status s = link->accept_full_sync(kMasterId, 7, kTargetId, Clock::now() + 10s);
+  Status s = link->accept_full_sync(kMasterId, 7, kTarget, Clock::now() + 10s);
   peers.join();
   ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(anyone.find("FULLRESYNC"), std::string::npos) << anyone;
+  EXPECT_EQ(anyone.find("$EOF:"), std::string::npos) << anyone;
   EXPECT_EQ(impostor.find("FULLRESYNC"), std::string::npos) << impostor;
   EXPECT_EQ(impostor.find("$EOF:"), std::string::npos) << impostor;
   EXPECT_NE(got.find("+FULLRESYNC " + std::string(kMasterId) + " 7\r\n$EOF:"), std::string::npos)
@@ -115,7 +123,7 @@ TEST(ReplicaLinkTest, ATargetWithoutCapaEofIsRefused) {
     }
     ::close(fd);
   });
-  Status s = link->accept_full_sync(kMasterId, 7, kTargetId, Clock::now() + 10s);
+  Status s = link->accept_full_sync(kMasterId, 7, kTarget, Clock::now() + 10s);
   link->close();
   old.join();
   ASSERT_FALSE(s.ok());
