@@ -101,6 +101,11 @@ Options:
                           replication offset moves exactly as the master's.
   --status-interval SECS  --follow: seconds between status lines (default 5;
                           0: none)
+  --log-stall SECS        --follow: a change log that has not grown for SECS
+                          is stalled (the sidecar's link to the master is
+                          stuck or was given up): stop, exit 3 (default 35:
+                          3 x the master's repl-ping-replica-period of 10 s,
+                          + 5 s; raise it with the master's period; 0: never)
   --handoff               replica mode: follow the change log until the target
                           has caught up, then point it at the real master
                           (REPLICAOF --master), which continues it with a
@@ -214,7 +219,8 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
                args.size("--chunk-size", 4096, control::kMaxReadLength, c.chunk_size) ||
                args.number("--in-flight", 1, 1024, c.in_flight) ||
                args.number("--retries", 0, 1000, c.retries) ||
-               args.number("--status-interval", 0, 86400, c.status_interval_s)) {
+               args.number("--status-interval", 0, 86400, c.status_interval_s) ||
+               args.number("--log-stall", 0, 86400, c.log_stall_s)) {
     } else if (args.flag("--flush") || args.flag("--merge")) {
       TargetPolicy p = args.previous() == "--flush" ? TargetPolicy::kFlush : TargetPolicy::kMerge;
       if (c.policy != TargetPolicy::kRequireEmpty && c.policy != p)
