@@ -119,6 +119,9 @@ Status Follower::reconnect(const Status& cause) {
         Clock::now() + std::min<std::chrono::milliseconds>(config_.connect_timeout, kAttempt));
     if (s.ok()) return {};
     log::warn("reconnect: " + s.message() + "; retrying");
+    // A log that cannot be read cannot grow either: a sidecar that exited
+    // for good (its link given up) must not leave the follower waiting on.
+    RRS_RETURN_IF_ERROR(check_growth());
     std::this_thread::sleep_for(kReconnectPause);
   }
   return Status::error("reconnect to rdma-server", "stopping");
@@ -133,8 +136,10 @@ Result<std::optional<FollowEnd>> Follower::refresh_header() {
     }
     if (h.status().kind() != ErrorKind::kUnavailable) return h.status();
     const uint64_t log_id = synced_.reader->descriptor().log_id;
-    if (Status s = reconnect(h.status()); !s.ok())
+    if (Status s = reconnect(h.status()); !s.ok()) {
+      if (!g_stop.load()) return s;                          // stalled
       return std::optional<FollowEnd>(FollowEnd{true, ""});  // stopped meanwhile
+    }
     const control::Descriptor& d = synced_.reader->descriptor();
     if (d.log_id != log_id)
       return std::optional<FollowEnd>(FollowEnd{
