@@ -160,13 +160,17 @@ failed validation; 5 the target cannot take the data (not empty without
 payloads or for functions; with --atomic also too few spare DBs to stage in,
 or a cluster-mode target). With --follow:
 0 after SIGINT/SIGTERM; 1 also when the target refuses a streamed command
-(named on stderr with its stream offset); 3 also when the target goes away.
-Replica mode: 5 also for a cluster-mode target; a failed sync detaches the
-target (REPLICAOF NO ONE). With --handoff: 5 when the master cannot continue
-the target's history (another replication ID, or its backlog no longer
-reaches the target's offset; the target is left untouched); 1 when the master
-answered with a full resync after all; 3 when the target's link to the master
-does not come up.
+(named on stderr with its stream offset); 3 also when the target goes away,
+or the change log has not grown for --log-stall (the sidecar's link to the
+master is stuck or given up, or the sidecar stays unreachable).
+Replica mode: 5 also for a cluster-mode target or one older than Redis 4.0;
+the link takes only the target's own PSYNC (its replication ID), and success
+needs the target's INFO replication to show the table's history, link up (1
+otherwise); a failed sync detaches the target (REPLICAOF NO ONE). With
+--handoff: 5 when the master cannot continue the target's history (another
+replication ID, or its backlog no longer reaches the target's offset; the
+target is left untouched); 1 when the master answered with a full resync
+after all; 3 when the target's link to the master does not come up.
 )";
 
 // Flags that cannot go together, or need another: the first such problem.
