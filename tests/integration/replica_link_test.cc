@@ -2,7 +2,8 @@
 // Redis replica runs gets +FULLRESYNC and the $EOF: opener, and a connection
 // that is not the target (its PSYNC is "? -1", or names another replication
 // ID) or that hangs up mid-handshake is dropped while the link keeps waiting
-// for the target.
+// for the target; with real targets of both engines (ImpostorFirst), one that
+// connected first gets nothing and the target's own INFO confirms the sync.
 #include "client/replica/replica_link.h"
 
 #include <arpa/inet.h>
@@ -16,7 +17,11 @@
 #include <thread>
 #include <vector>
 
+#include "client/replica/replica_target.h"
+#include "client/sync/target_checks.h"
+#include "proto/rdb_writer.h"
 #include "tests/support/redis_client.h"
+#include "tests/support/redis_process.h"
 
 namespace rrs {
 namespace {
@@ -129,6 +134,66 @@ TEST(ReplicaLinkTest, ATargetWithoutCapaEofIsRefused) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("capa eof"), std::string::npos) << s.message();
 }
+
+// Another local process on the link before the target (connected, its
+// whole handshake sent: PSYNC ? -1 and an ACK of any offset), then a real
+// target of each engine told REPLICAOF the link: the impostor gets nothing,
+// the target syncs, and the target's own INFO says so.
+class ImpostorFirst : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ImpostorFirst, OnlyTheRealTargetSyncs) {
+  test::TestServer version;
+  RRS_NEED_SERVER(version, GetParam());
+  test::RedisProcess redis(test::RedisOptions().with_server(version));
+  ASSERT_TRUE(redis.started()) << redis.start_error();
+  auto client = RedisClient::connect(Endpoint{"127.0.0.1", redis.port()}, {}, 5000ms);
+  ASSERT_TRUE(client.ok()) << client.status().message();
+  auto server = target_server(*client);
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  ReplicaTarget target(std::move(*client), *server);
+  auto link = ReplicaLink::listen("127.0.0.1", "127.0.0.1", 5000ms);
+  ASSERT_TRUE(link.ok()) << link.status().message();
+
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(link->endpoint().port);
+  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  const std::string out = resp_command({"PING"}) + resp_command({"REPLCONF", "capa", "eof"}) +
+                          resp_command({"PSYNC", "?", "-1"}) +
+                          resp_command({"REPLCONF", "ACK", "999999999"});
+  ASSERT_EQ(::write(fd, out.data(), out.size()), static_cast<ssize_t>(out.size()));
+
+  auto history = target.replicate_from(link->endpoint());
+  ASSERT_TRUE(history.ok()) << history.status().message();
+  Status s = link->accept_full_sync(kMasterId, 100, *history, Clock::now() + 10s);
+  ASSERT_TRUE(s.ok()) << s.message();
+  rdb::RdbWriter rdb(9);
+  rdb.end();
+  ASSERT_TRUE(link->send(rdb.take()).ok());
+  ASSERT_TRUE(link->end_rdb().ok());
+  Status loaded = target.wait_loaded(*link, 100, 10000ms);
+  EXPECT_TRUE(loaded.ok()) << loaded.message();
+  Status synced = target.verify_synced(kMasterId, 100);
+  EXPECT_TRUE(synced.ok()) << synced.message();
+  // What an impostor's ACK would have left: a target not at that history.
+  EXPECT_FALSE(target.verify_synced("4444444444444444444444444444444444444444", 100).ok());
+  EXPECT_FALSE(target.verify_synced(kMasterId, 101).ok());
+
+  std::string impostor;
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
+    impostor.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  EXPECT_EQ(impostor.find("FULLRESYNC"), std::string::npos) << impostor;
+  link->close();
+  (void)target.detach();
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, ImpostorFirst, ::testing::Values("redis-7.0", "valkey-9.1"));
 
 }  // namespace
 }  // namespace rrs
