@@ -116,6 +116,11 @@ Options:
                           changed them (their user needs +pexpiretime)
   --status-interval SECS  --follow: seconds between status lines (default 5;
                           0: none)
+  --log-stall SECS        --follow: a change log that has not grown for SECS
+                          is stalled (the sidecar's link to the master is
+                          stuck or was given up): stop, exit 3 (default 35:
+                          3 x the master's repl-ping-replica-period of 10 s,
+                          + 5 s; raise it with the master's period; 0: never)
   --handoff               replica mode: follow the change log until the target
                           has caught up, then point it at the real master
                           (REPLICAOF --master), which continues it with a
@@ -174,13 +179,17 @@ failed validation; 5 the target cannot take the data (not empty without
 payloads or for functions; with --atomic also too few spare DBs to stage in,
 or a cluster-mode target). With --follow:
 0 after SIGINT/SIGTERM; 1 also when the target refuses a streamed command
-(named on stderr with its stream offset); 3 also when the target goes away.
-Replica mode: 5 also for a cluster-mode target; a failed sync detaches the
-target (REPLICAOF NO ONE). With --handoff: 5 when the master cannot continue
-the target's history (another replication ID, or its backlog no longer
-reaches the target's offset; the target is left untouched); 1 when the master
-answered with a full resync after all; 3 when the target's link to the master
-does not come up.
+(named on stderr with its stream offset); 3 also when the target goes away,
+or the change log has not grown for --log-stall (the sidecar's link to the
+master is stuck or given up, or the sidecar stays unreachable).
+Replica mode: 5 also for a cluster-mode target or one older than Redis 4.0;
+the link takes only the target's own PSYNC (its replication ID), and success
+needs the target's INFO replication to show the table's history, link up (1
+otherwise); a failed sync detaches the target (REPLICAOF NO ONE). With
+--handoff: 5 when the master cannot continue the target's history (another
+replication ID, or its backlog no longer reaches the target's offset; the
+target is left untouched); 1 when the master answered with a full resync
+after all; 3 when the target's link to the master does not come up.
 )";
 
 // Flags that cannot go together, or need another: the first such problem.
@@ -235,7 +244,8 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
                args.size("--chunk-size", 4096, control::kMaxReadLength, c.chunk_size) ||
                args.number("--in-flight", 1, 1024, c.in_flight) ||
                args.number("--retries", 0, 1000, c.retries) ||
-               args.number("--status-interval", 0, 86400, c.status_interval_s)) {
+               args.number("--status-interval", 0, 86400, c.status_interval_s) ||
+               args.number("--log-stall", 0, 86400, c.log_stall_s)) {
     } else if (args.flag("--flush") || args.flag("--merge")) {
       TargetPolicy p = args.previous() == "--flush" ? TargetPolicy::kFlush : TargetPolicy::kMerge;
       if (c.policy != TargetPolicy::kRequireEmpty && c.policy != p)

@@ -88,6 +88,11 @@ struct ClientConfig {
   std::string master_auth_file;
   // --status-interval: seconds between follow mode's status lines (0: none).
   uint32_t status_interval_s = 5;
+  // --log-stall: seconds a follower waits for the change log to grow before
+  // it calls the log stalled and exits 3 (0: never). A live log always
+  // grows: the master pings its replicas, the sidecar among them, every
+  // repl-ping-replica-period (10 s by default); 3 periods and a margin.
+  uint32_t log_stall_s = 35;
   bool help = false;
   bool version = false;  // --version
 };

@@ -215,13 +215,21 @@ class EpochFollower {
   ~EpochFollower() { stop(); }
 
   Status start(event_base* base, PsyncSource& psync) {
+    base_ = base;
     RRS_ASSIGN_OR_RETURN(mailbox_, LoopMailbox::create(base));
     thread_ = std::thread([this, &psync] {
-      psync.follow(stop_, [this](TableBuilder& next, const SnapshotStats& stats,
-                                 const ChangeLogPtr& log) { on_new_snapshot(next, stats, log); });
+      Status s = psync.follow(stop_, [this](TableBuilder& next, const SnapshotStats& stats,
+                                            const ChangeLogPtr& log) {
+        on_new_snapshot(next, stats, log);
+      });
+      if (!s.ok())
+        mailbox_->post(
+            [this, s] { fail(s.wrap("the replication link was given up (restart rdma-server)")); });
     });
     return {};
   }
+  // Why serving stopped early: the change log can no longer grow.
+  const Status& failure() const { return failure_; }
   void stop() {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
@@ -233,12 +241,19 @@ class EpochFollower {
   void on_new_snapshot(TableBuilder& next, const SnapshotStats& stats, const ChangeLogPtr& log) {
     const auto t1 = Clock::now();
     auto built = next.build(next_epoch());
-    if (!built.ok()) return log::error("build the new table: " + built.status().message());
+    if (!built.ok()) {
+      Status s = built.status().wrap("build the new history's table");
+      mailbox_->post([this, s] { fail(s); });
+      return;
+    }
     test_hooks::corrupt_slot(**built);
     (*built)->log = log;
     const double build_s = seconds_since(t1);
     mailbox_->post([this, table = TablePtr(*built), stats, build_s] {
-      if (Status s = publish_everywhere(servers_, table); !s.ok()) return log::error(s.message());
+      Status s = publish_everywhere(servers_, table);
+      if (s.ok() && test_hooks::fail_republish())
+        s = Status::error("publish on verbs", "RRS_TEST_FAIL_REPUBLISH");
+      if (!s.ok()) return fail(s.wrap("publish the new table"));
       if (current_->log && current_->log != table->log) current_->log->mark_superseded();
       current_ = table;
       print_table_line("published", table->header, stats, build_s);
@@ -247,7 +262,24 @@ class EpochFollower {
     });
   }
 
+  // Loop thread. The current log will never grow again (the link left its
+  // history, or the table that continues it could not be served: a verbs
+  // publish may fail after the TCP one, leaving the transports apart). Exit
+  // (4) rather than mark the log dead and stay up: a process that serves a
+  // table of a history its link has left helps nobody, and a supervisor's
+  // restart takes a fresh snapshot. The log is marked superseded first, so
+  // followers that read it before the exit resync rather than idle.
+  void fail(const Status& why) {
+    if (!failure_.ok()) return;
+    failure_ = why.as(ErrorKind::kBadData);
+    log::error(failure_.message() + "; the change log can no longer grow: exiting");
+    if (current_->log) current_->log->mark_superseded();
+    event_base_loopbreak(base_);
+  }
+
   Servers& servers_;
+  event_base* base_ = nullptr;
+  Status failure_;    // loop thread
   TablePtr current_;  // loop thread
   std::atomic<bool> stop_{false};
   std::unique_ptr<LoopMailbox> mailbox_;
@@ -295,7 +327,7 @@ Status serve(const ServerConfig& config) {
   servers.clear();
   // One more turn lets libevent finish freeing the connections it deferred.
   event_base_loop(base.get(), EVLOOP_NONBLOCK);
-  return {};
+  return follower.failure();
 }
 
 }  // namespace

@@ -166,15 +166,16 @@ Result<ChangeLogPtr> PsyncSource::new_log(const PsyncReply& reply) {
   return log;
 }
 
-void PsyncSource::follow(const std::atomic<bool>& stop, const OnSnapshot& on_snapshot) {
+Status PsyncSource::follow(const std::atomic<bool>& stop, const OnSnapshot& on_snapshot) {
   std::atomic<bool> link_gone{false};
   std::thread refresher([&] { refresh(stop, link_gone, on_snapshot); });
-  follow_link(stop, on_snapshot);
+  Status s = follow_link(stop, on_snapshot);
   link_gone = true;
   refresher.join();
+  return s;
 }
 
-void PsyncSource::follow_link(const std::atomic<bool>& stop, const OnSnapshot& on_snapshot) {
+Status PsyncSource::follow_link(const std::atomic<bool>& stop, const OnSnapshot& on_snapshot) {
   std::string replid = link_ ? link_->replid() : "?";
   uint64_t offset = link_ ? link_->offset() : 0;
   std::string last_failure = "reconnecting to master " + master_.to_string();
@@ -187,11 +188,11 @@ void PsyncSource::follow_link(const std::atomic<bool>& stop, const OnSnapshot& o
       replid = link_->replid();
       offset = link_->offset();
       link_.reset();
-      if (stop.load()) return;
+      if (stop.load()) return {};
       log::warn("replication link lost: " + s.message() + " (the current table stays served)");
     }
     back_off(last_failure, stop);
-    if (stop.load()) return;
+    if (stop.load()) return {};
     auto link = MasterLink::connect(master_, creds_, opts_.link);
     if (!link.ok()) {
       last_failure = link.status().message();
@@ -212,20 +213,14 @@ void PsyncSource::follow_link(const std::atomic<bool>& stop, const OnSnapshot& o
       auto stats = receive(*link, *reply, builder, stop);
       if (!stats.ok() && stats.status().kind() == ErrorKind::kBadData) {
         // Asking again would only make the master fork for the same bytes.
-        log::error("new snapshot failed: " + stats.status().message() +
-                   "; leaving the replication link (the current table stays served; restart "
-                   "rdma-server to try again)");
-        return;
+        return stats.status().wrap("new snapshot of the master's new history");
       }
       if (!stats.ok()) {
         last_failure = "new snapshot failed: " + stats.status().message();
         continue;
       }
       auto log = new_log(*reply);
-      if (!log.ok()) {
-        log::error(log.status().message() + "; leaving the replication link");
-        return;
-      }
+      if (!log.ok()) return log.status().wrap("new history's change log").as(ErrorKind::kBadData);
       {
         std::lock_guard lock(mu_);
         log_ = *log;
@@ -237,6 +232,7 @@ void PsyncSource::follow_link(const std::atomic<bool>& stop, const OnSnapshot& o
     backoff_ = std::chrono::milliseconds(0);
     last_failure = "reconnecting to master " + master_.to_string();
   }
+  return {};
 }
 
 }  // namespace rrs

@@ -63,10 +63,13 @@ class PsyncSource final : public SnapshotSource {
   // fresh builder, starts a new log, and hands both to `on_snapshot`; the
   // caller publishes them and supersedes the old log. New snapshots of the
   // same history (snapshot_every, request_snapshot()) are handed over the
-  // same way, from a second thread, with the current log.
+  // same way, from a second thread, with the current log. Returns when
+  // `stop` is set (ok), or with why it gave the link up (kBadData: a new
+  // history's RDB it cannot read, or no log for it): the log then never
+  // grows again.
   using OnSnapshot =
       std::function<void(TableBuilder&, const SnapshotStats&, const ChangeLogPtr& log)>;
-  void follow(const std::atomic<bool>& stop, const OnSnapshot& on_snapshot);
+  Status follow(const std::atomic<bool>& stop, const OnSnapshot& on_snapshot);
 
   // The change log continuing the last snapshot (null with log_capacity 0).
   ChangeLogPtr log() const;
@@ -79,7 +82,7 @@ class PsyncSource final : public SnapshotSource {
   Result<SnapshotStats> receive(MasterLink& link, const PsyncReply& reply, TableBuilder& into,
                                 const std::atomic<bool>& stop);
   // follow()'s replication link: the stream into the log, reconnects.
-  void follow_link(const std::atomic<bool>& stop, const OnSnapshot& on_snapshot);
+  Status follow_link(const std::atomic<bool>& stop, const OnSnapshot& on_snapshot);
   // follow()'s second thread: new snapshots of the current history, until
   // `stop` or until the link is given up.
   void refresh(const std::atomic<bool>& stop, const std::atomic<bool>& link_gone,

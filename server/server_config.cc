@@ -105,7 +105,10 @@ Exit codes: 0 stopped by signal, 2 bad usage (including a non-loopback
 --listen without a shared secret, and an --rdb-file that cannot be opened),
 3 master unreachable, auth or PSYNC refused, or no RDMA device for
 --transport verbs, 4 an RDB this build cannot parse (or an RDB file that is
-truncated), 1 anything else (a port in use, a locked-memory limit too low,
+truncated; also, while serving, a new history from the master whose RDB it
+cannot parse or whose table it cannot publish on every transport: its change
+log could never grow again, so it is marked superseded and the server exits),
+1 anything else (a port in use, a locked-memory limit too low,
 ...; the message names it).
 )";
 

@@ -43,6 +43,14 @@ void corrupt_slot(Table& t) {
             " (a test hook; unset it)");
 }
 
+bool fail_republish() {
+  const char* v = std::getenv("RRS_TEST_FAIL_REPUBLISH");
+  if (v == nullptr || std::string_view(v) != "1") return false;
+  log::warn("RRS_TEST_FAIL_REPUBLISH: reporting the new table's publish as failed (a test "
+            "hook; unset it)");
+  return true;
+}
+
 std::optional<uint64_t> corrupt_log() { return env_u64("RRS_TEST_CORRUPT_LOG"); }
 
 }  // namespace rrs::test_hooks

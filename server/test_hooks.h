@@ -24,4 +24,9 @@ void corrupt_slot(Table& t);
 // is flipped once it is sealed.
 std::optional<uint64_t> corrupt_log();
 
+// $RRS_TEST_FAIL_REPUBLISH=1: every table after the first is published on
+// both transports and then reported as failed, as when a verbs registration
+// (ibv_reg_mr at the memlock limit) fails after the TCP publish.
+bool fail_republish();
+
 }  // namespace rrs::test_hooks

@@ -94,6 +94,11 @@ class Follower {
     Clock::time_point at;
   };
   std::deque<Seen> unapplied_;
+  // The log's end when it last grew, and when: a live log grows at least
+  // with every ping of the master (--log-stall).
+  uint64_t grown_end_ = 0;
+  Clock::time_point grown_at_;
+  Status check_growth();
   void note_seen(uint64_t end) {
     if (unapplied_.empty() || unapplied_.back().end < end)
       unapplied_.push_back({end, Clock::now()});
@@ -114,6 +119,9 @@ Status Follower::reconnect(const Status& cause) {
         Clock::now() + std::min<std::chrono::milliseconds>(config_.connect_timeout, kAttempt));
     if (s.ok()) return {};
     log::warn("reconnect: " + s.message() + "; retrying");
+    // A log that cannot be read cannot grow either: a sidecar that exited
+    // for good (its link given up) must not leave the follower waiting on.
+    RRS_RETURN_IF_ERROR(check_growth());
     std::this_thread::sleep_for(kReconnectPause);
   }
   return Status::error("reconnect to rdma-server", "stopping");
@@ -128,8 +136,10 @@ Result<std::optional<FollowEnd>> Follower::refresh_header() {
     }
     if (h.status().kind() != ErrorKind::kUnavailable) return h.status();
     const uint64_t log_id = synced_.reader->descriptor().log_id;
-    if (Status s = reconnect(h.status()); !s.ok())
+    if (Status s = reconnect(h.status()); !s.ok()) {
+      if (!g_stop.load()) return s;                          // stalled
       return std::optional<FollowEnd>(FollowEnd{true, ""});  // stopped meanwhile
+    }
     const control::Descriptor& d = synced_.reader->descriptor();
     if (d.log_id != log_id)
       return std::optional<FollowEnd>(FollowEnd{
@@ -220,6 +230,24 @@ Result<FollowEnd> Follower::step(bool& idle) {
   return FollowEnd{};
 }
 
+Status Follower::check_growth() {
+  if (header_.end != grown_end_) {
+    grown_end_ = header_.end;
+    grown_at_ = Clock::now();
+    return {};
+  }
+  if (config_.log_stall_s == 0 || seconds_since(grown_at_) < config_.log_stall_s) return {};
+  // The sidecar cannot always say so itself (a link stuck, not broken): the
+  // master's pings are the heartbeat.
+  return Status::error("follow the change log",
+                       "it has not grown past offset " + std::to_string(header_.end) + " for " +
+                           std::to_string(config_.log_stall_s) +
+                           " s (--log-stall), though the master pings the sidecar every "
+                           "repl-ping-replica-period (10 s by default): the sidecar's link to "
+                           "the master is stuck or was given up (rdma-server's log says why)")
+      .as(ErrorKind::kUnavailable);
+}
+
 Result<FollowEnd> Follower::settled(FollowEnd end) {
   // What was sent is applied (or refused) before a resync flushes the target.
   RRS_RETURN_IF_ERROR(sink_.collect());
@@ -245,7 +273,10 @@ Result<FollowEnd> Follower::run() {
             " (change log " + std::to_string(header_.log_id) + ", a ring of " +
             std::to_string(header_.capacity) + " bytes)");
   auto pause = kIdleFirst;
+  grown_end_ = header_.end;
+  grown_at_ = Clock::now();
   while (!g_stop.load()) {
+    RRS_RETURN_IF_ERROR(check_growth());
     bool idle = false;
     auto end = step(idle);
     if (!end.ok()) return end.status();  // the target refused or went away, or bad data

@@ -33,6 +33,16 @@ bool equals_nocase(std::string_view a, std::string_view b) {
          });
 }
 
+// Whether a PSYNC's arguments continue the target's own history: its
+// replication ID, from past the offset it had (it may have grown since).
+// "PSYNC ? -1" never does: any process can send it.
+bool continues(std::string_view replid, std::string_view offset, const TargetHistory& target) {
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(offset.data(), offset.data() + offset.size(), v);
+  return !target.replid.empty() && replid == target.replid && !offset.empty() &&
+         ec == std::errc() && end == offset.data() + offset.size() && v > target.offset;
+}
+
 Status handshake_error(std::string reason) {
   return Status::error("replica handshake with the target", std::move(reason))
       .as(ErrorKind::kBadData);
@@ -90,7 +100,10 @@ Status ReplicaLink::accept_target(Clock::time_point deadline) {
     int n = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
     if (n < 0 && errno != EINTR) return Status::from_errno("wait for the target to connect");
     if (n <= 0) continue;
-    UniqueFd c(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    sockaddr_storage sa{};
+    socklen_t sa_len = sizeof sa;
+    UniqueFd c(::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&sa), &sa_len,
+                         SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (!c) continue;
     const std::string peer = peer_host(c.get());
     if (peer != target_ip_) {
@@ -98,6 +111,10 @@ Status ReplicaLink::accept_target(Clock::time_point deadline) {
                 target_ip_ + ", may connect)");
       continue;
     }
+    peer_ = peer + ":" +
+            std::to_string(ntohs(sa.ss_family == AF_INET
+                                     ? reinterpret_cast<sockaddr_in*>(&sa)->sin_port
+                                     : reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port));
     disable_nagle(c.get());
     enable_tcp_keepalive(c.get());
     conn_ = std::move(c);
@@ -106,7 +123,7 @@ Status ReplicaLink::accept_target(Clock::time_point deadline) {
 }
 
 Result<bool> ReplicaLink::answer(const resp::Command& cmd, std::string_view replid, uint64_t offset,
-                                 std::string_view target_replid) {
+                                 const TargetHistory& target) {
   std::string reply;
   bool done = false;
   if (is_command(cmd, "ping")) {
@@ -121,10 +138,12 @@ Result<bool> ReplicaLink::answer(const resp::Command& cmd, std::string_view repl
     reply = "+OK\r\n";
   } else if (is_command(cmd, "psync") && cmd.args.size() == 3) {
     psync_request_ = "PSYNC " + log::printable(cmd.args[1]) + " " + log::printable(cmd.args[2]);
-    if (cmd.args[1] != target_replid && cmd.args[1] != "?")
-      return Status::error("replica handshake", "a connection asked for " + psync_request_ +
-                                                    ", but the target's replication ID is " +
-                                                    std::string(target_replid) + ": not the target")
+    if (!continues(cmd.args[1], cmd.args[2], target))
+      return Status::error("replica handshake",
+                           "refused " + peer_ + ": it asked for " + psync_request_ +
+                               ", but the target continues its own history, PSYNC " +
+                               target.replid + " " + std::to_string(target.offset + 1) +
+                               " or later: not the target")
           .as(ErrorKind::kUnavailable);
     if (!capa_eof_)
       return handshake_error(
@@ -144,10 +163,10 @@ Result<bool> ReplicaLink::answer(const resp::Command& cmd, std::string_view repl
 }
 
 Status ReplicaLink::accept_full_sync(std::string_view replid, uint64_t offset,
-                                     std::string_view target_replid, Clock::time_point deadline) {
+                                     const TargetHistory& target, Clock::time_point deadline) {
   while (true) {
     RRS_RETURN_IF_ERROR(accept_target(deadline));
-    Status s = handshake(replid, offset, target_replid, deadline);
+    Status s = handshake(replid, offset, target, deadline);
     // Not the target, or a connection that went away: wait for the next.
     if (s.ok() || s.kind() != ErrorKind::kUnavailable || Clock::now() >= deadline) return s;
     log::warn(s.message() + "; waiting for the target to connect again");
@@ -155,8 +174,8 @@ Status ReplicaLink::accept_full_sync(std::string_view replid, uint64_t offset,
   }
 }
 
-Status ReplicaLink::handshake(std::string_view replid, uint64_t offset,
-                              std::string_view target_replid, Clock::time_point deadline) {
+Status ReplicaLink::handshake(std::string_view replid, uint64_t offset, const TargetHistory& target,
+                              Clock::time_point deadline) {
   parser_ = resp::CommandParser();
   capa_eof_ = false;
   acked_.reset();
@@ -166,7 +185,7 @@ Status ReplicaLink::handshake(std::string_view replid, uint64_t offset,
     auto cmd = parser_.next();
     if (!cmd.ok()) return cmd.status().wrap("replica handshake with the target");
     if (*cmd) {
-      auto done = answer(**cmd, replid, offset, target_replid);
+      auto done = answer(**cmd, replid, offset, target);
       if (!done.ok()) return done.status();
       if (*done) return {};
       continue;

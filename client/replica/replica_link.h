@@ -5,7 +5,8 @@
 //
 //   auto link = ReplicaLink::listen(local_ip, target_ip);  // any free port
 //   target: REPLICAOF link->endpoint()
-//   link->accept_full_sync(replid, offset, target_replid, deadline);  // +FULLRESYNC, $EOF:<mark>
+//   link->accept_full_sync(replid, offset, {target_replid, target_offset}, deadline);
+//                                                          // +FULLRESYNC, $EOF:<mark>
 //   link->send(rdb bytes) ...; link->end_rdb();            // the mark
 //   link->wait_ack(...);                                   // loaded: REPLCONF ACK <offset>
 //   link->send(stream bytes) ...                           // follow mode
@@ -28,6 +29,14 @@ namespace rrs {
 // 40 random hex characters, as Redis makes replication IDs and EOF marks.
 std::string random_run_id();
 
+// The target's own place in a history, read (INFO replication) just before
+// it was told REPLICAOF: a Redis or Valkey since 4.0 that was a master asks
+// its new master to continue it, PSYNC <replid> <offset + 1>.
+struct TargetHistory {
+  std::string replid;
+  uint64_t offset = 0;
+};
+
 class ReplicaLink {
  public:
   // Listens on `local_ip` (an address the target can reach: the one the
@@ -43,11 +52,12 @@ class ReplicaLink {
   // and, to its PSYNC, replies +FULLRESYNC <replid> <offset> and opens a
   // diskless RDB transfer ($EOF:<mark>). Refuses a target that cannot take
   // that form (no REPLCONF capa eof: Redis older than 2.8.18).
-  // `target_replid` is the target's own replication ID, read before it was
-  // told REPLICAOF: it asks to continue that history (or sends "?"). A
-  // connection whose PSYNC names another is not the target: it is dropped,
-  // as is one that hangs up mid-handshake, and the link keeps waiting.
-  Status accept_full_sync(std::string_view replid, uint64_t offset, std::string_view target_replid,
+  // The target asks to continue `target`'s history from past its offset. A
+  // connection whose PSYNC asks for anything else (another history, or
+  // "PSYNC ? -1", which any local process can send) is not the target: it
+  // is dropped without a byte of data and logged with its address, as is
+  // one that hangs up mid-handshake, and the link keeps waiting.
+  Status accept_full_sync(std::string_view replid, uint64_t offset, const TargetHistory& target,
                           Clock::time_point deadline);
 
   // Writes all of `bytes`, waiting at most the I/O timeout for the target to
@@ -77,17 +87,18 @@ class ReplicaLink {
   ReplicaLink() = default;
   Status accept_target(Clock::time_point deadline);
   // One connection's handshake, up to the +FULLRESYNC.
-  Status handshake(std::string_view replid, uint64_t offset, std::string_view target_replid,
+  Status handshake(std::string_view replid, uint64_t offset, const TargetHistory& target,
                    Clock::time_point deadline);
   // Answers one handshake command; true once PSYNC was answered.
   Result<bool> answer(const resp::Command& cmd, std::string_view replid, uint64_t offset,
-                      std::string_view target_replid);
+                      const TargetHistory& target);
   Status take_ack(const resp::Command& cmd);
 
   UniqueFd listener_;
   UniqueFd conn_;
   Endpoint endpoint_;
   std::string target_ip_;
+  std::string peer_;  // the connected peer's address and port, for logs
   std::chrono::milliseconds io_timeout_{30000};
   resp::CommandParser parser_;
   std::string eof_mark_;

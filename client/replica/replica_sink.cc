@@ -54,14 +54,12 @@ Status ReplicaSink::check(const TableInfo& info) {
 }
 
 Status ReplicaSink::prepare(const TableInfo& info) {
-  RRS_RETURN_IF_ERROR(target_->replicate_from(link_->endpoint())
-                          .wrap("make the target a replica of " + link_->endpoint().to_string()));
   // From here a failure detaches it again, so it does not keep retrying a
-  // link that is gone.
+  // link that is gone (also when REPLICAOF failed after a REPLICAOF NO ONE).
   attached_ = true;
-  RRS_RETURN_IF_ERROR(
-      link_->accept_full_sync(replid_, offset_, target_->replid(),
-                              Clock::now() + std::chrono::milliseconds(config_.io_timeout)));
+  RRS_ASSIGN_OR_RETURN(const TargetHistory history, target_->replicate_from(link_->endpoint()));
+  RRS_RETURN_IF_ERROR(link_->accept_full_sync(
+      replid_, offset_, history, Clock::now() + std::chrono::milliseconds(config_.io_timeout)));
   log::info("the target connected (" + link_->psync_request() + "); streaming it an RDB of " +
             std::to_string(info.header.record_count) + " keys as a full resync to " + replid_ +
             " offset " + std::to_string(offset_));
@@ -85,6 +83,7 @@ Status ReplicaSink::finish() {
   RRS_RETURN_IF_ERROR(rdb_->end());
   RRS_RETURN_IF_ERROR(
       target_->wait_loaded(*link_, offset_, std::chrono::milliseconds(config_.io_timeout)));
+  RRS_RETURN_IF_ERROR(target_->verify_synced(replid_, offset_));
   loaded_ = true;  // a failure from here on leaves the target a whole replica
   return load_lua_scripts(target_->redis(), info_->scripts);
 }

@@ -58,11 +58,56 @@ Status ReplicaTarget::check(const TableInfo& info, TargetPolicy policy) {
   }
   auto repl = redis_.info("replication");
   if (!repl.ok()) return repl.status().wrap("inspect target");
-  replid_ = info_field(*repl, "master_replid");
   if (info_field(*repl, "role") == "slave")
     log::info("the target was a replica of " + info_field(*repl, "master_host") + ":" +
               info_field(*repl, "master_port") + "; it now replicates from this client");
   return {};
+}
+
+Result<TargetHistory> ReplicaTarget::replicate_from(const Endpoint& link) {
+  const std::string step = "make the target a replica of " + link.to_string();
+  auto repl = redis_.info("replication");
+  if (!repl.ok()) return repl.status().wrap(step);
+  if (info_field(*repl, "role") == "slave") {
+    RRS_RETURN_IF_ERROR(redis_.command({"REPLICAOF", "NO", "ONE"}).status().wrap(step));
+    repl = redis_.info("replication");
+    if (!repl.ok()) return repl.status().wrap(step);
+  }
+  TargetHistory h;
+  h.replid = info_field(*repl, "master_replid");
+  const std::string offset = info_field(*repl, "master_repl_offset");
+  auto [end, ec] = std::from_chars(offset.data(), offset.data() + offset.size(), h.offset);
+  if (h.replid.empty() || offset.empty() || ec != std::errc() ||
+      end != offset.data() + offset.size())
+    return Status::error(step, "its INFO replication has no master_replid/master_repl_offset "
+                               "(Redis before 4.0?), so its PSYNC could not be told from any "
+                               "other process's: use --mode restore")
+        .as(ErrorKind::kRefused);
+  RRS_RETURN_IF_ERROR(
+      redis_.command({"REPLICAOF", link.host, std::to_string(link.port)}).status().wrap(step));
+  return h;
+}
+
+Status ReplicaTarget::verify_synced(std::string_view replid, uint64_t offset) {
+  const std::string step = "check that the target " + redis_.endpoint().to_string() + " synced";
+  auto repl = redis_.info("replication");
+  if (!repl.ok()) return repl.status().wrap(step).as(ErrorKind::kUnavailable);
+  const std::string role = info_field(*repl, "role");
+  const std::string got_replid = info_field(*repl, "master_replid");
+  const std::string link = info_field(*repl, "master_link_status");
+  const std::string got_offset = info_field(*repl, "master_repl_offset");
+  uint64_t at = 0;
+  auto [end, ec] = std::from_chars(got_offset.data(), got_offset.data() + got_offset.size(), at);
+  const bool offset_ok = !got_offset.empty() && ec == std::errc() &&
+                         end == got_offset.data() + got_offset.size() && at >= offset;
+  if (role == "slave" && got_replid == replid && link == "up" && offset_ok) return {};
+  return Status::error(step, "it reports role " + role + ", master_replid " + got_replid +
+                                 ", master_repl_offset " + got_offset + ", master_link_status " +
+                                 link + "; expected a replica of " + std::string(replid) +
+                                 " at offset " + std::to_string(offset) +
+                                 " or later with its link up (did another process take its "
+                                 "place on the replica link? the log names the peers)")
+      .as(ErrorKind::kFailed);
 }
 
 Status ReplicaTarget::wait_loaded(ReplicaLink& link, uint64_t offset,

@@ -26,11 +26,12 @@ class ReplicaTarget {
   // Empty (or --flush), not a cluster node, able to read the table. Warns if
   // it would write the RDB to disk before loading it.
   Status check(const TableInfo& info, TargetPolicy policy);
-  // Its replication ID, as check() read it: what its PSYNC will name.
-  const std::string& replid() const { return replid_; }
-  Status replicate_from(const Endpoint& link) {
-    return redis_.command({"REPLICAOF", link.host, std::to_string(link.port)}).status();
-  }
+  // Tells it REPLICAOF `link` and returns the history its PSYNC will ask to
+  // continue, read just before. A replica is detached first (REPLICAOF NO
+  // ONE): one that never synced would send "PSYNC ? -1", which the link
+  // cannot tell from any other local process; as a master it names its own
+  // replication ID, like every target that was one.
+  Result<TargetHistory> replicate_from(const Endpoint& link);
   // REPLICAOF NO ONE; false when the target did not take it (e.g. it is gone).
   bool detach() {
     auto r = redis_.command({"REPLICAOF", "NO", "ONE"});
@@ -39,11 +40,14 @@ class ReplicaTarget {
   // Waits for the target to acknowledge `offset` on the link, for as long as
   // it keeps loading (a target that loads from disk first takes a while).
   Status wait_loaded(ReplicaLink& link, uint64_t offset, std::chrono::milliseconds io_timeout);
+  // The target's own word that it holds `replid` up to `offset` as a
+  // replica whose link is up: an ACK on the link proves nothing when the
+  // peer that sent it was not the target.
+  Status verify_synced(std::string_view replid, uint64_t offset);
 
  private:
   RedisClient redis_;
   ServerVersion server_;
-  std::string replid_;
 };
 
 }  // namespace rrs

@@ -362,6 +362,34 @@ TEST_F(FollowTest, ScanSourceHasNoLogToFollow) {
       << follower.describe();
 }
 
+// A change log that stops growing: the master pings the sidecar every
+// repl-ping-replica-period (1 s here), so a live log always grows. While
+// the master is blocked (DEBUG SLEEP: the sidecar's link stays up, and
+// nothing comes down it) the follower calls the log stalled after
+// --log-stall and exits 3, naming the flag; before that, an idle master's
+// pings keep it going.
+TEST_F(FollowTest, StalledLogStopsTheFollower) {
+  master_->run({"CONFIG", "SET", "repl-ping-replica-period", "1"});
+  master_->run({"SET", "k", "v"});
+  SidecarServer server(master_->address(), {"--source", "psync"});
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  Process follower = start_follower(server.port(), {"--log-stall", "3"});
+  ASSERT_TRUE(follower.wait_for_line("following", 60s)) << follower.describe();
+  std::this_thread::sleep_for(5s);  // idle, but pinged
+  ASSERT_TRUE(follower.running()) << follower.describe();
+
+  auto blocker = master_->connect();
+  ASSERT_TRUE(blocker.ok()) << blocker.status().message();
+  const auto blocked_at = std::chrono::steady_clock::now();
+  std::thread sleep([&] { blocker->run({"DEBUG", "SLEEP", "12"}); });
+  const int code = follower.wait(10s);
+  const auto took = std::chrono::steady_clock::now() - blocked_at;
+  sleep.join();
+  EXPECT_EQ(code, exit_code::kUnavailable) << follower.describe();
+  EXPECT_LT(took, 8s) << follower.describe();
+  EXPECT_NE(follower.stderr_text().find("--log-stall"), std::string::npos) << follower.describe();
+}
+
 // A stream byte flipped in the change log after its block was sealed (the
 // sidecar's test hook, RRS_TEST_CORRUPT_LOG): the follower reads the block
 // again, finds it bad each time, and exits 4 naming its offsets. Nothing of

@@ -187,6 +187,30 @@ TEST_F(PsyncTest, FullResyncOnReconnectPublishesANewEpoch) {
   expect_replica_equals_master(server.port());
 }
 
+// A new history whose table cannot be published everywhere (the test hook
+// fails it after both transports took it, as a verbs registration failing
+// after the TCP publish would): the old change log would never grow again,
+// so the sidecar marks it superseded and exits 4 rather than serve it
+// frozen; a follower of it does not idle on.
+TEST_F(PsyncTest, FailedRepublishStopsTheSidecar) {
+  master_.run({"CONFIG", "SET", "repl-ping-replica-period", "1"});
+  fill_strings(master_, 0, "k:", 100);
+  SidecarServer server(master_.address(), {}, {{"RRS_TEST_FAIL_REPUBLISH", "1"}});
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  Process follower({client_binary(), sidecar_host(), std::to_string(server.port()), "--redis",
+                    replica_.address(), "--follow", "--status-interval", "1", "--transport",
+                    test_transport(), "--connect-timeout", "2", "--log-stall", "5", "--quiet"});
+  ASSERT_TRUE(follower.wait_for_line("following", 60s)) << follower.describe();
+  master_.run({"DEBUG", "CHANGE-REPL-ID"});
+  master_.run({"CLIENT", "KILL", "TYPE", "replica"});
+  EXPECT_EQ(server.process().wait(30s), exit_code::kBadData) << server.describe();
+  EXPECT_NE(server.process().stderr_text().find("can no longer grow"), std::string::npos)
+      << server.describe();
+  // It resyncs from a sidecar that is gone, or calls the log stalled.
+  const int code = follower.wait(30s);
+  EXPECT_EQ(code, exit_code::kUnavailable) << follower.describe();
+}
+
 TEST_F(PsyncTest, MinimalAclUserIsEnough) {
   fill_strings(master_, 0, "k:", 100);
   master_.run(

@@ -5,8 +5,14 @@
 // intact, the target's replication ID and offset are the master's, a backlog
 // that no longer reaches refuses the handoff without touching the target,
 // and a non-empty or disk-loading target is handled as documented.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <csignal>
 #include <regex>
 #include <sstream>
@@ -15,6 +21,7 @@
 #include "common/cli/exit_codes.h"
 #include "tests/support/dataset.h"
 #include "tests/support/eventually.h"
+#include "tests/support/redis_client.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/sidecar.h"
 #include "tests/support/write_load.h"
@@ -367,6 +374,84 @@ TEST_F(ReplicaModeTest, DiskLoadingTargetSyncsWithAWarning) {
   EXPECT_EQ(target.info_field("replication", "master_repl_offset"),
             server.ready_fields().at("offset"));
 }
+
+// Another local process on the replica link, asking for a full sync as a
+// replica that never synced does ("PSYNC ? -1", then an ACK of everything):
+// returns what it read until the link dropped it.
+std::string psync_anything(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  timeval tv{20, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string got;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) {
+    const std::string out = resp_command({"PING"}) +
+                            resp_command({"REPLCONF", "capa", "eof", "capa", "psync2"}) +
+                            resp_command({"PSYNC", "?", "-1"}) +
+                            resp_command({"REPLCONF", "ACK", "999999999999"});
+    (void)!::write(fd, out.data(), out.size());
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return got;
+}
+
+// Targets of both engines, a master and a replica that never synced (which
+// would ask for "PSYNC ? -1"), with another local process on the link as
+// soon as the target is told where it is: the target syncs, the client
+// checks the target's own INFO, and the other process gets no data.
+class ReplicaTargetKinds : public SidecarTest,
+                           public ::testing::WithParamInterface<std::tuple<std::string, bool>> {};
+
+TEST_P(ReplicaTargetKinds, OnlyTheTargetGetsTheData) {
+  const auto& [name, was_replica] = GetParam();
+  TestServer version;
+  RRS_NEED_SERVER(version, name);
+  RedisProcess master;
+  ASSERT_TRUE(master.started()) << master.start_error();
+  RedisOptions opts = RedisOptions().with_server(version);
+  // A master that is not there: the target never syncs.
+  if (was_replica) opts.with_args({"--replicaof", "127.0.0.1", "1"});
+  RedisProcess target(opts);
+  ASSERT_TRUE(target.started()) << target.start_error();
+  fill_strings(master, 0, "k:", 300, 100);
+  fill_strings(master, 2, "k2:", 30, 1000);
+  SidecarServer server(master.address());
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+
+  std::atomic<bool> done{false};
+  std::string impostor;
+  std::thread peer([&] {
+    auto other = target.connect();
+    if (!other.ok()) return;
+    while (!done) {
+      const std::string port = other->info_field("replication", "master_port");
+      if (!port.empty() && port != "1") {
+        impostor = psync_anything(static_cast<uint16_t>(std::stoi(port)));
+        return;
+      }
+      std::this_thread::sleep_for(1ms);
+    }
+  });
+  ClientRun run = sync_to(server.port(), target, {"--mode", "replica"});
+  done = true;
+  peer.join();
+  EXPECT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_EQ(impostor.find("FULLRESYNC"), std::string::npos) << impostor;
+  EXPECT_EQ(target.digest(), master.digest());
+  EXPECT_EQ(target.keyspace(), master.keyspace());
+  EXPECT_EQ(target.info_field("replication", "master_replid"), server.ready_fields().at("replid"));
+  EXPECT_EQ(target.info_field("replication", "master_repl_offset"),
+            server.ready_fields().at("offset"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, ReplicaTargetKinds,
+                         ::testing::Combine(::testing::Values("redis-7.0", "valkey-9.1"),
+                                            ::testing::Bool()));
 
 TEST_F(ReplicaModeTest, Usage) {
   const std::string t = target_.address();
