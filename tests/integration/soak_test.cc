@@ -16,6 +16,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <random>
 #include <regex>
@@ -117,7 +118,94 @@ class Follower {
   int starts_ = 0;
 };
 
-class SoakTest : public SidecarTest {};
+class SoakTest : public SidecarTest {
+ protected:
+  const std::vector<std::string> kFlags = {"--source", "psync", "--log-size", "16M"};
+
+  // The sidecar, on the port it had before when it is restarted.
+  void start_sidecar() {
+    std::vector<std::string> flags = kFlags;
+    if (port_ != 0) flags.insert(flags.end(), {"--port", std::to_string(port_)});
+    sidecar_.emplace(master_.address(), flags);
+    ASSERT_TRUE(sidecar_->wait_ready()) << sidecar_->describe();
+    port_ = sidecar_->port();
+  }
+
+  // One event, by name (kEvents).
+  void cause(const std::string& event) {
+    std::cout << "soak: " << event << std::endl;
+    if (event == "kill the sidecar") {
+      sidecar_->process().signal(SIGKILL);
+      sidecar_.reset();
+      start_sidecar();
+    } else if (event == "new snapshot") {
+      sidecar_->process().signal(SIGUSR1);
+    } else if (event == "cut the master link") {
+      master_.run({"CLIENT", "KILL", "TYPE", "replica"});
+    } else if (event == "master full resync") {
+      // A new replication ID: the sidecar's PSYNC cannot continue.
+      master_.run({"DEBUG", "CHANGE-REPL-ID"});
+      master_.run({"CLIENT", "KILL", "TYPE", "replica"});
+    } else if (event == "kill the restore target") {
+      restore_target_.kill_and_restart();
+      restore_.target_killed();
+    } else {
+      replica_target_.kill_and_restart();
+      replica_.target_killed();
+    }
+  }
+
+  // Events at random for `seconds`, the followers checked between them.
+  void run_events(std::mt19937_64& rng, std::chrono::seconds seconds) {
+    static const char* const kEvents[] = {"kill the sidecar",        "new snapshot",
+                                          "cut the master link",     "master full resync",
+                                          "kill the restore target", "kill the replica target"};
+    std::map<std::string, int> happened;
+    const auto end = std::chrono::steady_clock::now() + seconds;
+    while (std::chrono::steady_clock::now() < end && !HasFatalFailure()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1000 + rng() % 4000));
+      restore_.check(port_);
+      replica_.check(port_);
+      const std::string event = kEvents[rng() % std::size(kEvents)];
+      ++happened[event];
+      cause(event);
+    }
+    std::this_thread::sleep_for(3s);
+    restore_.check(port_);
+    replica_.check(port_);
+    for (const auto& [event, n] : happened)
+      std::cout << "soak: " << event << " x" << n << std::endl;
+  }
+
+  bool equal(RedisProcess& target) {
+    return target.digest() == master_.digest() && followed_state(target) == followed_state(master_);
+  }
+
+  void expect_converged(Target& target, Follower& follower, const char* which) {
+    EXPECT_TRUE(eventually([&] { return equal(target.redis()); }, 120s, 500ms))
+        << which << " target: keyspace " << target.redis().keyspace() << " master "
+        << master_.keyspace() << "\n"
+        << follower.process().describe();
+  }
+
+  // The replica-mode target handed off to the master: a partial resync.
+  void hand_off() {
+    ClientRun run = sync_to(port_, replica_target_.redis(),
+                            {"--mode", "replica", "--flush", "--handoff", "--master",
+                             master_.address()});
+    ASSERT_EQ(run.exit_code, 0) << run.describe();
+    EXPECT_NE(run.out.find("partial_resync=yes"), std::string::npos) << run.describe();
+    master_.run({"SET", "after-handoff", "1"});
+    EXPECT_TRUE(eventually([&] { return equal(replica_target_.redis()); }, 30s, 200ms));
+    EXPECT_EQ(replica_target_.redis().info_field("replication", "master_link_status"), "up");
+  }
+
+  RedisProcess master_;
+  Target restore_target_, replica_target_;
+  Follower restore_{"restore", restore_target_}, replica_{"replica", replica_target_};
+  std::optional<SidecarServer> sidecar_;
+  uint16_t port_ = 0;
+};
 
 TEST_F(SoakTest, NothingIsLostWhateverFails) {
   if (IsSkipped()) return;
@@ -128,98 +216,26 @@ TEST_F(SoakTest, NothingIsLostWhateverFails) {
   RecordProperty("seed", std::to_string(seed));
   std::mt19937_64 rng(seed);
 
-  RedisProcess master;
-  ASSERT_TRUE(master.started()) << master.start_error();
-  Target restore_target, replica_target;
-  std::optional<WriteLoad> writer(std::in_place, master);
-  while (writer->rounds() < 20) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(master_.started()) << master_.start_error();
+  WriteLoad writer(master_);
+  while (writer.rounds() < 20) std::this_thread::sleep_for(10ms);
+  ASSERT_NO_FATAL_FAILURE(start_sidecar());
+  restore_.start(port_, false);
+  replica_.start(port_, false);
+  run_events(rng, seconds);
+  writer.stop();
+  EXPECT_EQ(writer.errors(), "");
 
-  const std::vector<std::string> flags = {"--source", "psync", "--log-size", "16M"};
-  std::optional<SidecarServer> sidecar(std::in_place, master.address(), flags);
-  ASSERT_TRUE(sidecar->wait_ready()) << sidecar->describe();
-  const uint16_t port = sidecar->port();
-  auto restart_sidecar = [&] {
-    std::vector<std::string> same_port = flags;
-    same_port.insert(same_port.end(), {"--port", std::to_string(port)});
-    sidecar.emplace(master.address(), same_port);
-    ASSERT_TRUE(sidecar->wait_ready()) << sidecar->describe();
-  };
-  Follower restore("restore", restore_target), replica("replica", replica_target);
-  restore.start(port, false);
-  replica.start(port, false);
-
-  const char* const kEvents[] = {"kill the sidecar",        "new snapshot",
-                                 "cut the master link",     "master full resync",
-                                 "kill the restore target", "kill the replica target"};
-  std::map<std::string, int> happened;
-  const auto end = std::chrono::steady_clock::now() + seconds;
-  while (std::chrono::steady_clock::now() < end && !HasFatalFailure()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1000 + rng() % 4000));
-    restore.check(port);
-    replica.check(port);
-    const std::string event = kEvents[rng() % std::size(kEvents)];
-    ++happened[event];
-    std::cout << "soak: " << event << std::endl;
-    if (event == "kill the sidecar") {
-      sidecar->process().signal(SIGKILL);
-      sidecar.reset();
-      restart_sidecar();
-    } else if (event == "new snapshot") {
-      sidecar->process().signal(SIGUSR1);
-    } else if (event == "cut the master link") {
-      master.run({"CLIENT", "KILL", "TYPE", "replica"});
-    } else if (event == "master full resync") {
-      // A new replication ID: the sidecar's PSYNC cannot continue.
-      master.run({"DEBUG", "CHANGE-REPL-ID"});
-      master.run({"CLIENT", "KILL", "TYPE", "replica"});
-    } else if (event == "kill the restore target") {
-      restore_target.kill_and_restart();
-      restore.target_killed();
-    } else {
-      replica_target.kill_and_restart();
-      replica.target_killed();
-    }
-  }
-  std::this_thread::sleep_for(3s);
-  restore.check(port);
-  replica.check(port);
-  writer->stop();
-  EXPECT_EQ(writer->errors(), "");
-  for (const auto& [event, n] : happened) std::cout << "soak: " << event << " x" << n << std::endl;
-
-  // Both targets end equal to the master.
-  auto equal = [&](RedisProcess& target) {
-    return target.digest() == master.digest() && followed_state(target) == followed_state(master);
-  };
-  EXPECT_TRUE(eventually([&] { return equal(restore_target.redis()); }, 120s, 500ms))
-      << "restore target: keyspace " << restore_target.redis().keyspace() << " master "
-      << master.keyspace() << "\n"
-      << restore.process().describe();
-  EXPECT_TRUE(eventually([&] { return equal(replica_target.redis()); }, 120s, 500ms))
-      << "replica target: keyspace " << replica_target.redis().keyspace() << " master "
-      << master.keyspace() << "\n"
-      << replica.process().describe();
-
+  expect_converged(restore_target_, restore_, "restore");
+  expect_converged(replica_target_, replica_, "replica");
   // SIGTERM: each stops after its batch, says where, exits 0.
-  for (Follower* f : {&restore, &replica}) {
+  for (Follower* f : {&restore_, &replica_}) {
     f->process().signal(SIGTERM);
     EXPECT_EQ(f->process().wait(30s), 0) << f->process().describe();
     EXPECT_NE(f->process().stdout_text().find("stopped offset="), std::string::npos)
         << f->process().describe();
   }
-
-  // The replica-mode target handed off to the master: a partial resync.
-  const std::string partial_before = master.info_field("stats", "sync_partial_ok");
-  ClientRun handoff = sync_to(port, replica_target.redis(),
-                              {"--mode", "replica", "--flush", "--handoff", "--master",
-                               master.address()});
-  ASSERT_EQ(handoff.exit_code, 0) << handoff.describe();
-  EXPECT_NE(handoff.out.find("partial_resync=yes"), std::string::npos) << handoff.describe();
-  EXPECT_GT(std::stoull(master.info_field("stats", "sync_partial_ok")),
-            std::stoull(partial_before));
-  master.run({"SET", "after-handoff", "1"});
-  EXPECT_TRUE(eventually([&] { return equal(replica_target.redis()); }, 30s, 200ms));
-  EXPECT_EQ(replica_target.redis().info_field("replication", "master_link_status"), "up");
+  hand_off();
 }
 
 }  // namespace

@@ -132,7 +132,7 @@ TEST_F(SidecarTest, DowngradeRefusesHandoffAndFollow) {
   fill_strings(master, 0, "k:", 10);
   SidecarServer server(master.address());
   ASSERT_TRUE(server.wait_ready()) << server.describe();
-  for (std::vector<std::string> flags :
+  for (const std::vector<std::string>& flags :
        {std::vector<std::string>{"--mode", "replica", "--handoff", "--master", master.address()},
         std::vector<std::string>{"--follow"}}) {
     ClientRun run = sync_to(server.port(), target, flags);
