@@ -16,6 +16,7 @@
 #include "proto/rdb_format.h"
 #include "proto/rdb_parser.h"
 #include "tests/support/rdb_bytes.h"
+#include "tests/support/rdb_feed.h"
 
 namespace rrs::rdb {
 namespace {
@@ -121,28 +122,15 @@ template <typename SizeFn>
 Outcome parse(std::string_view rdb, SizeFn next_size) {
   RdbParser p;
   Outcome o;
-  size_t at = 0;
-  while (true) {
-    while (true) {
-      auto ev = p.next();
-      if (!ev.ok()) {
-        o.error = ev.status().message();
-        return o;
-      }
-      if (!*ev) break;
-      Event e = **ev;
-      if (e.kind == EventKind::kRecord) {
-        o.kept.push_back(std::string(e.key) + '\n' + std::string(e.value));
-        e.key = {}, e.value = {};
-      }
-      if (e.kind == EventKind::kEnd) o.checksum = e.checksum;
-      o.events.push_back(e);
+  o.error = test::feed_in_fragments(p, rdb, next_size, [&](Event e) {
+    if (e.kind == EventKind::kRecord) {
+      o.kept.push_back(std::string(e.key) + '\n' + std::string(e.value));
+      e.key = {}, e.value = {};
     }
-    if (at == rdb.size()) break;
-    const size_t n = std::min(rdb.size() - at, std::max<size_t>(1, next_size()));
-    p.feed(rdb.substr(at, n));
-    at += n;
-  }
+    if (e.kind == EventKind::kEnd) o.checksum = e.checksum;
+    o.events.push_back(e);
+  });
+  if (!o.error.empty()) return o;
   o.done = p.done();
   o.rest = std::string(p.rest());
   return o;

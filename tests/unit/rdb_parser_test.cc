@@ -4,6 +4,7 @@
 // in rdb_parser_old_versions_test.cc.) (A real redis-server's
 // RDB, checked against its own DUMP output, is in the integration tests.)
 #include "proto/rdb_parser.h"
+#include "tests/support/rdb_feed.h"
 
 #include <gtest/gtest.h>
 
@@ -112,23 +113,12 @@ template <typename SizeFn>
 Outcome parse(std::string_view rdb, SizeFn next_size, Limits limits = {}) {
   RdbParser p(limits);
   Outcome o;
-  size_t at = 0;
-  while (true) {
-    while (true) {
-      auto ev = p.next();
-      if (!ev.ok()) {
-        o.error = ev.status().message();
-        auto again = p.next();  // errors are sticky
-        EXPECT_FALSE(again.ok());
-        return o;
-      }
-      if (!*ev) break;
-      o.events.push_back(seen(**ev));
-    }
-    if (at == rdb.size()) break;
-    size_t n = std::min(rdb.size() - at, std::max<size_t>(1, next_size()));
-    p.feed(rdb.substr(at, n));
-    at += n;
+  o.error = test::feed_in_fragments(p, rdb, next_size,
+                                    [&](const Event& e) { o.events.push_back(seen(e)); });
+  if (!o.error.empty()) {
+    auto again = p.next();  // errors are sticky
+    EXPECT_FALSE(again.ok());
+    return o;
   }
   o.done = p.done();
   o.rest = std::string(p.rest());
