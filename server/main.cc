@@ -346,11 +346,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     return exit_code::kOk;
   }
   if (config->version) {
-    auto device = rdma_device_active();
-    std::fputs(version_text("rdma-server",
-                            device.ok() ? *device : device.status().reason() + " (TCP only)")
-                   .c_str(),
-               stdout);
+    std::fputs(version_text("rdma-server", rdma_availability()).c_str(), stdout);
     return exit_code::kOk;
   }
   std::signal(SIGPIPE, SIG_IGN);

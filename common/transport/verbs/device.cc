@@ -111,4 +111,9 @@ Status check_memlock(uint64_t bytes, uint64_t limit_for_test) {
           "systemd unit, or memlock in /etc/security/limits.conf) or use --transport tcp");
 }
 
+std::string rdma_availability() {
+  auto device = rdma_device_active();
+  return device.ok() ? *device : device.status().reason() + " (TCP only)";
+}
+
 }  // namespace rrs

@@ -14,6 +14,10 @@ namespace rrs {
 // port 1 is active"); else why not ("no RDMA devices", ...), kUnavailable.
 Result<std::string> rdma_device_active();
 
+// rdma_device_active()'s answer either way, for --version: the device
+// found, or why none is ("no RDMA devices (TCP only)").
+std::string rdma_availability();
+
 // Which device reaches `host` when rdmacm can resolve an address and route
 // to it through a local RDMA device (within about a second); else why not.
 Result<std::string> rdma_can_reach(const std::string& host, uint16_t port);
