@@ -155,9 +155,11 @@ TEST_F(SidecarSecretTest, WrongSecretIsRefusedAndTheServerLogsThePeer) {
   EXPECT_EQ(run.exit_code, exit_code::kUnavailable) << run.describe();
   EXPECT_NE(run.err.find("wrong shared secret"), std::string::npos) << run.describe();
   EXPECT_EQ(replica_.keyspace(), Keyspace{});
-  const std::string log = server.process().stderr_text();
-  EXPECT_NE(log.find("authentication failed"), std::string::npos) << server.describe();
-  EXPECT_NE(log.find(sidecar_host()), std::string::npos) << "the peer is named\n" << log;
+  // The refusal reaches the client before the server writes its log line.
+  const auto line = server.process().wait_for_line("authentication failed", 10s,
+                                                   Process::Stream::kStderr);
+  ASSERT_TRUE(line) << server.describe();
+  EXPECT_NE(line->find(sidecar_host()), std::string::npos) << "the peer is named\n" << *line;
 }
 
 TEST_F(SidecarSecretTest, ClientWithoutTheSecretIsToldHowToGiveIt) {
