@@ -168,6 +168,7 @@ Source make_source(const ServerConfig& config, const RedisCredentials& creds,
   opts.log_capacity = config.log_size;
   opts.snapshot_every = config.snapshot_every;
   opts.corrupt_log_for_test = test_hooks::corrupt_log();
+  opts.new_history_value_limit_for_test = test_hooks::new_history_value_limit();
   auto psync = std::make_unique<PsyncSource>(config.redis, creds, opts);
   out.psync = psync.get();
   out.source = std::move(psync);

@@ -37,7 +37,7 @@ Result<SnapshotStats> PsyncSource::snapshot(TableBuilder& into) {
       continue;
     }
     into = TableBuilder();  // nothing from a broken attempt survives
-    auto stats = receive(*link, *reply, into, never);
+    auto stats = receive(*link, *reply, into, never, opts_.limits);
     if (stats.ok()) {
       auto log = new_log(*reply);
       if (!log.ok()) return log.status();
@@ -57,10 +57,11 @@ Result<SnapshotStats> PsyncSource::snapshot(TableBuilder& into) {
 }
 
 Result<SnapshotStats> PsyncSource::receive(MasterLink& link, const PsyncReply& reply,
-                                           TableBuilder& into, const std::atomic<bool>& stop) {
+                                           TableBuilder& into, const std::atomic<bool>& stop,
+                                           const rdb::Limits& limits) {
   log::info("master " + master_.to_string() + " began a full resync: replid " + reply.replid +
             " offset " + std::to_string(reply.offset) + "; parsing its RDB as it streams in");
-  rdb::RdbParser parser(opts_.limits);
+  rdb::RdbParser parser(limits);
   RdbTableSink sink(into, parser,
                     {"the master's RDB", "a snapshot is taken once the migration has finished",
                      ErrorKind::kUnavailable},
@@ -128,7 +129,7 @@ Status PsyncSource::take_fresh_snapshot(const ChangeLogPtr& current_log,
   const PsyncReply& reply = *asked;
   if (reply.kind != PsyncReply::kFull) return Status::error(step, reply.why);
   TableBuilder builder;
-  auto stats = receive(*link, reply, builder, stop);
+  auto stats = receive(*link, reply, builder, stop, opts_.limits);
   if (!stats.ok())
     return Status::error(step + " failed", stats.status().message() + " (the current table stays)");
   // The table must be continued by this log: the same history, and a
@@ -210,7 +211,10 @@ Status PsyncSource::follow_link(const std::atomic<bool>& stop, const OnSnapshot&
       log::info("master answered with a full resync; building a new table while the current "
                 "one is served");
       TableBuilder builder;
-      auto stats = receive(*link, *reply, builder, stop);
+      rdb::Limits limits = opts_.limits;
+      if (opts_.new_history_value_limit_for_test)
+        limits.max_value_bytes = limits.max_string_bytes = *opts_.new_history_value_limit_for_test;
+      auto stats = receive(*link, *reply, builder, stop, limits);
       if (!stats.ok() && stats.status().kind() == ErrorKind::kBadData) {
         // Asking again would only make the master fork for the same bytes.
         return stats.status().wrap("new snapshot of the master's new history");

@@ -47,6 +47,10 @@ struct PsyncOptions {
   // N bytes into every new log once it is sealed, so tests can show followers
   // catch it. Never set in production.
   std::optional<uint64_t> corrupt_log_for_test;
+  // Tests only ($RRS_TEST_NEW_HISTORY_VALUE_LIMIT=N): the RDB of a new
+  // history (a full resync on reconnect) is parsed with values limited to N
+  // bytes, so tests can show what an unparseable new history does.
+  std::optional<uint64_t> new_history_value_limit_for_test;
 };
 
 class PsyncSource final : public SnapshotSource {
@@ -78,9 +82,9 @@ class PsyncSource final : public SnapshotSource {
   void request_snapshot() { snapshot_requested_ = true; }
 
  private:
-  // Reads the RDB announced by `reply` into `into`.
+  // Reads the RDB announced by `reply` into `into`, within `limits`.
   Result<SnapshotStats> receive(MasterLink& link, const PsyncReply& reply, TableBuilder& into,
-                                const std::atomic<bool>& stop);
+                                const std::atomic<bool>& stop, const rdb::Limits& limits);
   // follow()'s replication link: the stream into the log, reconnects.
   Status follow_link(const std::atomic<bool>& stop, const OnSnapshot& on_snapshot);
   // follow()'s second thread: new snapshots of the current history, until

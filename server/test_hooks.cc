@@ -53,4 +53,12 @@ bool fail_republish() {
 
 std::optional<uint64_t> corrupt_log() { return env_u64("RRS_TEST_CORRUPT_LOG"); }
 
+std::optional<uint64_t> new_history_value_limit() {
+  auto limit = env_u64("RRS_TEST_NEW_HISTORY_VALUE_LIMIT");
+  if (limit)
+    log::warn("RRS_TEST_NEW_HISTORY_VALUE_LIMIT: a new history's values are limited to " +
+              std::to_string(*limit) + " bytes (a test hook; unset it)");
+  return limit;
+}
+
 }  // namespace rrs::test_hooks

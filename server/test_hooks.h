@@ -29,4 +29,9 @@ std::optional<uint64_t> corrupt_log();
 // (ibv_reg_mr at the memlock limit) fails after the TCP publish.
 bool fail_republish();
 
+// $RRS_TEST_NEW_HISTORY_VALUE_LIMIT=N: a new history's RDB (a full resync
+// after the first table) is parsed with values limited to N bytes, so a
+// big value in it makes that RDB one the sidecar cannot parse.
+std::optional<uint64_t> new_history_value_limit();
+
 }  // namespace rrs::test_hooks

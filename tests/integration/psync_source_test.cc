@@ -211,6 +211,33 @@ TEST_F(PsyncTest, FailedRepublishStopsTheSidecar) {
   EXPECT_EQ(code, exit_code::kUnavailable) << follower.describe();
 }
 
+// A new history whose RDB the sidecar cannot parse (the test hook limits
+// its values; a real master could send a module type or a newer format): the
+// link is given up, so the sidecar marks its log superseded and exits 4
+// rather than serve a table whose log never grows, and asking the master to
+// fork again would only fail on the same bytes.
+TEST_F(PsyncTest, UnparseableNewHistoryStopsTheSidecar) {
+  master_.run({"CONFIG", "SET", "repl-ping-replica-period", "1"});
+  fill_strings(master_, 0, "k:", 100);
+  SidecarServer server(master_.address(), {}, {{"RRS_TEST_NEW_HISTORY_VALUE_LIMIT", "4096"}});
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  Process follower({client_binary(), sidecar_host(), std::to_string(server.port()), "--redis",
+                    replica_.address(), "--follow", "--status-interval", "1", "--transport",
+                    test_transport(), "--connect-timeout", "2", "--log-stall", "5", "--quiet"});
+  ASSERT_TRUE(follower.wait_for_line("following", 60s)) << follower.describe();
+  master_.run({"SET", "big", std::string(size_t{64} << 10, 'v')});
+  master_.run({"DEBUG", "CHANGE-REPL-ID"});
+  master_.run({"CLIENT", "KILL", "TYPE", "replica"});
+  EXPECT_EQ(server.process().wait(30s), exit_code::kBadData) << server.describe();
+  const std::string log = server.process().stderr_text();
+  EXPECT_NE(log.find("new snapshot of the master's new history"), std::string::npos)
+      << server.describe();
+  EXPECT_NE(log.find("can no longer grow"), std::string::npos) << server.describe();
+  EXPECT_EQ(follower.wait(30s), exit_code::kUnavailable) << follower.describe();
+  // The master forked once for the new history, not again for the same bytes.
+  EXPECT_EQ(master_.info_field("stats", "sync_full"), "2");
+}
+
 TEST_F(PsyncTest, MinimalAclUserIsEnough) {
   fill_strings(master_, 0, "k:", 100);
   master_.run(
