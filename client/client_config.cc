@@ -11,6 +11,7 @@ namespace rrs {
 namespace {
 
 constexpr const char* kUsage = R"(Usage: rdma-client <server-ip> <server-port> [options]
+       rdma-client --cluster <sidecar HOST:PORT>... --redis <target node> [options]
 
 Reads the mapping table published by rdma-server and loads every key into a
 local Redis, in one of two ways:
@@ -28,8 +29,23 @@ local Redis, in one of two ways:
       down once the client exits: REPLICAOF <master> then continues it with
       a partial resync, or use --handoff. Not for cluster nodes.
 
+With --cluster the target is a Redis (or Valkey) Cluster and the sidecars
+are one rdma-server per source shard (beside its master or one of its
+replicas), each named HOST:PORT; every shard's table is read at once, and
+each key is RESTOREd into the target master that owns its hash slot, through
+one pipeline per target master, whatever the two clusters' layouts.
+MOVED and ASK are followed, TRYAGAIN and CLUSTERDOWN retried, and a master
+lost mid-load (a failover) gets its unanswered RESTOREs sent again by a fresh
+slot map (RESTORE ... REPLACE ABSTTL: a second copy changes nothing), until
+--io-timeout passes without an answer. Keys outside DB 0 are refused (a
+cluster has no other DB); --flush flushes every target master; a non-empty
+master without --flush/--merge is refused. Restore mode only.
+
 Options:
-  --redis HOST:PORT       Redis to load into (default 127.0.0.1:6379)
+  --redis HOST:PORT       Redis to load into (default 127.0.0.1:6379); with
+                          --cluster any node of the target cluster
+  --cluster               the target is a cluster, the sidecars are its
+                          source's shards (see above)
   --redis-auth-file FILE  its credentials: "password" or "user password" on
                           the first line (else $RDMA_CLIENT_REDIS_AUTH)
   --auth-file FILE        the sidecar's shared secret, the same as its
@@ -160,6 +176,11 @@ Output: progress on stderr; on stdout one summary line:
   (keys, dbs: what the target holds of the table; unacknowledged: RESTOREs
   sent whose reply never came, which it may hold too; --atomic: keys=0 and
   staged_keys=N, loaded into the staging DBs and flushed again)
+  --cluster: a synced (or incomplete) line per source shard, whose fields add
+  source=HOST:PORT masters=M moved=N asked=N retried=N resent=N (the target
+  masters it loaded into, redirections followed, RESTOREs sent again), then
+  cluster-synced sources=S masters=M keys=N bytes=B failed=N seconds=S
+         keys_per_s=Y per_master=HOST:PORT/N,...
 With --follow, then a line per status interval:
   following offset=O lag_bytes=B lag_ms=M commands=N resyncs=R log_id=L
   (offset: the master's replication offset the target has reached; lag_bytes:
@@ -214,9 +235,42 @@ Status check_combinations(const ClientConfig& c) {
                "replication ID and offset can continue with a partial resync");
   if (c.handoff && c.master.port == 0)
     return bad("--handoff needs --master HOST:PORT: the real master, as the target can reach it");
+  if (c.cluster && replica)
+    return bad("--cluster loads with RESTORE: a cluster node cannot be a replica of the "
+               "client (REPLICAOF is refused in cluster mode); drop --mode replica");
+  if (c.cluster && c.atomic)
+    return bad("--cluster cannot be --atomic: a cluster has only DB 0, so there is no DB to "
+               "stage into and no SWAPDB; drop --atomic");
+  if (c.cluster && (c.follow || c.handoff))
+    return bad("--cluster does a full sync only in this release; --follow and --handoff "
+               "need a standalone target");
   if (c.master.port != 0 && !c.handoff)
     return bad("--master is the address --handoff points the target at: add --handoff, or "
                "drop --master");
+  return {};
+}
+
+// The positional arguments: <server-ip> <server-port>, or with --cluster
+// one HOST:PORT per sidecar.
+Status take_sidecars(const std::vector<std::string>& positional, ClientConfig& c) {
+  if (c.cluster) {
+    if (positional.empty())
+      return Status::error("arguments", "--cluster needs the sidecars, HOST:PORT each");
+    for (const std::string& p : positional) {
+      auto at = parse_endpoint(p);
+      if (!at.ok()) return at.status().wrap("--cluster sidecar '" + p + "'");
+      c.sidecars.push_back(*at);
+    }
+    c.server = c.sidecars.front();
+    return {};
+  }
+  if (positional.size() != 2)
+    return Status::error("arguments", "expected <server-ip> <server-port>, got " +
+                                          std::to_string(positional.size()) +
+                                          " positional arguments");
+  auto port = parse_port(positional[1]);
+  if (!port.ok()) return port.status().wrap("<server-port>");
+  c.server = {positional[0], *port};
   return {};
 }
 
@@ -255,6 +309,8 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
       if (v != "auto" && v != "tcp" && v != "verbs")
         args.fail("--transport: expected auto, tcp or verbs, got '" + v + "'");
       c.transport = v;
+    } else if (args.flag("--cluster")) {
+      c.cluster = true;
     } else if (args.flag("--atomic")) {
       c.atomic = true;
     } else if (args.option("--cpu", v)) {
@@ -293,13 +349,7 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
   c.io_timeout = std::chrono::seconds(io_s);
   if (c.help || c.version) return c;
   RRS_RETURN_IF_ERROR(check_combinations(c));
-  if (positional.size() != 2)
-    return Status::error("arguments", "expected <server-ip> <server-port>, got " +
-                                          std::to_string(positional.size()) +
-                                          " positional arguments");
-  auto port = parse_port(positional[1]);
-  if (!port.ok()) return port.status().wrap("<server-port>");
-  c.server = {positional[0], *port};
+  RRS_RETURN_IF_ERROR(take_sidecars(positional, c));
   return c;
 }
 

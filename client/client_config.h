@@ -26,6 +26,10 @@ enum class IngestMode {
 struct ClientConfig {
   // <ip> <port>: the rdma-server to read from.
   Endpoint server;
+  // --cluster: the target (--redis) is a cluster's seed node, and the
+  // positional arguments are HOST:PORT of every source shard's rdma-server.
+  bool cluster = false;
+  std::vector<Endpoint> sidecars;
   // --redis: the replica Redis to load into.
   Endpoint redis{"127.0.0.1", 6379};
   // --redis-auth-file, else $RDMA_CLIENT_REDIS_AUTH: "password" or "user password".

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "client/client_config.h"
+#include "client/cluster/cluster_sync.h"
 #include "client/follow/follow.h"
 #include "client/replica/replica_sink.h"
 #include "client/restore/restore_sink.h"
@@ -24,6 +25,7 @@ namespace {
 
 // One full sync in the configured load path, and the target left as it says.
 Status sync_once(const ClientConfig& config) {
+  if (config.cluster) return run_cluster_sync(config);
   if (config.no_load) {
     CountingSink sink;
     return run_sync(config, sink).status();

@@ -4,9 +4,9 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <utility>
 
+#include "client/restore/restore_command.h"
 #include "client/sync/target_checks.h"
 #include "common/base/clock.h"
 #include "common/base/log.h"
@@ -22,8 +22,6 @@ constexpr size_t kMaxPending = 16384;
 constexpr size_t kMaxOutBytes = 8u << 20;
 constexpr size_t kMaxErrorsKept = 10;
 constexpr size_t kReadChunk = size_t{64} * 1024;
-
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 std::string first_line(std::string_view s) {
   std::string_view line = s.substr(0, s.find('\n'));
@@ -151,12 +149,8 @@ void RestoreLoader::append_select(uint32_t db) {
 }
 
 void RestoreLoader::append_restore(const Record& r, int64_t expire_at_ms) {
-  char ttl[24];
-  auto [end, ec] = std::to_chars(ttl, ttl + sizeof ttl, expire_at_ms < 0 ? 0 : expire_at_ms);
   const size_t before = out_.size();
-  resp::append_command(out_,
-                       {"RESTORE", r.key, std::string_view(ttl, static_cast<size_t>(end - ttl)),
-                        r.payload, "REPLACE", "ABSTTL"});
+  rrs::append_restore(out_, r.key, expire_at_ms, r.payload);
   appended_ += out_.size() - before;
   pending_.push_back({false, r.db, r.index, r.key.size() + r.payload.size(), std::string(r.key),
                       r.expire_at_ms >= 0, appended_});
@@ -314,26 +308,12 @@ Status RestoreLoader::handle_reply(const redisReply* reply) {
     return Status::error(where, "SELECT " + std::to_string(p.db) + " failed: " + std::string(err) +
                                     " (does the target have enough `databases`?)");
   }
-  if (starts_with(err, "OOM"))
-    return Status::error(where, "target ran out of memory: " + std::string(err) +
-                                    " (raise maxmemory on the target)");
-  if (starts_with(err, "READONLY"))
-    return Status::error(where, "target is a read-only replica: " + std::string(err) +
-                                    " (run REPLICAOF NO ONE on it first)");
-  if (starts_with(err, "NOAUTH") || starts_with(err, "NOPERM") || starts_with(err, "LOADING"))
-    return Status::error(where, std::string(err));
+  if (auto stop = stopping_error(err)) return Status::error(where, *stop);
 
   // Per-record failures: count, keep the first few in full, carry on.
   stats_.failed++;
-  if (stats_.errors.size() < kMaxErrorsKept) {
-    std::string msg = "RESTORE failed: key '" + log::printable(p.key) + "' (record " +
-                      std::to_string(p.index) + ", DB " + std::to_string(p.db) +
-                      "): " + std::string(err);
-    if (err.find("payload version or checksum") != std::string_view::npos)
-      msg += " (payload RDB version " + std::to_string(table_rdb_) + ", target " +
-             target_.to_string() + "; if the target is older than the source, upgrade it)";
-    stats_.errors.push_back(std::move(msg));
-  }
+  if (stats_.errors.size() < kMaxErrorsKept)
+    stats_.errors.push_back(restore_failure(p.key, p.index, p.db, err, table_rdb_, target_));
   return {};
 }
 

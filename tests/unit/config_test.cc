@@ -145,6 +145,19 @@ TEST(ClientConfig, CpuListFlag) {
   EXPECT_EQ(sc->cpus, (std::vector<int>{1}));
 }
 
+TEST(ClientConfig, ClusterTakesEverySidecar) {
+  Argv a({"--cluster", "10.0.0.1:7000", "[::1]:7001", "10.0.0.3:7002", "--redis", "10.1.0.1:6379",
+          "--flush"});
+  auto c = parse_client_args(a.argc(), a.argv());
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_TRUE(c->cluster);
+  ASSERT_EQ(c->sidecars.size(), 3u);
+  EXPECT_EQ(c->sidecars[1].host, "::1");
+  EXPECT_EQ(c->sidecars[2].port, 7002);
+  EXPECT_EQ(c->redis.to_string(), "10.1.0.1:6379");
+  EXPECT_EQ(c->policy, TargetPolicy::kFlush);
+}
+
 TEST(ClientConfig, RejectsBadFlagsWithReasons) {
   for (auto [args, expect] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{}, "expected <server-ip> <server-port>"},
@@ -156,7 +169,12 @@ TEST(ClientConfig, RejectsBadFlagsWithReasons) {
            {{"h", "1", "--chunk-size", "1G"}, "--chunk-size"},
            {{"h", "1", "--transport", "ib"}, "auto, tcp or verbs"},
            {{"h", "1", "--cpu", "x"}, "--cpu: expected CPU numbers"},
-           {{"h", "1", "--nope"}, "unknown option"}}) {
+           {{"h", "1", "--nope"}, "unknown option"},
+           {{"--cluster"}, "--cluster needs the sidecars"},
+           {{"--cluster", "h"}, "--cluster sidecar 'h'"},
+           {{"--cluster", "h:1", "--mode", "replica"}, "cannot be a replica of the client"},
+           {{"--cluster", "h:1", "--atomic"}, "no SWAPDB"},
+           {{"--cluster", "h:1", "--follow"}, "full sync only"}}) {
     Argv a(args);
     auto c = parse_client_args(a.argc(), a.argv());
     ASSERT_FALSE(c.ok());

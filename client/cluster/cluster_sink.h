@@ -1,0 +1,86 @@
+// The cluster load path (rdma-client --cluster): one source shard's records,
+// each RESTOREd into the target master that owns its hash slot, through a
+// pipeline per master, all driven from this thread by one poll loop.
+//
+// Redirections are followed as a cluster client must: MOVED updates the
+// slot map and the command goes to the new owner; ASK sends it there once,
+// after ASKING; TRYAGAIN and CLUSTERDOWN send it again shortly (with a fresh
+// map for CLUSTERDOWN); a connection lost (a failover) sends every
+// unanswered command again by a fresh map. Nothing waits longer than
+// --io-timeout without an answer from any master.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/client_config.h"
+#include "client/cluster/cluster_target.h"
+#include "client/cluster/node_pipeline.h"
+#include "client/sync/load_sink.h"
+#include "common/base/clock.h"
+
+namespace rrs {
+
+class ClusterSink : public LoadSink {
+ public:
+  ClusterSink(const ClientConfig& config, ClusterTarget& target)
+      : config_(config), target_(target), map_(target.first_map()) {}
+
+  Status connect() override;
+  std::optional<ServerVersion> target() const override { return target_.oldest(); }
+  Status check(const TableInfo& info) override;
+  Status prepare(const TableInfo& info) override;
+  Status load(const RecordBatch& batch) override;
+  Status drain() override;
+  Status take_failures(const std::vector<RecordFailure>& failures) override;
+  Status finish() override;
+  Status verdict() const override;
+  void abandon(const Status& why, uint64_t invalid_records, double seconds) override;
+  LoadCounts counts() const override;
+  std::string summary_fields() const override;
+
+  // Keys each target master acknowledged from this shard, by address.
+  const std::map<std::string, uint64_t>& per_master() const { return per_master_; }
+
+ private:
+  // A command to send again once `due` has passed.
+  struct Later {
+    Clock::time_point due;
+    RoutedCommand command;
+  };
+  // The pipeline to `node`, connected on first use; nullptr if it cannot be
+  // reached now (the caller sends again later).
+  NodePipeline* pipeline(const Endpoint& node);
+  void route(RoutedCommand command);
+  void send_later(RoutedCommand command, std::chrono::milliseconds after);
+  void on_outcome(const std::string& node, CommandOutcome o);
+  // A master's connection failed: everything it had not answered goes again.
+  void drop_pipeline(const std::string& node, const Status& why);
+  // Sends and reads until no more than `max_in_flight` commands are
+  // unanswered (and `max_held` bytes held for them) across every master.
+  Status pump(size_t max_in_flight, size_t max_held);
+  Status step(Clock::time_point& last_answer);
+  size_t in_flight() const;
+  size_t held_bytes() const;
+
+  const ClientConfig& config_;
+  ClusterTarget& target_;
+  SlotMap map_;
+  bool map_stale_ = false;
+  const TableInfo* info_ = nullptr;
+  bool loading_ = false;
+  std::map<std::string, NodePipeline> pipelines_;  // by "host:port"
+  std::vector<Later> later_;
+  Status stop_;  // an error reply that ends the load
+
+  // Counts.
+  LoadCounts counts_;
+  std::map<std::string, uint64_t> per_master_;
+  std::vector<std::string> errors_;
+  std::vector<RecordFailure> invalid_;
+  uint64_t moved_ = 0, asked_ = 0, retried_ = 0, resent_ = 0, reconnects_ = 0;
+};
+
+}  // namespace rrs

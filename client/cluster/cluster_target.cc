@@ -1,0 +1,129 @@
+#include "client/cluster/cluster_target.h"
+
+#include "client/sync/target_checks.h"
+#include "common/base/log.h"
+
+namespace rrs {
+
+Result<std::unique_ptr<ClusterTarget>> ClusterTarget::connect(const ClientConfig& config) {
+  RRS_ASSIGN_OR_RETURN(RedisCredentials creds,
+                       load_credentials(config.redis_auth_file, kClientAuthEnv));
+  std::unique_ptr<ClusterTarget> t(new ClusterTarget(config, std::move(creds)));
+  t->io_timeout_ = std::chrono::milliseconds(config.io_timeout);
+  const std::string step = "connect to the target cluster at " + config.redis.to_string();
+  auto seed = RedisClient::connect(config.redis, t->creds_, t->io_timeout_);
+  if (!seed.ok()) return seed.status().wrap(step).as(ErrorKind::kUnavailable);
+  RRS_ASSIGN_OR_RETURN(t->map_, fetch_slot_map(*seed));
+  if (const uint32_t unowned = t->map_.unowned_slots(); unowned > 0)
+    return Status::error(step, std::to_string(unowned) +
+                                   " hash slots have no master (CLUSTER SLOTS): the cluster "
+                                   "must own all 16384 before it can take every key; fix it "
+                                   "with redis-cli --cluster fix")
+        .as(ErrorKind::kRefused);
+  bool first = true;
+  for (const Endpoint& m : t->map_.masters()) {
+    auto c = RedisClient::connect(m, t->creds_, t->io_timeout_);
+    if (!c.ok()) return c.status().wrap(step).as(ErrorKind::kUnavailable);
+    RRS_ASSIGN_OR_RETURN(ServerVersion v, target_server(*c));
+    if (first || v.newest_rdb() < t->oldest_.newest_rdb()) t->oldest_ = v;
+    first = false;
+  }
+  log::info("target cluster: " + std::to_string(t->map_.masters().size()) + " masters, the " +
+            "oldest " + t->oldest_.to_string());
+  return t;
+}
+
+Result<SlotMap> ClusterTarget::refresh_map() const {
+  std::vector<Endpoint> ask{config_.redis};
+  for (const Endpoint& m : map_.masters()) ask.push_back(m);
+  Status last;
+  for (const Endpoint& node : ask) {
+    auto c = RedisClient::connect(node, creds_, io_timeout_);
+    if (!c.ok()) {
+      last = c.status();
+      continue;
+    }
+    auto map = fetch_slot_map(*c);
+    if (map.ok() && map->unowned_slots() == 0) return map;
+    last = map.ok() ? Status::error("read the slot map of " + node.to_string(),
+                                    "some hash slots have no master")
+                    : map.status();
+  }
+  return last.wrap("refresh the target cluster's slot map").as(ErrorKind::kUnavailable);
+}
+
+Status ClusterTarget::check(const TableInfo& info) const {
+  for (const table::DbEntry& db : info.dbs)
+    if (db.db != 0 && db.key_count > 0)
+      return Status::error("check the table for a cluster",
+                           "it holds " + std::to_string(db.key_count) + " keys in DB " +
+                               std::to_string(db.db) +
+                               ", and a cluster has only DB 0; sync that master into a "
+                               "standalone target instead")
+          .as(ErrorKind::kRefused);
+  return {};
+}
+
+Status ClusterTarget::prepare_once(const TableInfo& info) {
+  std::lock_guard lock(mu_);
+  if (prepared_ && info.scripts.function_payload == functions_applied_) return {};
+  for (const Endpoint& m : map_.masters()) {
+    const std::string step = "prepare target cluster master " + m.to_string();
+    auto c = RedisClient::connect(m, creds_, io_timeout_);
+    if (!c.ok()) return c.status().wrap(step).as(ErrorKind::kUnavailable);
+    RRS_ASSIGN_OR_RETURN(ServerVersion v, target_server(*c));
+    RRS_RETURN_IF_ERROR(check_target_reads(*c, v, info));
+    RRS_RETURN_IF_ERROR(prepare_master(*c, info).wrap(step));
+  }
+  prepared_ = true;
+  functions_applied_ = info.scripts.function_payload;
+  return {};
+}
+
+// First shard: empty or flushed, then functions by the policy, then Lua
+// scripts. A later shard with other functions: REPLACE (the source
+// cluster's shards disagreed; the last one wins, as it would on a replica).
+Status ClusterTarget::prepare_master(RedisClient& master, const TableInfo& info) {
+  const table::Scripts& s = info.scripts;
+  if (!prepared_) {
+    if (config_.policy == TargetPolicy::kFlush) {
+      RRS_RETURN_IF_ERROR(master.command({"FLUSHALL"}).status());
+      touched_ = true;
+    } else if (config_.policy == TargetPolicy::kRequireEmpty) {
+      RRS_ASSIGN_OR_RETURN(std::string held, keys_held(master));
+      if (!held.empty())
+        return Status::error("check the target cluster",
+                             master.endpoint().to_string() + " is not empty (" + held +
+                                 "); use --flush to FLUSHALL every master first, or --merge "
+                                 "to load on top")
+            .as(ErrorKind::kRefused);
+    }
+    for (const std::string& body : s.lua_scripts)
+      if (auto r = master.command({"SCRIPT", "LOAD", body}); !r.ok())
+        log::warn("SCRIPT LOAD on " + master.endpoint().to_string() +
+                  " failed: " + r.status().message());
+  } else {
+    log::warn("the source shards carry different functions; " + master.endpoint().to_string() +
+              " gets this shard's with REPLACE");
+  }
+  if (s.function_payload.empty()) {
+    if (!prepared_ && config_.policy == TargetPolicy::kFlush)
+      RRS_RETURN_IF_ERROR(master.command({"FUNCTION", "FLUSH"}).status());
+    return {};
+  }
+  const char* mode = prepared_ || config_.policy == TargetPolicy::kMerge ? "REPLACE"
+                     : config_.policy == TargetPolicy::kFlush            ? "FLUSH"
+                                                                         : "APPEND";
+  RRS_RETURN_IF_ERROR(
+      master.command({"FUNCTION", "RESTORE", s.function_payload, mode}).status().wrap(
+          "FUNCTION RESTORE " + std::string(mode)));
+  touched_ = true;
+  return {};
+}
+
+bool ClusterTarget::touched() const {
+  std::lock_guard lock(mu_);
+  return touched_;
+}
+
+}  // namespace rrs

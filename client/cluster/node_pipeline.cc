@@ -1,0 +1,201 @@
+#include "client/cluster/node_pipeline.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include "client/restore/restore_command.h"
+#include "proto/resp_writer.h"
+
+namespace rrs {
+namespace {
+
+constexpr size_t kReadChunk = size_t{64} * 1024;
+// Bytes already answered are dropped from the front of the buffer in steps
+// of at least this much (amortized).
+constexpr uint64_t kTrimStep = uint64_t{1} << 20;
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+}  // namespace
+
+Result<NodePipeline> NodePipeline::connect(const Endpoint& node, const RedisCredentials& creds,
+                                           std::chrono::milliseconds timeout) {
+  auto c = RedisClient::connect(node, creds, timeout);
+  if (!c.ok()) return c.status().as(ErrorKind::kUnavailable);
+  NodePipeline p(std::move(*c));
+  const int fd = p.redis_.fd();
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  p.reader_ = redisReaderCreate();
+  if (p.reader_ == nullptr) return Status::error("connect to " + node.to_string(), "out of memory");
+  return p;
+}
+
+NodePipeline::NodePipeline(NodePipeline&& o) noexcept
+    : redis_(std::move(o.redis_)),
+      reader_(std::exchange(o.reader_, nullptr)),
+      out_(std::move(o.out_)),
+      out_base_(o.out_base_),
+      appended_(o.appended_),
+      written_(o.written_),
+      pending_(std::move(o.pending_)) {}
+
+NodePipeline& NodePipeline::operator=(NodePipeline&& o) noexcept {
+  if (this == &o) return *this;
+  if (reader_) redisReaderFree(reader_);
+  redis_ = std::move(o.redis_);
+  reader_ = std::exchange(o.reader_, nullptr);
+  out_ = std::move(o.out_);
+  out_base_ = o.out_base_;
+  appended_ = o.appended_;
+  written_ = o.written_;
+  pending_ = std::move(o.pending_);
+  return *this;
+}
+
+NodePipeline::~NodePipeline() {
+  if (reader_) redisReaderFree(reader_);
+}
+
+void NodePipeline::restore(uint16_t slot, uint64_t index, std::string_view key,
+                           int64_t expire_at_ms, std::string_view payload) {
+  Pending p;
+  p.command = {slot, index, key.size() + payload.size(), 0, std::string(key), {}};
+  p.start = appended_;
+  append_restore(out_, key, expire_at_ms, payload);
+  appended_ = out_base_ + out_.size();
+  p.end = appended_;
+  pending_.push_back(std::move(p));
+}
+
+void NodePipeline::push(Pending p, std::string_view wire) {
+  p.start = appended_;
+  out_.append(wire);
+  appended_ = out_base_ + out_.size();
+  p.end = appended_;
+  pending_.push_back(std::move(p));
+}
+
+void NodePipeline::resend(RoutedCommand command, bool asking) {
+  if (asking) {
+    std::string wire;
+    resp::append_command(wire, {"ASKING"});
+    Pending a;
+    a.asking = true;
+    push(std::move(a), wire);
+  }
+  const std::string wire = std::move(command.wire);
+  command.wire.clear();
+  Pending p;
+  p.command = std::move(command);
+  push(std::move(p), wire);
+}
+
+short NodePipeline::events() const {
+  return static_cast<short>(POLLIN | (unsent_bytes() > 0 ? POLLOUT : 0));
+}
+
+std::string_view NodePipeline::bytes_of(const Pending& p) const {
+  return std::string_view(out_).substr(static_cast<size_t>(p.start - out_base_),
+                                       static_cast<size_t>(p.end - p.start));
+}
+
+void NodePipeline::trim() {
+  const uint64_t keep_from = pending_.empty() ? written_ : pending_.front().start;
+  const uint64_t drop = std::min(keep_from, written_) - out_base_;
+  if (drop < kTrimStep && drop < out_.size()) return;
+  out_.erase(0, static_cast<size_t>(drop));
+  out_base_ += drop;
+}
+
+Status NodePipeline::write_some() {
+  const size_t unsent = unsent_bytes();
+  if (unsent == 0) return {};
+  const size_t from = static_cast<size_t>(written_ - out_base_);
+  const ssize_t w = ::write(fd(), out_.data() + from, unsent);
+  if (w > 0) {
+    written_ += static_cast<uint64_t>(w);
+    return {};
+  }
+  if (w < 0 && (errno == EAGAIN || errno == EINTR)) return {};
+  return Status::from_errno("write to cluster node " + endpoint().to_string())
+      .as(ErrorKind::kUnavailable);
+}
+
+Status NodePipeline::read_some(std::vector<CommandOutcome>& outcomes) {
+  char buf[kReadChunk];
+  const ssize_t r = ::read(fd(), buf, sizeof buf);
+  if (r == 0)
+    return Status::error("read from cluster node " + endpoint().to_string(),
+                         "connection closed (a failover, a restart, or out of memory?)")
+        .as(ErrorKind::kUnavailable);
+  if (r < 0) {
+    if (errno == EAGAIN || errno == EINTR) return {};
+    return Status::from_errno("read from cluster node " + endpoint().to_string())
+        .as(ErrorKind::kUnavailable);
+  }
+  redisReaderFeed(reader_, buf, static_cast<size_t>(r));
+  for (;;) {
+    void* reply = nullptr;
+    if (redisReaderGetReply(reader_, &reply) != REDIS_OK)
+      return Status::error("parse a reply of cluster node " + endpoint().to_string(),
+                           reader_->errstr)
+          .as(ErrorKind::kBadData);
+    if (reply == nullptr) return {};
+    Status s = on_reply(*static_cast<redisReply*>(reply), outcomes);
+    freeReplyObject(reply);
+    RRS_RETURN_IF_ERROR(s);
+  }
+}
+
+Status NodePipeline::on_reply(const redisReply& reply, std::vector<CommandOutcome>& outcomes) {
+  if (pending_.empty() || pending_.front().end > written_)
+    return Status::error("read cluster node " + endpoint().to_string(), "a reply to no command")
+        .as(ErrorKind::kBadData);
+  Pending p = std::move(pending_.front());
+  pending_.pop_front();
+  if (p.asking) return {};  // what follows says whether the ASK worked
+  CommandOutcome o;
+  if (reply.type != REDIS_REPLY_ERROR) {
+    o.command = std::move(p.command);
+    outcomes.push_back(std::move(o));
+    return {};
+  }
+  const std::string_view err(reply.str, reply.len);
+  if (auto stop = stopping_error(err))
+    return Status::error("load into cluster node " + endpoint().to_string(), *stop);
+  if (auto redirect = parse_redirect(err)) {
+    o.what = CommandOutcome::What::kRedirect;
+    o.redirect = *redirect;
+  } else if (starts_with(err, "TRYAGAIN") || starts_with(err, "CLUSTERDOWN")) {
+    o.what = CommandOutcome::What::kRetry;
+    o.error = std::string(err);
+  } else {
+    o.what = CommandOutcome::What::kFailed;
+    o.error = std::string(err);
+  }
+  if (o.what != CommandOutcome::What::kFailed) p.command.wire = std::string(bytes_of(p));
+  o.command = std::move(p.command);
+  outcomes.push_back(std::move(o));
+  return {};
+}
+
+Status NodePipeline::on_events(short revents, std::vector<CommandOutcome>& outcomes) {
+  if (revents & POLLOUT) RRS_RETURN_IF_ERROR(write_some());
+  if (revents & (POLLIN | POLLHUP | POLLERR)) RRS_RETURN_IF_ERROR(read_some(outcomes));
+  trim();
+  return {};
+}
+
+std::vector<RoutedCommand> NodePipeline::take_unanswered() {
+  std::vector<RoutedCommand> out;
+  for (Pending& p : pending_) {
+    if (p.asking) continue;
+    p.command.wire = std::string(bytes_of(p));
+    out.push_back(std::move(p.command));
+  }
+  pending_.clear();
+  return out;
+}
+
+}  // namespace rrs
