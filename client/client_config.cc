@@ -181,6 +181,7 @@ Output: progress on stderr; on stdout one summary line:
   masters it loaded into, redirections followed, RESTOREs sent again), then
   cluster-synced sources=S masters=M keys=N bytes=B failed=N seconds=S
          keys_per_s=Y per_master=HOST:PORT/N,...
+  (cluster-incomplete, same fields, when any shard failed)
 With --follow, then a line per status interval:
   following offset=O lag_bytes=B lag_ms=M commands=N resyncs=R log_id=L
   (offset: the master's replication offset the target has reached; lag_bytes:

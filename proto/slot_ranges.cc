@@ -96,6 +96,10 @@ SlotRanges SlotRanges::united(const SlotRanges& other) const {
   return s;
 }
 
+SlotRanges SlotRanges::intersected(const SlotRanges& other) const {
+  return complement().united(other.complement()).complement();
+}
+
 SlotRanges SlotRanges::complement() const {
   SlotRanges s;
   int next = 0;

@@ -45,6 +45,8 @@ class SlotRanges {
   SlotRanges united(const SlotRanges& other) const;
   // Every slot not in this set.
   SlotRanges complement() const;
+  // The slots in both sets.
+  SlotRanges intersected(const SlotRanges& other) const;
 
   bool contains(uint16_t slot) const;
   // Whether a slot is in both sets.

@@ -62,6 +62,23 @@ std::byte* encode_script_entry(std::byte* p, ScriptKind kind, uint32_t count,
   return p + size;
 }
 
+// The hash slots entry's bitmap (kHashSlotBitmapSize bytes) as ranges.
+SlotRanges slots_from_bitmap(std::string_view bitmap) {
+  SlotRanges out;
+  for (uint32_t slot = 0; slot < kHashSlots;) {
+    auto set = [&](uint32_t s) { return (static_cast<uint8_t>(bitmap[s / 8]) >> (s % 8)) & 1; };
+    if (!set(slot)) {
+      ++slot;
+      continue;
+    }
+    uint32_t last = slot;
+    while (last + 1 < kHashSlots && set(last + 1)) ++last;
+    out.add({static_cast<uint16_t>(slot), static_cast<uint16_t>(last)});
+    slot = last + 1;
+  }
+  return out;
+}
+
 bool all_zero(const std::byte* p, size_t n) {
   for (size_t i = 0; i < n; ++i)
     if (p[i] != std::byte{0}) return false;
@@ -183,6 +200,7 @@ void encode_heap_slot(const RecordIn& r, uint64_t heap_ref, std::span<std::byte>
 uint64_t scripts_region_size(const Scripts& s) {
   uint64_t n = s.function_payload.empty() ? 0 : script_entry_size(s.function_payload.size());
   for (const std::string& body : s.lua_scripts) n += script_entry_size(body.size());
+  if (s.hash_slots) n += script_entry_size(kHashSlotBitmapSize);
   return n;
 }
 
@@ -192,6 +210,13 @@ uint32_t encode_scripts(const Scripts& s, std::span<std::byte> out) {
     p = encode_script_entry(p, ScriptKind::kFunctions, s.function_libraries, s.function_payload);
   for (const std::string& body : s.lua_scripts)
     p = encode_script_entry(p, ScriptKind::kLua, 1, body);
+  if (s.hash_slots) {
+    std::string bitmap(kHashSlotBitmapSize, '\0');
+    for (const SlotRange& r : s.hash_slots->ranges())
+      for (uint32_t slot = r.first; slot <= r.last; ++slot)
+        bitmap[slot / 8] = static_cast<char>(bitmap[slot / 8] | (1 << (slot % 8)));
+    p = encode_script_entry(p, ScriptKind::kHashSlots, s.hash_slots->count(), bitmap);
+  }
   return crc32c(0, out.data(), static_cast<size_t>(p - out.data()));
 }
 
@@ -479,6 +504,15 @@ Result<Scripts> decode_scripts(const Header& h, std::span<const std::byte> bytes
     } else if (kind == static_cast<uint8_t>(ScriptKind::kLua)) {
       if (count != 1) return why("Lua entry with count " + std::to_string(count) + ", expected 1");
       s.lua_scripts.push_back(std::move(body));
+    } else if (kind == static_cast<uint8_t>(ScriptKind::kHashSlots)) {
+      if (s.hash_slots) return why("a second hash slots entry (at most one is allowed)");
+      if (len != kHashSlotBitmapSize)
+        return why("hash slots entry of " + std::to_string(len) + " bytes, expected " +
+                   std::to_string(kHashSlotBitmapSize));
+      s.hash_slots = slots_from_bitmap(body);
+      if (s.hash_slots->count() != count)
+        return why("hash slots entry counts " + std::to_string(count) + " slots, its bitmap " +
+                   std::to_string(s.hash_slots->count()));
     } else {
       return why("unknown kind " + std::to_string(kind));
     }

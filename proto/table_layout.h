@@ -15,7 +15,7 @@
 //
 // TableHeader (512 bytes)
 //    0  8  magic "RRSTABLE"           128  8  slots_size  (= slot_count * slot_size)
-//    8  2  layout_version (4)         136  8  heap_offset
+//    8  2  layout_version (5)         136  8  heap_offset
 //   10  2  header_size (512)          144  8  heap_size
 //   12  4  state (1 building, 2 ready)152  8  source_offset (replication offset; 0 = scan)
 //   16  8  epoch                      160 40  source_replid (ASCII; zeros = scan)
@@ -65,7 +65,11 @@
 // entries, each 8-byte aligned (its data zero padded to a multiple of 8):
 //    0  1  kind (1 functions: exactly what FUNCTION DUMP returned, `count`
 //             libraries, at most one such entry; 2 Lua: one script body for
-//             SCRIPT LOAD, count 1)
+//             SCRIPT LOAD, count 1; 3 hash slots: the cluster slots the
+//             source's shard served when the table was taken, a 2048-byte
+//             bitmap (slot s is bit s % 8 of byte s / 8), `count` slots set,
+//             at most one such entry, none when the source was no cluster
+//             node; added in layout 5)
 //    1  3  reserved
 //    4  4  count
 //    8  8  len
@@ -75,6 +79,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -82,11 +87,12 @@
 
 #include "common/base/status.h"
 #include "proto/server_version.h"
+#include "proto/slot_ranges.h"
 
 namespace rrs::table {
 
 inline constexpr char kMagic[8] = {'R', 'R', 'S', 'T', 'A', 'B', 'L', 'E'};
-inline constexpr uint16_t kLayoutVersion = 4;
+inline constexpr uint16_t kLayoutVersion = 5;
 inline constexpr size_t kHeaderSize = 512;
 inline constexpr size_t kDbEntrySize = 32;
 inline constexpr size_t kSlotHeaderSize = 48;
@@ -115,6 +121,9 @@ inline constexpr uint64_t kMaxScriptsSize = 1ull << 30;
 inline constexpr uint64_t kMinFunctionPayloadLen = 2 + 8 + 1;
 // Entries of the header's lossy-records array, one per rdb::Loss bit.
 inline constexpr size_t kLossKinds = 4;
+// The hash slots entry: one bit per cluster slot.
+inline constexpr size_t kHashSlotBitmapSize = kHashSlots / 8;
+static_assert(kHashSlotBitmapSize % kScriptAlign == 0);
 
 static_assert(kHeaderSize <= kRegionAlign);
 static_assert(kSlotHeaderSize % 8 == 0 && kMinSlotSize > kSlotHeaderSize);
@@ -184,6 +193,7 @@ enum class SlotKind : uint8_t {
 enum class ScriptKind : uint8_t {
   kFunctions = 1,  // a FUNCTION DUMP payload: FUNCTION RESTORE takes it as is
   kLua = 2,        // one Lua script body (from a pre-7.0 master's RDB): SCRIPT LOAD
+  kHashSlots = 3,  // the cluster slots the source's shard served (a bitmap)
 };
 
 // How many records hold one kind of content an older server has no place
@@ -270,8 +280,14 @@ struct Scripts {
   uint32_t function_libraries = 0;
   // Script bodies a pre-7.0 master shipped in its RDB ("lua" aux fields).
   std::vector<std::string> lua_scripts;
+  // The cluster hash slots the source's shard served when the table was
+  // taken (a client loading every shard checks they cover each slot once);
+  // nullopt when the source was not a cluster node.
+  std::optional<SlotRanges> hash_slots;
 
-  bool empty() const { return function_payload.empty() && lua_scripts.empty(); }
+  bool empty() const {
+    return function_payload.empty() && lua_scripts.empty() && !hash_slots;
+  }
 };
 
 // --- Encoding (the server) -------------------------------------------------

@@ -4,6 +4,7 @@
 
 #include "common/base/clock.h"
 #include "common/base/log.h"
+#include "server/cluster_shard.h"
 #include "server/rdb_table_sink.h"
 
 namespace rrs {
@@ -74,8 +75,12 @@ Result<SnapshotStats> PsyncSource::receive(MasterLink& link, const PsyncReply& r
                     std::to_string(sink.stats().keys) + " keys");
     return s;
   }
-  const SnapshotStats stats = sink.finish(
-      {{}, table::SourceKind::kPsync, reply.offset, reply.replid});
+  SnapshotStats stats = sink.finish({{}, table::SourceKind::kPsync, reply.offset, reply.replid});
+  // Read once the RDB is in: the slots the shard serves now. A slot moved
+  // between the fork and this question goes unnoticed (docs/cluster.md:
+  // copy a cluster that is not being resharded).
+  stats.hash_slots = read_shard_slots(master_, creds_);
+  into.set_hash_slots(stats.hash_slots);
   log::info("snapshot: RDB complete: " + mib(stats.rdb_bytes) + ", " + std::to_string(stats.keys) +
             " keys in " + std::to_string(sink.seconds()).substr(0, 5) +
             " s; the table is the keyspace as of offset " + std::to_string(reply.offset));

@@ -6,6 +6,7 @@
 
 #include "common/base/clock.h"
 #include "common/base/log.h"
+#include "server/cluster_shard.h"
 
 namespace rrs {
 namespace {
@@ -86,6 +87,8 @@ Result<SnapshotStats> ScanSource::snapshot(TableBuilder& into) {
     if (!s.ok())
       return s.wrap("snapshot DB " + std::to_string(db.db) + " of " + master_.to_string());
   }
+  stats.hash_slots = read_shard_slots(master_, creds_);
+  into.set_hash_slots(stats.hash_slots);
   return stats;
 }
 

@@ -3,6 +3,8 @@
 // `--source scan` (server/scan_source.h, SCAN + DUMP).
 #pragma once
 
+#include <optional>
+
 #include "common/base/status.h"
 #include "server/table_builder.h"
 
@@ -16,6 +18,8 @@ struct SnapshotStats {
   uint64_t scripts = 0;     // Lua scripts carried (RDBs of Redis < 7.0)
   uint64_t module_aux = 0;  // module data that is not a key: cannot be carried
   uint64_t rdb_bytes = 0;   // psync: the RDB's size
+  // The cluster slots the source's shard served; nullopt: not a cluster node.
+  std::optional<SlotRanges> hash_slots;
 };
 
 class SnapshotSource {

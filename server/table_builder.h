@@ -48,6 +48,8 @@ class TableBuilder {
   void set_function_payload(std::string payload, uint32_t libraries);
   // A Lua script body a pre-7.0 master shipped in its RDB, for SCRIPT LOAD.
   void add_lua_script(std::string body);
+  // The cluster slots the source's shard serves (nullopt: not a cluster node).
+  void set_hash_slots(std::optional<SlotRanges> slots) { scripts_.hash_slots = std::move(slots); }
 
   uint64_t record_count() const { return records_ + sample_.size(); }
   uint64_t staged_bytes() const { return data_bytes_; }

@@ -38,7 +38,7 @@ Status ClusterSink::connect() {
 
 Status ClusterSink::check(const TableInfo& info) {
   info_ = &info;
-  return target_.check(info);
+  return target_.check(shard_, info);
 }
 
 Status ClusterSink::prepare(const TableInfo& info) {

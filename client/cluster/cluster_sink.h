@@ -25,8 +25,9 @@ namespace rrs {
 
 class ClusterSink : public LoadSink {
  public:
-  ClusterSink(const ClientConfig& config, ClusterTarget& target)
-      : config_(config), target_(target), map_(target.first_map()) {}
+  // The sink of source shard `shard` (its index in config.sidecars).
+  ClusterSink(const ClientConfig& config, ClusterTarget& target, size_t shard)
+      : config_(config), target_(target), shard_(shard), map_(target.first_map()) {}
 
   Status connect() override;
   std::optional<ServerVersion> target() const override { return target_.oldest(); }
@@ -67,6 +68,7 @@ class ClusterSink : public LoadSink {
 
   const ClientConfig& config_;
   ClusterTarget& target_;
+  const size_t shard_;
   SlotMap map_;
   bool map_stale_ = false;
   const TableInfo* info_ = nullptr;

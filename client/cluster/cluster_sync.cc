@@ -41,7 +41,8 @@ int severity(const Status& s) {
   }
 }
 
-void print_total(const std::vector<Shard>& shards, double seconds) {
+// `cluster-synced` when every shard loaded everything, else `cluster-incomplete`.
+void print_total(const std::vector<Shard>& shards, double seconds, bool complete) {
   uint64_t keys = 0, bytes = 0, failed = 0;
   std::map<std::string, uint64_t> per_master;
   for (const Shard& s : shards) {
@@ -55,9 +56,9 @@ void print_total(const std::vector<Shard>& shards, double seconds) {
   std::string masters;
   for (const auto& [node, n] : per_master)
     masters += (masters.empty() ? "" : ",") + node + "/" + std::to_string(n);
-  std::printf("cluster-synced sources=%zu masters=%zu keys=%llu bytes=%llu failed=%llu "
+  std::printf("%s sources=%zu masters=%zu keys=%llu bytes=%llu failed=%llu "
               "seconds=%.3f keys_per_s=%.0f per_master=%s\n",
-              shards.size(), per_master.size(), static_cast<unsigned long long>(keys),
+              complete ? "cluster-synced" : "cluster-incomplete", shards.size(), per_master.size(), static_cast<unsigned long long>(keys),
               static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(failed),
               seconds, seconds > 0 ? static_cast<double>(keys) / seconds : 0.0,
               masters.empty() ? "-" : masters.c_str());
@@ -82,14 +83,16 @@ Status run_cluster_sync(const ClientConfig& config) {
     s.config.server = config.sidecars[i];
     // One progress line per shard at once would be noise: the summary lines say it.
     s.config.quiet = config.quiet || shards.size() > 1;
-    threads.emplace_back([&s, &target] {
+    threads.emplace_back([&s, &target, i] {
       if (!target) {
         CountingSink counting;
         s.status = run_sync(s.config, counting).status();
         return;
       }
-      s.sink.emplace(s.config, *target);
+      s.sink.emplace(s.config, *target, i);
       s.status = run_sync(s.config, *s.sink).status();
+      // The others may wait for this shard's table before they load.
+      target->shard_gone(i);
     });
   }
   for (std::thread& t : threads) t.join();
@@ -100,7 +103,7 @@ Status run_cluster_sync(const ClientConfig& config) {
     log::error("shard " + s.config.server.to_string() + ": " + s.status.message());
     if (worst.ok() || severity(s.status) > severity(worst)) worst = s.status;
   }
-  if (target) print_total(shards, seconds_since(t0));
+  if (target) print_total(shards, seconds_since(t0), worst.ok());
   return worst;
 }
 

@@ -9,6 +9,7 @@ Result<std::unique_ptr<ClusterTarget>> ClusterTarget::connect(const ClientConfig
   RRS_ASSIGN_OR_RETURN(RedisCredentials creds,
                        load_credentials(config.redis_auth_file, kClientAuthEnv));
   std::unique_ptr<ClusterTarget> t(new ClusterTarget(config, std::move(creds)));
+  t->shards_.resize(config.sidecars.size());
   t->io_timeout_ = std::chrono::milliseconds(config.io_timeout);
   const std::string step = "connect to the target cluster at " + config.redis.to_string();
   auto seed = RedisClient::connect(config.redis, t->creds_, t->io_timeout_);
@@ -52,20 +53,90 @@ Result<SlotMap> ClusterTarget::refresh_map() const {
   return last.wrap("refresh the target cluster's slot map").as(ErrorKind::kUnavailable);
 }
 
-Status ClusterTarget::check(const TableInfo& info) const {
+Status ClusterTarget::check(size_t shard, const TableInfo& info) {
+  Status verdict;
   for (const table::DbEntry& db : info.dbs)
-    if (db.db != 0 && db.key_count > 0)
-      return Status::error("check the table for a cluster",
-                           "it holds " + std::to_string(db.key_count) + " keys in DB " +
-                               std::to_string(db.db) +
-                               ", and a cluster has only DB 0; sync that master into a "
-                               "standalone target instead")
+    if (db.db != 0 && db.key_count > 0) {
+      verdict = Status::error("check the table for a cluster",
+                              "it holds " + std::to_string(db.key_count) + " keys in DB " +
+                                  std::to_string(db.db) +
+                                  ", and a cluster has only DB 0; sync that master into a "
+                                  "standalone target instead")
+                    .as(ErrorKind::kRefused);
+      break;
+    }
+  {
+    std::lock_guard lock(mu_);
+    shards_.at(shard).slots = info.scripts.hash_slots;
+    // A table that cannot go in stops every shard before anything is loaded.
+    shards_.at(shard).state = verdict.ok() ? Shard::State::kChecked : Shard::State::kGone;
+  }
+  all_checked_.notify_all();
+  return verdict;
+}
+
+void ClusterTarget::shard_gone(size_t shard) {
+  {
+    std::lock_guard lock(mu_);
+    if (shards_.at(shard).state == Shard::State::kPending)
+      shards_.at(shard).state = Shard::State::kGone;
+  }
+  all_checked_.notify_all();
+}
+
+Status ClusterTarget::check_coverage() const {
+  const std::string step = "check the source shards' tables";
+  size_t with_slots = 0;
+  for (const Shard& s : shards_) with_slots += s.slots.has_value();
+  if (with_slots == 0) {
+    if (shards_.size() > 1)
+      log::warn("no table carries cluster slots (standalone sources, or a sidecar that could "
+                "not ask its node): each is loaded whole, and nothing checks that together they "
+                "are one keyspace");
+    return {};
+  }
+  SlotRanges seen;
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    const std::string name = config_.sidecars[i].to_string();
+    if (!shards_[i].slots)
+      return Status::error(step, "the table of sidecar " + name +
+                                     " carries no cluster slots while others do: it comes from "
+                                     "a standalone server, or its sidecar could not ask its node "
+                                     "(its log says why)")
           .as(ErrorKind::kRefused);
+    if (seen.overlaps(*shards_[i].slots)) {
+      const SlotRanges both = shards_[i].slots->intersected(seen);
+      return Status::error(step, "slots " + both.to_string() +
+                                     " are in more than one shard's table (sidecar " + name +
+                                     " and another): two sidecars of one shard, or a cluster "
+                                     "resharded while they took their tables")
+          .as(ErrorKind::kRefused);
+    }
+    seen = seen.united(*shards_[i].slots);
+  }
+  if (!seen.covers_all())
+    return Status::error(step, "slots " + seen.complement().to_string() +
+                                   " are in no shard's table: give rdma-client a sidecar of "
+                                   "every shard of the source cluster")
+        .as(ErrorKind::kRefused);
   return {};
 }
 
 Status ClusterTarget::prepare_once(const TableInfo& info) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
+  all_checked_.wait(lock, [&] {
+    for (const Shard& s : shards_)
+      if (s.state == Shard::State::kPending) return false;
+    return true;
+  });
+  for (size_t i = 0; i < shards_.size(); ++i)
+    if (shards_[i].state == Shard::State::kGone)
+      return Status::error("load the target cluster",
+                           "the sync from sidecar " + config_.sidecars[i].to_string() +
+                               " failed before its table was checked, so no shard loads "
+                               "anything")
+          .as(ErrorKind::kUnavailable);
+  if (!prepared_) RRS_RETURN_IF_ERROR(check_coverage());
   if (prepared_ && info.scripts.function_payload == functions_applied_) return {};
   for (const Endpoint& m : map_.masters()) {
     const std::string step = "prepare target cluster master " + m.to_string();

@@ -4,6 +4,7 @@
 // scripts) that must happen once however many shards load into it.
 #pragma once
 
+#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -21,6 +22,7 @@ class ClusterTarget {
  public:
   // Reads the slot map from the seed node (config.redis) and checks every
   // master: reachable, a server we know, every slot owned (cluster_state ok).
+  // config.sidecars: the source shards that will load into it.
   static Result<std::unique_ptr<ClusterTarget>> connect(const ClientConfig& config);
 
   const RedisCredentials& credentials() const { return creds_; }
@@ -33,12 +35,17 @@ class ClusterTarget {
   // The map as connect() read it.
   const SlotMap& first_map() const { return map_; }
 
-  // The table can go into a cluster: its keys are all in DB 0 (a cluster
-  // has no other), every master reads its payloads.
-  Status check(const TableInfo& info) const;
-  // Once for all shards: the emptiness check (or FLUSHALL with --flush) of
-  // every master, then every master gets the first table's functions and Lua
-  // scripts; a later shard's different functions are applied with REPLACE.
+  // Shard `shard`'s table can go into a cluster: its keys are all in DB 0
+  // (a cluster has no other). Records the slots its table says it serves.
+  Status check(size_t shard, const TableInfo& info);
+  // Shard `shard` stopped; if before check(), no shard loads anything.
+  void shard_gone(size_t shard);
+  // Waits until every shard was checked (or one is gone), then checks the
+  // tables together: the shards' slots cover each slot once (tables of
+  // cluster sources). Then, once for all: the emptiness check (or FLUSHALL
+  // with --flush) of every master, and every master gets the first table's
+  // functions and Lua scripts; a later shard with other functions applies
+  // them with REPLACE.
   Status prepare_once(const TableInfo& info);
   // Whether prepare_once() changed any master (for the incomplete line).
   bool touched() const;
@@ -47,6 +54,14 @@ class ClusterTarget {
   ClusterTarget(const ClientConfig& config, RedisCredentials creds)
       : config_(config), creds_(std::move(creds)) {}
   Status prepare_master(RedisClient& master, const TableInfo& info);
+  // Whether the shards' tables, all checked, cover every slot once.
+  Status check_coverage() const;
+
+  // Each source shard, as far as the target knows.
+  struct Shard {
+    enum class State { kPending, kChecked, kGone } state = State::kPending;
+    std::optional<SlotRanges> slots;  // from its table
+  };
 
   const ClientConfig& config_;
   RedisCredentials creds_;
@@ -54,6 +69,8 @@ class ClusterTarget {
   SlotMap map_;
   ServerVersion oldest_;
   mutable std::mutex mu_;
+  std::condition_variable all_checked_;
+  std::vector<Shard> shards_;
   bool prepared_ = false;
   bool touched_ = false;
   std::string functions_applied_;  // the FUNCTION DUMP payload every master has

@@ -1,7 +1,7 @@
 // The target cluster's slot map: which master owns each hash slot, from a
-// node's CLUSTER SLOTS reply. The reply is a peer's: every field is checked
-// (ranges inside 0..16383, ports 1..65535, no slot claimed twice) before it
-// is believed. Parsing does no I/O; fetch_slot_map() asks a node.
+// node's CLUSTER SLOTS reply (common/redis/cluster_slots.h checks every
+// field; here: no slot claimed twice, every master's address known).
+// Parsing does no I/O; fetch_slot_map() asks a node.
 #pragma once
 
 #include <hiredis/read.h>
@@ -40,6 +40,10 @@ class SlotMap {
   int move(uint16_t slot, const Endpoint& master);
 
  private:
+  // Its index in masters_, added if it is new (at most one per slot: the
+  // reply's slots are checked first, and MOVED names one slot at a time).
+  int master_index(const Endpoint& master);
+
   std::vector<Endpoint> masters_;
   std::array<int16_t, kHashSlots> owner_{};
 };

@@ -233,6 +233,9 @@ void table_seeds(const fs::path& dir) {
   scripts.function_payload = fdump;
   scripts.function_libraries = 1;
   scripts.lua_scripts = {"return 1", "return redis.call('GET', KEYS[1])"};
+  rrs::SlotRanges shard = rrs::SlotRanges::of(0, 5460);
+  shard.add({9000, 9000});
+  scripts.hash_slots = shard;
 
   // The flag byte: 0 leaves every CRC as written (they are valid), 15 makes
   // the harness recompute them, so mutations get past them.

@@ -493,6 +493,34 @@ TEST_F(ScriptsTest, EmptyAndSingleKindRegions) {
   EXPECT_TRUE(f->lua_scripts.empty());
 }
 
+TEST_F(ScriptsTest, RoundTripsTheHashSlotsOfAClusterShard) {
+  Scripts in;
+  in.lua_scripts = {"return 1"};
+  SlotRanges shard = SlotRanges::of(0, 5460);
+  shard.add({7000, 7000});
+  shard.add({16383, 16383});
+  in.hash_slots = shard;
+  EXPECT_FALSE(in.empty());
+  auto out = decode(encode_region(in));
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ASSERT_TRUE(out->hash_slots);
+  EXPECT_EQ(*out->hash_slots, shard);
+  EXPECT_EQ(out->lua_scripts, in.lua_scripts);
+
+  // A shard that serves no slot says so; a table of a standalone source has no entry.
+  Scripts none;
+  none.hash_slots = SlotRanges();
+  auto empty = decode(encode_region(none));
+  ASSERT_TRUE(empty.ok()) << empty.status().message();
+  ASSERT_TRUE(empty->hash_slots);
+  EXPECT_TRUE(empty->hash_slots->empty());
+  Scripts lua;
+  lua.lua_scripts = {"return 1"};
+  auto standalone = decode(encode_region(lua));
+  ASSERT_TRUE(standalone.ok());
+  EXPECT_FALSE(standalone->hash_slots);
+}
+
 TEST_F(ScriptsTest, RejectsEveryInconsistency) {
   struct Case {
     const char* name;
@@ -542,6 +570,17 @@ TEST_F(ScriptsTest, RejectsEveryInconsistency) {
        "reserved"},
       {"padding", [&](auto& b) { entry(b, 2, 1, 5, "retur", 3, std::byte{'n'}); },
        "padding is not zero"},
+      {"short hash slots bitmap", [&](auto& b) { entry(b, 3, 0, 8, std::string(8, '\0'), 0); },
+       "hash slots entry of 8 bytes, expected 2048"},
+      {"hash slots miscounted",
+       [&](auto& b) { entry(b, 3, 2, 2048, "\x01" + std::string(2047, '\0'), 0); },
+       "counts 2 slots, its bitmap 1"},
+      {"two hash slots entries",
+       [&](auto& b) {
+         entry(b, 3, 0, 2048, std::string(2048, '\0'), 0);
+         entry(b, 3, 0, 2048, std::string(2048, '\0'), 0);
+       },
+       "a second hash slots entry"},
   };
   for (const Case& c : cases) {
     std::vector<std::byte> b;

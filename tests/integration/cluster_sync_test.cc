@@ -1,0 +1,199 @@
+// rdma-client --cluster against real clusters: a source cluster of 3 shards,
+// an rdma-server beside each master, loaded into target clusters of other
+// layouts (4 masters, 2 uneven ones); the target ends equal key by key and
+// slot by slot. Redirections while the client holds a stale slot map (a
+// resharded slot: MOVED; a slot mid-migration: ASK; a failed-over master:
+// MOVED from its old self) are followed, and the end state is still equal.
+// What cannot go into a cluster is refused before anything is touched.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/cli/exit_codes.h"
+#include "tests/support/cluster_dataset.h"
+#include "tests/support/ports.h"
+#include "tests/support/redis_cluster.h"
+#include "tests/support/sidecar.h"
+
+namespace rrs::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr size_t kKeys = 3000;
+
+class ClusterSyncTest : public SidecarTest {
+ protected:
+  void SetUp() override {
+    SidecarTest::SetUp();
+    if (IsSkipped()) return;
+    source_ = std::make_unique<RedisCluster>(ClusterOptions().with_masters(3));
+    ASSERT_TRUE(source_->started()) << source_->start_error();
+    fill_ = fill_cluster(*source_, kKeys);
+    for (RedisProcess* m : source_->masters())
+      m->run({"FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function('f', function() "
+                                  "return 1 end)"});
+  }
+
+  // An rdma-server beside every source master, on `ports` if given.
+  void start_sidecars(const std::vector<uint16_t>& ports = {}) {
+    const auto masters = source_->masters();
+    for (size_t i = 0; i < masters.size(); ++i) {
+      std::vector<std::string> extra;
+      if (!ports.empty()) extra = {"--port", std::to_string(ports[i])};
+      sidecars_.push_back(std::make_unique<SidecarServer>(masters[i]->address(), extra));
+    }
+    for (auto& s : sidecars_) ASSERT_TRUE(s->wait_ready()) << s->describe();
+  }
+
+  std::vector<std::string> cluster_args(const std::vector<uint16_t>& ports,
+                                        RedisCluster& target) {
+    std::vector<std::string> argv = {client_binary(), "--cluster"};
+    for (uint16_t p : ports) argv.push_back(sidecar_host() + ":" + std::to_string(p));
+    for (const std::string& a :
+         {std::string("--redis"), target.seed(), std::string("--transport"), test_transport()})
+      argv.push_back(a);
+    return argv;
+  }
+
+  std::vector<uint16_t> sidecar_ports() const {
+    std::vector<uint16_t> ports;
+    for (const auto& s : sidecars_) ports.push_back(s->port());
+    return ports;
+  }
+
+  ClientRun sync_into(RedisCluster& target, std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv = cluster_args(sidecar_ports(), target);
+    argv.erase(argv.begin());  // run_client adds the binary
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return run_client(argv);
+  }
+
+  // The target holds exactly the source's keys, in the same slots, and
+  // every master has the functions.
+  void expect_equal(RedisCluster& target) {
+    EXPECT_EQ(target.total_keys(), fill_.keys);
+    EXPECT_EQ(target.keys_per_slot(), fill_.keys_per_slot);
+    EXPECT_EQ(target.logical_state(), source_->logical_state());
+  }
+
+  std::unique_ptr<RedisCluster> source_;
+  ClusterFill fill_;
+  std::vector<std::unique_ptr<SidecarServer>> sidecars_;
+};
+
+// The `cluster-synced` line of a run's stdout.
+Fields cluster_line(const std::string& out) {
+  const size_t at = out.find("cluster-synced ");
+  if (at == std::string::npos) return {};
+  return parse_fields(out.substr(at, out.find('\n', at) - at));
+}
+
+// A field summed over every shard's `synced` line.
+uint64_t sum_over_shards(const std::string& out, const std::string& field) {
+  uint64_t sum = 0;
+  size_t at = 0;
+  while ((at = out.find("synced keys=", at)) != std::string::npos) {
+    const size_t end = out.find('\n', at);
+    sum += field_u64(parse_fields(out.substr(at, end - at)), field).value_or(0);
+    at = end;
+  }
+  return sum;
+}
+
+TEST_F(ClusterSyncTest, ThreeShardsIntoFourMastersAndIntoTwoUnevenOnes) {
+  start_sidecars();
+  RedisCluster four(ClusterOptions().with_masters(4));
+  ASSERT_TRUE(four.started()) << four.start_error();
+  ClientRun run = sync_into(four);
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  Fields total = cluster_line(run.out);
+  EXPECT_EQ(total["sources"], "3") << run.out;
+  EXPECT_EQ(total["masters"], "4") << run.out;
+  EXPECT_EQ(field_u64(total, "keys"), fill_.keys) << run.out;
+  expect_equal(four);
+
+  auto uneven = SlotRanges::parse("0-999");
+  auto rest = SlotRanges::parse("1000-16383");
+  ASSERT_TRUE(uneven.ok() && rest.ok());
+  RedisCluster two(ClusterOptions().with_slots({*uneven, *rest}));
+  ASSERT_TRUE(two.started()) << two.start_error();
+  run = sync_into(two);
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  expect_equal(two);
+
+  // Again without --flush: every master is checked, and refused.
+  run = sync_into(two);
+  EXPECT_EQ(run.exit_code, exit_code::kRefused) << run.describe();
+  EXPECT_NE(run.err.find("--flush"), std::string::npos) << run.describe();
+  run = sync_into(two, {"--flush"});
+  EXPECT_EQ(run.exit_code, 0) << run.describe();
+  expect_equal(two);
+}
+
+// The client reads the target's slot map, then waits for the sidecars
+// (--connect-timeout); meanwhile the target changes under it: one slot
+// resharded, one left mid-migration, one master failed over to its
+// replica. Every RESTORE still lands where the key belongs.
+TEST_F(ClusterSyncTest, RedirectionsFromAStaleSlotMapAreFollowed) {
+  RedisCluster target(ClusterOptions().with_masters(3).with_replicas(1));
+  ASSERT_TRUE(target.started()) << target.start_error();
+  const std::vector<uint16_t> ports = {free_loopback_port(), free_loopback_port(),
+                                       free_loopback_port()};
+  std::vector<std::string> argv = cluster_args(ports, target);
+  argv.insert(argv.end(), {"--connect-timeout", "60"});
+  Process client(argv);
+  ASSERT_TRUE(client.wait_for_line("target cluster:", 30s, Process::Stream::kStderr))
+      << client.describe();
+
+  // A slot of shard 0 that holds keys, resharded to shard 1: MOVED.
+  uint16_t moved = 0;
+  while (target.shard_for_slot(moved) != 0 || fill_.keys_per_slot[moved] == 0) ++moved;
+  ASSERT_TRUE(target.migrate_slot(moved, 1)) << target.describe();
+  // A slot of shard 1 left migrating to shard 0: ASK.
+  uint16_t asked = moved + 1;
+  while (target.shard_for_slot(asked) != 1 || fill_.keys_per_slot[asked] == 0) ++asked;
+  RedisProcess& from = target.master(1);
+  RedisProcess& to = target.master(0);
+  to.run({"CLUSTER", "SETSLOT", std::to_string(asked), "IMPORTING", target.node_id(from)});
+  from.run({"CLUSTER", "SETSLOT", std::to_string(asked), "MIGRATING", target.node_id(to)});
+  // Shard 2's master becomes a replica: MOVED from it.
+  ASSERT_TRUE(target.failover(2)) << target.describe();
+
+  start_sidecars(ports);
+  EXPECT_EQ(client.wait(90s), 0) << client.describe();
+  const std::string out = client.stdout_text();
+  EXPECT_GT(sum_over_shards(out, "moved"), 0u) << out;
+  EXPECT_GT(sum_over_shards(out, "asked"), 0u) << out;
+  ASSERT_TRUE(target.migrate_slot(asked, 0)) << target.describe();
+  expect_equal(target);
+}
+
+TEST_F(ClusterSyncTest, WhatTheTargetCannotTakeIsRefusedUntouched) {
+  start_sidecars();
+  // A standalone target is not a cluster.
+  RedisProcess standalone;
+  ASSERT_TRUE(standalone.started()) << standalone.start_error();
+  std::vector<std::string> argv = {"--cluster"};
+  for (uint16_t p : sidecar_ports()) argv.push_back(sidecar_host() + ":" + std::to_string(p));
+  argv.insert(argv.end(),
+              {"--redis", standalone.address(), "--transport", test_transport()});
+  ClientRun run = run_client(argv);
+  EXPECT_EQ(run.exit_code, exit_code::kRefused) << run.describe();
+  EXPECT_NE(run.err.find("not in cluster mode"), std::string::npos) << run.describe();
+
+  // A cluster missing slots cannot take every key.
+  auto some = SlotRanges::parse("0-8000");
+  ASSERT_TRUE(some.ok());
+  RedisCluster partial(ClusterOptions().with_slots({*some}));
+  ASSERT_TRUE(partial.started()) << partial.start_error();
+  run = sync_into(partial);
+  EXPECT_EQ(run.exit_code, exit_code::kRefused) << run.describe();
+  EXPECT_NE(run.err.find("have no master"), std::string::npos) << run.describe();
+  EXPECT_EQ(partial.total_keys(), 0u);
+}
+
+}  // namespace
+}  // namespace rrs::test
