@@ -16,9 +16,6 @@
 namespace rrs {
 namespace {
 
-// A replica's whole handshake is a few hundred bytes; a peer that sends this
-// much without a PSYNC is not a Redis replica.
-constexpr size_t kMaxHandshakeBytes = size_t{64} * 1024;
 constexpr size_t kReadChunk = size_t{16} * 1024;
 
 bool is_command(const resp::Command& cmd, std::string_view name) {
@@ -41,6 +38,18 @@ bool continues(std::string_view replid, std::string_view offset, const TargetHis
   auto [end, ec] = std::from_chars(offset.data(), offset.data() + offset.size(), v);
   return !target.replid.empty() && replid == target.replid && !offset.empty() &&
          ec == std::errc() && end == offset.data() + offset.size() && v > target.offset;
+}
+
+uint16_t port_of(const sockaddr_storage& sa) {
+  return ntohs(sa.ss_family == AF_INET ? reinterpret_cast<const sockaddr_in*>(&sa)->sin_port
+                                       : reinterpret_cast<const sockaddr_in6*>(&sa)->sin6_port);
+}
+
+// A pending peer that is not the target: the link drops it and keeps waiting.
+Status not_the_target(const PendingPeer& peer, const std::string& why) {
+  return Status::error("replica handshake",
+                       "refused " + peer.name + ": " + why + ": not the target")
+      .as(ErrorKind::kUnavailable);
 }
 
 Status handshake_error(std::string reason) {
@@ -71,7 +80,10 @@ Result<ReplicaLink> ReplicaLink::listen(const std::string& local_ip, std::string
   std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
   UniqueFd fd(::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd) return Status::from_errno(step);
-  if (::bind(fd.get(), res->ai_addr, res->ai_addrlen) != 0 || ::listen(fd.get(), 4) != 0)
+  // The backlog only holds connections until the next accept: the pending
+  // set (kMaxPendingPeers) is what bounds them.
+  if (::bind(fd.get(), res->ai_addr, res->ai_addrlen) != 0 ||
+      ::listen(fd.get(), static_cast<int>(kMaxPendingPeers)) != 0)
     return Status::from_errno(step);
   sockaddr_storage sa{};
   socklen_t len = sizeof sa;
@@ -79,50 +91,50 @@ Result<ReplicaLink> ReplicaLink::listen(const std::string& local_ip, std::string
     return Status::from_errno(step);
   ReplicaLink link;
   link.endpoint_.host = local_host(fd.get());
-  link.endpoint_.port = ntohs(sa.ss_family == AF_INET
-                                  ? reinterpret_cast<sockaddr_in*>(&sa)->sin_port
-                                  : reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port);
+  link.endpoint_.port = port_of(sa);
   link.listener_ = std::move(fd);
   link.target_ip_ = std::move(target_ip);
   link.io_timeout_ = io_timeout;
   return link;
 }
 
-Status ReplicaLink::accept_target(Clock::time_point deadline) {
+void ReplicaLink::accept_pending(std::vector<PendingPeer>& pending) {
   while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
-                                                                            Clock::now());
-    if (left.count() <= 0)
-      return Status::error("wait for the target to connect to " + endpoint_.to_string(),
-                           "it did not connect in time (is this address reachable from it?)")
-          .as(ErrorKind::kUnavailable);
-    pollfd p{listener_.get(), POLLIN, 0};
-    int n = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
-    if (n < 0 && errno != EINTR) return Status::from_errno("wait for the target to connect");
-    if (n <= 0) continue;
     sockaddr_storage sa{};
     socklen_t sa_len = sizeof sa;
     UniqueFd c(::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&sa), &sa_len,
                          SOCK_CLOEXEC | SOCK_NONBLOCK));
-    if (!c) continue;
-    const std::string peer = peer_host(c.get());
-    if (peer != target_ip_) {
-      log::warn("refused a connection from " + peer + " to the replica link (only the target, " +
+    if (!c) {
+      if (errno == ECONNABORTED || errno == EINTR) continue;
+      return;  // the backlog is empty (or out of fds: the next round retries)
+    }
+    const std::string host = peer_host(c.get());
+    if (host != target_ip_) {
+      log::warn("refused a connection from " + host + " to the replica link (only the target, " +
                 target_ip_ + ", may connect)");
       continue;
     }
-    peer_ = peer + ":" +
-            std::to_string(ntohs(sa.ss_family == AF_INET
-                                     ? reinterpret_cast<sockaddr_in*>(&sa)->sin_port
-                                     : reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port));
+    if (pending.size() >= kMaxPendingPeers) {
+      // Full. The target speaks as soon as it connects and answers each
+      // reply at once, so the peer silent longest is the one to go: N silent
+      // connections cannot keep the target out.
+      auto idlest = std::min_element(pending.begin(), pending.end(),
+                                     [](const PendingPeer& a, const PendingPeer& b) {
+                                       return a.last_heard < b.last_heard;
+                                     });
+      log::warn("dropped " + idlest->name +
+                " from the replica link: " + std::to_string(kMaxPendingPeers) +
+                " connections were pending and it had been silent longest");
+      pending.erase(idlest);
+    }
     disable_nagle(c.get());
     enable_tcp_keepalive(c.get());
-    conn_ = std::move(c);
-    return {};
+    pending.emplace_back(std::move(c), host + ":" + std::to_string(port_of(sa)));
   }
 }
 
-Result<bool> ReplicaLink::answer(const resp::Command& cmd, std::string_view replid, uint64_t offset,
+Result<bool> ReplicaLink::answer(PendingPeer& peer, const resp::Command& cmd,
+                                 std::string_view replid, uint64_t offset,
                                  const TargetHistory& target) {
   std::string reply;
   bool done = false;
@@ -134,87 +146,105 @@ Result<bool> ReplicaLink::answer(const resp::Command& cmd, std::string_view repl
   } else if (is_command(cmd, "replconf")) {
     for (size_t i = 1; i + 1 < cmd.args.size(); i += 2)
       if (equals_nocase(cmd.args[i], "capa") && equals_nocase(cmd.args[i + 1], "eof"))
-        capa_eof_ = true;
+        peer.capa_eof = true;
     reply = "+OK\r\n";
   } else if (is_command(cmd, "psync") && cmd.args.size() == 3) {
-    psync_request_ = "PSYNC " + log::printable(cmd.args[1]) + " " + log::printable(cmd.args[2]);
+    std::string request = "PSYNC " + log::printable(cmd.args[1]) + " " +
+                          log::printable(cmd.args[2]);
     if (!continues(cmd.args[1], cmd.args[2], target))
-      return Status::error("replica handshake",
-                           "refused " + peer_ + ": it asked for " + psync_request_ +
-                               ", but the target continues its own history, PSYNC " +
-                               target.replid + " " + std::to_string(target.offset + 1) +
-                               " or later: not the target")
-          .as(ErrorKind::kUnavailable);
-    if (!capa_eof_)
+      return not_the_target(
+          peer, "it asked for " + request + ", but the target continues its own history, PSYNC " +
+                    target.replid + " " + std::to_string(target.offset + 1) + " or later");
+    // Its own history: this is the target, and what it lacks ends the wait.
+    if (!peer.capa_eof)
       return handshake_error(
           "the target did not offer REPLCONF capa eof (Redis older than 2.8.18?), so it cannot "
           "take an RDB streamed as it is written; use --mode restore");
+    psync_request_ = std::move(request);
     eof_mark_ = random_run_id();
     reply = "+FULLRESYNC " + std::string(replid) + " " + std::to_string(offset) +
             "\r\n$EOF:" + eof_mark_ + "\r\n";
     done = true;
   } else if (is_command(cmd, "sync")) {
-    return handshake_error("the target sent SYNC (Redis older than 2.8): use --mode restore");
+    // Only Redis before 2.8 sends SYNC, and a target that old has no
+    // replication ID and was refused before REPLICAOF (replicate_from).
+    return not_the_target(peer, "it sent SYNC, and the target (Redis 4.0 or later) sends PSYNC");
   } else {
     reply = "-ERR this is rdma-client's replica link, not a Redis server\r\n";
   }
-  RRS_RETURN_IF_ERROR(send(reply));
+  RRS_RETURN_IF_ERROR(peer.reply(reply));
   return done;
+}
+
+Result<bool> ReplicaLink::serve(PendingPeer& peer, std::string_view replid, uint64_t offset,
+                                const TargetHistory& target) {
+  RRS_RETURN_IF_ERROR(peer.read());
+  while (true) {
+    auto cmd = peer.parser.next();
+    if (!cmd.ok())
+      return not_the_target(peer, "it sent what no replica sends (" + cmd.status().reason() + ")");
+    if (!*cmd) return false;
+    RRS_ASSIGN_OR_RETURN(const bool done, answer(peer, **cmd, replid, offset, target));
+    if (done) return true;
+  }
 }
 
 Status ReplicaLink::accept_full_sync(std::string_view replid, uint64_t offset,
                                      const TargetHistory& target, Clock::time_point deadline) {
+  // Every connection from the target's address is served at once (one poll
+  // over the listener and them), not one after another: the target's own
+  // must not wait in the backlog while another holds the link.
+  std::vector<PendingPeer> pending;
+  std::vector<pollfd> fds;
   while (true) {
-    RRS_RETURN_IF_ERROR(accept_target(deadline));
-    Status s = handshake(replid, offset, target, deadline);
-    // Not the target, or a connection that went away: wait for the next.
-    if (s.ok() || s.kind() != ErrorKind::kUnavailable || Clock::now() >= deadline) return s;
-    log::warn(s.message() + "; waiting for the target to connect again");
-    conn_.reset();
-  }
-}
-
-Status ReplicaLink::handshake(std::string_view replid, uint64_t offset, const TargetHistory& target,
-                              Clock::time_point deadline) {
-  parser_ = resp::CommandParser();
-  capa_eof_ = false;
-  acked_.reset();
-  size_t received = 0;
-  char buf[kReadChunk];
-  while (true) {
-    auto cmd = parser_.next();
-    if (!cmd.ok()) return cmd.status().wrap("replica handshake with the target");
-    if (*cmd) {
-      auto done = answer(**cmd, replid, offset, target);
-      if (!done.ok()) return done.status();
-      if (*done) return {};
-      continue;
-    }
-    if (received > kMaxHandshakeBytes)
-      return handshake_error("more than " + std::to_string(kMaxHandshakeBytes) +
-                             " bytes without a PSYNC");
-    pollfd p{conn_.get(), POLLIN, 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(std::min(
-        deadline - Clock::now(), std::chrono::duration_cast<Clock::duration>(io_timeout_)));
-    int n = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
-    if (n == 0)
-      return Status::error("replica handshake with the target", "timed out waiting for it")
+    const auto now = Clock::now();
+    // A replica sends its next command as soon as it has its answer; one
+    // silent for the I/O timeout is not (or no longer) one: free its slot.
+    std::erase_if(pending, [&](const PendingPeer& p) {
+      if (now - p.last_heard < io_timeout_) return false;
+      log::warn("dropped " + p.name + " from the replica link: silent for " +
+                std::to_string(io_timeout_.count()) + " ms; still waiting for the target");
+      return true;
+    });
+    if (now >= deadline)
+      return Status::error("wait for the target to connect to " + endpoint_.to_string(),
+                           pending.empty()
+                               ? "it did not connect in time (is this address reachable from it?)"
+                               : "no connection sent its PSYNC in time (" +
+                                     std::to_string(pending.size()) +
+                                     " from its address were still in the handshake)")
           .as(ErrorKind::kUnavailable);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::from_errno("replica handshake with the target").as(ErrorKind::kUnavailable);
+    // Wake at the deadline or when the next peer's idle limit runs out.
+    Clock::time_point wake = deadline;
+    fds.assign(1, pollfd{listener_.get(), POLLIN, 0});
+    for (const PendingPeer& p : pending) {
+      wake = std::min(wake, p.last_heard + io_timeout_);
+      fds.push_back(pollfd{p.fd.get(), POLLIN, 0});
     }
-    ssize_t got = ::recv(conn_.get(), buf, sizeof buf, 0);
-    if (got == 0)
-      return Status::error("replica handshake with the target",
-                           "it closed the connection (its log says why)")
-          .as(ErrorKind::kUnavailable);
-    if (got < 0) {
-      if (errno == EAGAIN || errno == EINTR) continue;
-      return Status::from_errno("replica handshake with the target").as(ErrorKind::kUnavailable);
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(wake - now);
+    const int n = ::poll(fds.data(), fds.size(),
+                         static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1000)));
+    if (n < 0 && errno != EINTR) return Status::from_errno("wait for the target to connect");
+    if (n <= 0) continue;
+    // The peers first (fds[i + 1] is pending[i]): accepting may evict one.
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (fds[i + 1].revents == 0) continue;
+      PendingPeer& peer = pending[i];
+      auto won = serve(peer, replid, offset, target);
+      if (won.ok() && *won) {
+        // The target. The others close as `pending` goes.
+        conn_ = std::move(peer.fd);
+        parser_ = std::move(peer.parser);
+        acked_.reset();
+        return {};
+      }
+      if (won.ok()) continue;
+      if (won.status().kind() != ErrorKind::kUnavailable) return won.status();
+      log::warn(won.status().message() + "; still waiting for the target");
+      peer.fd.reset();
     }
-    received += static_cast<size_t>(got);
-    parser_.feed(std::string_view(buf, static_cast<size_t>(got)));
+    std::erase_if(pending, [](const PendingPeer& p) { return !p.fd; });
+    if (fds[0].revents != 0) accept_pending(pending);
   }
 }
 

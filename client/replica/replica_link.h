@@ -18,7 +18,9 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "client/replica/pending_peer.h"
 #include "common/base/clock.h"
 #include "common/net/endpoint.h"
 #include "common/net/socket.h"
@@ -39,6 +41,11 @@ struct TargetHistory {
 
 class ReplicaLink {
  public:
+  // Connections from the target's address served at once while waiting for
+  // the target: a few, for the target's own retries and a stray local
+  // process or two, without letting a flood of them cost much.
+  static constexpr size_t kMaxPendingPeers = 8;
+
   // Listens on `local_ip` (an address the target can reach: the one the
   // client's own connection to it comes from), on a port the kernel picks.
   static Result<ReplicaLink> listen(const std::string& local_ip, std::string target_ip,
@@ -57,6 +64,10 @@ class ReplicaLink {
   // "PSYNC ? -1", which any local process can send) is not the target: it
   // is dropped without a byte of data and logged with its address, as is
   // one that hangs up mid-handshake, and the link keeps waiting.
+  // Up to kMaxPendingPeers connections are served at once, so one that
+  // connects and stays silent cannot keep the target waiting in the listen
+  // backlog: a peer silent for the I/O timeout is dropped, and when the set
+  // is full the one silent longest makes room for a newcomer.
   Status accept_full_sync(std::string_view replid, uint64_t offset, const TargetHistory& target,
                           Clock::time_point deadline);
 
@@ -85,25 +96,27 @@ class ReplicaLink {
 
  private:
   ReplicaLink() = default;
-  Status accept_target(Clock::time_point deadline);
-  // One connection's handshake, up to the +FULLRESYNC.
-  Status handshake(std::string_view replid, uint64_t offset, const TargetHistory& target,
-                   Clock::time_point deadline);
+  // Accepts every connection waiting in the backlog into `pending`,
+  // refusing other addresses and evicting the peer silent longest when full.
+  void accept_pending(std::vector<PendingPeer>& pending);
+  // Reads what `peer` sent and answers its complete commands: true once it
+  // proved to be the target (its PSYNC) and got the +FULLRESYNC. kUnavailable
+  // drops only that peer; any other error ends the wait.
+  Result<bool> serve(PendingPeer& peer, std::string_view replid, uint64_t offset,
+                     const TargetHistory& target);
   // Answers one handshake command; true once PSYNC was answered.
-  Result<bool> answer(const resp::Command& cmd, std::string_view replid, uint64_t offset,
-                      const TargetHistory& target);
+  Result<bool> answer(PendingPeer& peer, const resp::Command& cmd, std::string_view replid,
+                      uint64_t offset, const TargetHistory& target);
   Status take_ack(const resp::Command& cmd);
 
   UniqueFd listener_;
   UniqueFd conn_;
   Endpoint endpoint_;
   std::string target_ip_;
-  std::string peer_;  // the connected peer's address and port, for logs
   std::chrono::milliseconds io_timeout_{30000};
-  resp::CommandParser parser_;
+  resp::CommandParser parser_;  // the target's, from its handshake on: its ACKs
   std::string eof_mark_;
   std::string psync_request_;
-  bool capa_eof_ = false;
   std::optional<uint64_t> acked_;
 };
 
