@@ -38,10 +38,9 @@ class ClusterSupport : public testing::TestWithParam<std::string> {
 // test where a hash tag starts and ends.
 std::vector<std::string> brace_heavy_keys(size_t n, uint64_t seed) {
   std::mt19937_64 gen(seed);
-  std::vector<std::string> keys = {"foo",         "bar",           "{user1000}.following",
-                                   "foo{}{bar}",  "foo{{bar}}zap", "foo{bar}{zap}",
-                                   "",            "{}",            "}{",
-                                   "a\0b{\0}c"s, "\xff\xfe{\x80}"s};
+  std::vector<std::string> keys = {
+      "foo", "bar", "{user1000}.following", "foo{}{bar}",     "foo{{bar}}zap", "foo{bar}{zap}", "",
+      "{}",  "}{",  "a\0b{\0}c"s,           "\xff\xfe{\x80}"s};
   while (keys.size() < n) {
     std::string k(gen() % 24, '\0');
     for (char& c : k) {
@@ -109,7 +108,8 @@ TEST_P(ClusterSupport, ThreeMastersWithReplicasFailoverAndMigration) {
   EXPECT_EQ(cluster.slots(1).to_string(), "5461-10922");
   EXPECT_EQ(cluster.slots(2).to_string(), "10923-16383");
   EXPECT_EQ(cluster.seed(), cluster.master(0).address());
-  for (RedisProcess* r : cluster.replicas()) EXPECT_EQ(r->info_field("replication", "role"), "slave");
+  for (RedisProcess* r : cluster.replicas())
+    EXPECT_EQ(r->info_field("replication", "role"), "slave");
   EXPECT_EQ(cluster.node_for_slot(hash_slot("foo")), &cluster.master(2));  // slot 12182
 
   constexpr size_t kKeys = 3000;
@@ -176,8 +176,7 @@ TEST_P(ClusterSupport, ThreeMastersWithReplicasFailoverAndMigration) {
 // keys of the unserved slots are left out of a fill.
 TEST_P(ClusterSupport, TwoMastersWithAnUnevenLayout) {
   auto layout = [](const char* text) { return *SlotRanges::parse(text); };
-  RedisCluster cluster(
-      options().with_slots({layout("0-99,8000-16383"), layout("100-4999,7000")}));
+  RedisCluster cluster(options().with_slots({layout("0-99,8000-16383"), layout("100-4999,7000")}));
   ASSERT_TRUE(cluster.started()) << cluster.start_error();
   ASSERT_EQ(cluster.shard_count(), 2u);
   EXPECT_TRUE(cluster.replicas().empty());
@@ -205,7 +204,8 @@ INSTANTIATE_TEST_SUITE_P(Servers, ClusterSupport,
                          [](const testing::TestParamInfo<std::string>& p) {
                            std::string name = p.param;
                            std::replace_if(
-                               name.begin(), name.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); },
+                               name.begin(), name.end(),
+                               [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); },
                                '_');
                            return name;
                          });

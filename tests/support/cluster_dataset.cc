@@ -78,7 +78,9 @@ void add_writes(ClusterKey& k, size_t i, uint64_t seed) {
   auto& w = k.writes;
   switch (i % 11) {
     case 0: w.push_back({"SET", key, random_bytes(i % 64, value_seed)}); break;
-    case 1: w.push_back({"INCRBY", key, std::to_string(static_cast<int64_t>(i) * 7919 - 5000)}); break;
+    case 1:
+      w.push_back({"INCRBY", key, std::to_string(static_cast<int64_t>(i) * 7919 - 5000)});
+      break;
     case 2:
       w.push_back(with_items({"HSET", key}, items, [&](Argv& a, size_t j) {
         a.push_back("f" + std::to_string(j));
@@ -97,25 +99,24 @@ void add_writes(ClusterKey& k, size_t i, uint64_t seed) {
       }));
       break;
     case 5:
-      w.push_back(with_items({"ZADD", key, "+inf", "top", "-inf", "bottom"}, items,
-                             [&](Argv& a, size_t j) {
-                               a.push_back(std::to_string(j) + ".5");
-                               a.push_back("z" + std::to_string(j));
-                             }));
+      w.push_back(
+          with_items({"ZADD", key, "+inf", "top", "-inf", "bottom"}, items, [&](Argv& a, size_t j) {
+            a.push_back(std::to_string(j) + ".5");
+            a.push_back("z" + std::to_string(j));
+          }));
       break;
     case 6:
       for (size_t j = 1; j <= (large ? 200 : 3); ++j)
-        w.push_back({"XADD", key, std::to_string(1700000000000 + j) + "-" + std::to_string(i),
-                     "n", std::to_string(j), "bin", "\0\xff"s});
+        w.push_back({"XADD", key, std::to_string(1700000000000 + j) + "-" + std::to_string(i), "n",
+                     std::to_string(j), "bin", "\0\xff"s});
       if (i % 2 == 0) {
         w.push_back({"XGROUP", "CREATE", key, "g", "0"});
         w.push_back({"XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", key, ">"});
       }
       break;
     case 7:
-      w.push_back(with_items({"PFADD", key}, large ? 3000 : 5, [&](Argv& a, size_t j) {
-        a.push_back("e" + std::to_string(j));
-      }));
+      w.push_back(with_items({"PFADD", key}, large ? 3000 : 5,
+                             [&](Argv& a, size_t j) { a.push_back("e" + std::to_string(j)); }));
       break;
     case 8:
       w.push_back({"SETBIT", key, std::to_string(i % 1000), "1"});

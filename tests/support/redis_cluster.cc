@@ -210,8 +210,7 @@ bool RedisCluster::join(std::string& error) {
     }
   }
   for (size_t k = 1; k < nodes_.size(); ++k) {
-    Reply r = nodes_[0]->command({"CLUSTER", "MEET", "127.0.0.1",
-                                  std::to_string(nodes_[k]->port()),
+    Reply r = nodes_[0]->command({"CLUSTER", "MEET", "127.0.0.1", std::to_string(nodes_[k]->port()),
                                   std::to_string(bus_ports_[k])});
     if (is_error(r)) {
       error = "CLUSTER MEET " + nodes_[k]->address() + ": " + to_string(r);
@@ -369,8 +368,7 @@ std::string RedisCluster::node_disagreement(size_t node) {
   if (state != "ok") return "reports cluster_state:" + state;
   const auto lines = parse_cluster_nodes(text(n.command({"CLUSTER", "NODES"})));
   if (lines.size() != nodes_.size())
-    return "knows " + std::to_string(lines.size()) + " nodes, not " +
-           std::to_string(nodes_.size());
+    return "knows " + std::to_string(lines.size()) + " nodes, not " + std::to_string(nodes_.size());
   for (const NodeLine& l : lines) {
     const size_t k = node_index(l.id);
     if (k == nodes_.size()) return "knows a node " + l.id + " that is not ours";
@@ -416,15 +414,14 @@ testing::AssertionResult RedisCluster::failover(size_t shard) {
     if (is_error(r))
       return testing::AssertionFailure()
              << "CLUSTER FAILOVER on " << promoted.address() << ": " << to_string(r);
-    flipped = eventually(
-        [&] { return promoted.info_field("replication", "role") == "master"; }, kFailoverWait,
-        kPoll);
+    flipped = eventually([&] { return promoted.info_field("replication", "role") == "master"; },
+                         kFailoverWait, kPoll);
   }
   if (!flipped)
-    return testing::AssertionFailure() << "shard " << shard << "'s replica " << promoted.address()
-                                       << " did not become master after " << kFailoverAttempts
-                                       << " CLUSTER FAILOVERs\n"
-                                       << describe();
+    return testing::AssertionFailure()
+           << "shard " << shard << "'s replica " << promoted.address()
+           << " did not become master after " << kFailoverAttempts << " CLUSTER FAILOVERs\n"
+           << describe();
   // The old master follows the new one, in the replica's place.
   std::swap(s.master, s.replicas[0]);
   return wait_ready();
@@ -439,9 +436,9 @@ std::vector<std::string> RedisCluster::migrate_auth() const {
 testing::AssertionResult RedisCluster::migrate_slot(uint16_t slot, size_t to) {
   const size_t from = shard_for_slot(slot);
   if (from == shards_.size() || to >= shards_.size() || from == to)
-    return testing::AssertionFailure() << "migrate_slot(" << slot << ", " << to
-                                       << "): the slot is served by shard " << from << " of "
-                                       << shards_.size();
+    return testing::AssertionFailure()
+           << "migrate_slot(" << slot << ", " << to << "): the slot is served by shard " << from
+           << " of " << shards_.size();
   RedisProcess& src = master(from);
   RedisProcess& dst = master(to);
   const std::string s = std::to_string(slot);
@@ -461,8 +458,8 @@ testing::AssertionResult RedisCluster::migrate_slot(uint16_t slot, size_t to) {
       break;
     }
     if (keys->elements == 0) break;
-    std::vector<std::string> migrate = {"MIGRATE", "127.0.0.1", std::to_string(dst.port()), "",
-                                        "0",       kMigrateTimeoutMs};
+    std::vector<std::string> migrate = {"MIGRATE", "127.0.0.1", std::to_string(dst.port()),
+                                        "",        "0",         kMigrateTimeoutMs};
     for (const std::string& a : migrate_auth()) migrate.push_back(a);
     migrate.emplace_back("KEYS");
     for (size_t k = 0; k < keys->elements; ++k)
@@ -489,8 +486,8 @@ std::string RedisCluster::describe() {
   for (size_t k = 0; k < nodes_.size(); ++k) {
     RedisProcess& n = *nodes_[k];
     out += "node " + std::to_string(k) + " " + n.address() +
-           (k < ids_.size() ? " " + ids_[k] : "") +
-           " role:" + n.info_field("replication", "role") + " cluster_state:" +
+           (k < ids_.size() ? " " + ids_[k] : "") + " role:" + n.info_field("replication", "role") +
+           " cluster_state:" +
            rrs::info_field(text(n.command({"CLUSTER", "INFO"})), "cluster_state") + "\n" +
            text(n.command({"CLUSTER", "NODES"}));
   }

@@ -156,8 +156,8 @@ class RedisCluster {
 
   ClusterOptions opts_;
   std::vector<std::unique_ptr<RedisProcess>> nodes_;
-  std::vector<std::string> ids_;        // CLUSTER MYID, by node
-  std::vector<uint16_t> bus_ports_;     // cluster-port, by node
+  std::vector<std::string> ids_;     // CLUSTER MYID, by node
+  std::vector<uint16_t> bus_ports_;  // cluster-port, by node
   std::vector<Shard> shards_;
   bool started_ = false;
   std::string start_error_;
