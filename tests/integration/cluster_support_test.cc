@@ -100,7 +100,10 @@ long long owner_port(RedisProcess& node, uint16_t slot) {
 }
 
 TEST_P(ClusterSupport, ThreeMastersWithReplicasFailoverAndMigration) {
-  RedisCluster cluster(options().with_masters(3).with_replicas(1));
+  ClusterOptions opts = options().with_masters(3).with_replicas(1);
+  // A password: replicas need masterauth, migrate_slot's MIGRATE needs AUTH.
+  opts.node.with_password("cluster-test-password");
+  RedisCluster cluster(opts);
   ASSERT_TRUE(cluster.started()) << cluster.start_error();
   ASSERT_EQ(cluster.masters().size(), 3u);
   ASSERT_EQ(cluster.replicas().size(), 3u);

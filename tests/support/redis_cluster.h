@@ -33,8 +33,9 @@ struct ClusterOptions {
   // (even_slot_split). Slots no master owns are allowed: the nodes then run
   // with cluster-require-full-coverage no, so the cluster still reports ok.
   std::vector<SlotRanges> slots;
-  // What every node starts with: the server version, a password,
-  // more flags (the cluster flags are added to these).
+  // What every node starts with: the server version, a password (also the
+  // replicas' masterauth), more flags (the cluster flags are added to
+  // these). Its port is not used: each node gets a free one.
   RedisOptions node;
   // cluster-node-timeout: how soon a silent node is suspected. Small for
   // quick failure detection, large enough for a loaded 2-core machine.
