@@ -13,8 +13,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A busy 2-core machine can take a while to answer; no wait below is
-// open-ended.
+// How often the waits below poll. Each is bounded: by
+// ClusterOptions::ready_timeout, or by a limit of its own.
 constexpr auto kPoll = 50ms;
 // Another test may take a cluster bus port between our probe and the bind.
 constexpr int kBusPortAttempts = 3;
