@@ -18,7 +18,7 @@ CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DRRS_FUZZ=ON >/dev/null
 cmake --build "$build"
 
 # target:corpus directory
-targets=(rdb_parser_fuzz:rdb rdb_value_fuzz:rdb_value rdb_convert_fuzz:rdb_convert resp_parser_fuzz:resp control_fuzz:control table_layout_fuzz:table_layout)
+targets=(rdb_parser_fuzz:rdb rdb_value_fuzz:rdb_value rdb_convert_fuzz:rdb_convert resp_parser_fuzz:resp control_fuzz:control table_layout_fuzz:table_layout slot_ranges_fuzz:slot_ranges)
 work="$build/fuzz-work"
 rm -rf "$work"
 
