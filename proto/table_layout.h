@@ -285,9 +285,7 @@ struct Scripts {
   // nullopt when the source was not a cluster node.
   std::optional<SlotRanges> hash_slots;
 
-  bool empty() const {
-    return function_payload.empty() && lua_scripts.empty() && !hash_slots;
-  }
+  bool empty() const { return function_payload.empty() && lua_scripts.empty() && !hash_slots; }
 };
 
 // --- Encoding (the server) -------------------------------------------------

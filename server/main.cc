@@ -123,9 +123,10 @@ void print_table_line(const char* what, const table::Header& h, const SnapshotSt
   for (size_t i = 0; i < rdb::kLossKindCount; ++i)
     std::printf(" lossy_%s=%llu", rdb::loss_key(i),
                 static_cast<unsigned long long>(h.lossy[i].count));
-  std::printf(" hash_slots=%s", !stats.hash_slots          ? "-"
-                                : stats.hash_slots->empty() ? "none"
-                                                            : stats.hash_slots->to_string().c_str());
+  std::printf(" hash_slots=%s", !stats.hash_slots ? "-"
+                                : stats.hash_slots->empty()
+                                    ? "none"
+                                    : stats.hash_slots->to_string().c_str());
 }
 
 // Who may read the table: the shared secret (or loopback only without one).

@@ -30,8 +30,8 @@ constexpr std::chrono::milliseconds kMaxConnectWait{2000};
 Status ClusterSink::connect() {
   for (const Endpoint& m : map_.masters())
     if (pipeline(m) == nullptr)
-      return Status::error("connect to the target cluster", "master " + m.to_string() +
-                                                                " did not answer")
+      return Status::error("connect to the target cluster",
+                           "master " + m.to_string() + " did not answer")
           .as(ErrorKind::kUnavailable);
   return {};
 }
@@ -122,8 +122,9 @@ void ClusterSink::on_outcome(const std::string& node, CommandOutcome o) {
   }
   if (o.what != What::kFailed && ++c.hops > kMaxHops) {
     o.what = What::kFailed;
-    o.error = "sent " + std::to_string(kMaxHops) + " times without landing (last: " +
-              (o.error.empty() ? "a redirection" : o.error) + ")";
+    o.error = "sent " + std::to_string(kMaxHops) +
+              " times without landing (last: " + (o.error.empty() ? "a redirection" : o.error) +
+              ")";
   }
   switch (o.what) {
     case What::kLoaded: return;
@@ -197,8 +198,8 @@ Status ClusterSink::step(Clock::time_point& last_answer) {
     fds.push_back({p.fd(), p.events(), 0});
     names.push_back(name);
   }
-  auto wait = target_.io_timeout() - std::chrono::duration_cast<std::chrono::milliseconds>(
-                                         now - last_answer);
+  auto wait = target_.io_timeout() -
+              std::chrono::duration_cast<std::chrono::milliseconds>(now - last_answer);
   if (!later_.empty()) wait = std::min(wait, kRetryAfter);
   if (wait.count() <= 0) {
     return Status::error("load into the target cluster",

@@ -26,8 +26,7 @@ Status refuse_duplicates(const std::vector<Endpoint>& sidecars) {
   for (size_t i = 0; i < sidecars.size(); ++i)
     for (size_t j = i + 1; j < sidecars.size(); ++j)
       if (sidecars[i].to_string() == sidecars[j].to_string())
-        return Status::error("--cluster", "sidecar " + sidecars[i].to_string() +
-                                              " is named twice")
+        return Status::error("--cluster", "sidecar " + sidecars[i].to_string() + " is named twice")
             .as(ErrorKind::kUsage);
   return {};
 }
@@ -58,9 +57,10 @@ void print_total(const std::vector<Shard>& shards, double seconds, bool complete
     masters += (masters.empty() ? "" : ",") + node + "/" + std::to_string(n);
   std::printf("%s sources=%zu masters=%zu keys=%llu bytes=%llu failed=%llu "
               "seconds=%.3f keys_per_s=%.0f per_master=%s\n",
-              complete ? "cluster-synced" : "cluster-incomplete", shards.size(), per_master.size(), static_cast<unsigned long long>(keys),
-              static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(failed),
-              seconds, seconds > 0 ? static_cast<double>(keys) / seconds : 0.0,
+              complete ? "cluster-synced" : "cluster-incomplete", shards.size(), per_master.size(),
+              static_cast<unsigned long long>(keys), static_cast<unsigned long long>(bytes),
+              static_cast<unsigned long long>(failed), seconds,
+              seconds > 0 ? static_cast<double>(keys) / seconds : 0.0,
               masters.empty() ? "-" : masters.c_str());
   std::fflush(stdout);
 }

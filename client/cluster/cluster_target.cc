@@ -136,9 +136,26 @@ Status ClusterTarget::prepare_once(const TableInfo& info) {
                                " failed before its table was checked, so no shard loads "
                                "anything")
           .as(ErrorKind::kUnavailable);
-  if (!prepared_) RRS_RETURN_IF_ERROR(check_coverage());
+  // A preparation that failed part way is not tried again by the next shard:
+  // every shard reports the same failure.
+  if (!prepare_failure_.ok()) return prepare_failure_;
   if (prepared_ && info.scripts.function_payload == functions_applied_) return {};
-  for (const Endpoint& m : map_.masters()) {
+  Status s = prepared_ ? Status() : check_coverage();
+  if (s.ok()) s = prepare_masters(info);
+  if (!s.ok()) {
+    prepare_failure_ = s;
+    return s;
+  }
+  prepared_ = true;
+  functions_applied_ = info.scripts.function_payload;
+  return {};
+}
+
+// By a fresh slot map: the masters may have changed since connect() (a
+// failover while the sidecars were awaited).
+Status ClusterTarget::prepare_masters(const TableInfo& info) {
+  RRS_ASSIGN_OR_RETURN(SlotMap now, refresh_map());
+  for (const Endpoint& m : now.masters()) {
     const std::string step = "prepare target cluster master " + m.to_string();
     auto c = RedisClient::connect(m, creds_, io_timeout_);
     if (!c.ok()) return c.status().wrap(step).as(ErrorKind::kUnavailable);
@@ -146,8 +163,6 @@ Status ClusterTarget::prepare_once(const TableInfo& info) {
     RRS_RETURN_IF_ERROR(check_target_reads(*c, v, info));
     RRS_RETURN_IF_ERROR(prepare_master(*c, info).wrap(step));
   }
-  prepared_ = true;
-  functions_applied_ = info.scripts.function_payload;
   return {};
 }
 
@@ -185,9 +200,9 @@ Status ClusterTarget::prepare_master(RedisClient& master, const TableInfo& info)
   const char* mode = prepared_ || config_.policy == TargetPolicy::kMerge ? "REPLACE"
                      : config_.policy == TargetPolicy::kFlush            ? "FLUSH"
                                                                          : "APPEND";
-  RRS_RETURN_IF_ERROR(
-      master.command({"FUNCTION", "RESTORE", s.function_payload, mode}).status().wrap(
-          "FUNCTION RESTORE " + std::string(mode)));
+  RRS_RETURN_IF_ERROR(master.command({"FUNCTION", "RESTORE", s.function_payload, mode})
+                          .status()
+                          .wrap("FUNCTION RESTORE " + std::string(mode)));
   touched_ = true;
   return {};
 }

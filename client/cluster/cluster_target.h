@@ -53,6 +53,7 @@ class ClusterTarget {
  private:
   ClusterTarget(const ClientConfig& config, RedisCredentials creds)
       : config_(config), creds_(std::move(creds)) {}
+  Status prepare_masters(const TableInfo& info);
   Status prepare_master(RedisClient& master, const TableInfo& info);
   // Whether the shards' tables, all checked, cover every slot once.
   Status check_coverage() const;
@@ -72,6 +73,7 @@ class ClusterTarget {
   std::condition_variable all_checked_;
   std::vector<Shard> shards_;
   bool prepared_ = false;
+  Status prepare_failure_;
   bool touched_ = false;
   std::string functions_applied_;  // the FUNCTION DUMP payload every master has
 };

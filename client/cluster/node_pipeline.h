@@ -79,8 +79,8 @@ class NodePipeline {
 
  private:
   struct Pending {
-    bool asking = false;  // ASKING before an ASK-redirected command: its reply is dropped
-    RoutedCommand command;  // wire empty: its bytes are in out_
+    bool asking = false;          // ASKING before an ASK-redirected command: its reply is dropped
+    RoutedCommand command;        // wire empty: its bytes are in out_
     uint64_t start = 0, end = 0;  // in the output stream
   };
   explicit NodePipeline(RedisClient redis) : redis_(std::move(redis)) {}

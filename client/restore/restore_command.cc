@@ -31,14 +31,13 @@ std::optional<std::string> stopping_error(std::string_view err) {
   return std::nullopt;
 }
 
-std::string restore_failure(std::string_view key, uint64_t index, uint32_t db,
-                            std::string_view err, uint16_t table_rdb, const ServerVersion& target) {
+std::string restore_failure(std::string_view key, uint64_t index, uint32_t db, std::string_view err,
+                            uint16_t table_rdb, const ServerVersion& target) {
   std::string msg = "RESTORE failed: key '" + log::printable(key) + "' (record " +
-                    std::to_string(index) + ", DB " + std::to_string(db) + "): " +
-                    std::string(err);
+                    std::to_string(index) + ", DB " + std::to_string(db) + "): " + std::string(err);
   if (err.find("payload version or checksum") != std::string_view::npos)
-    msg += " (payload RDB version " + std::to_string(table_rdb) + ", target " +
-           target.to_string() + "; if the target is older than the source, upgrade it)";
+    msg += " (payload RDB version " + std::to_string(table_rdb) + ", target " + target.to_string() +
+           "; if the target is older than the source, upgrade it)";
   return msg;
 }
 

@@ -23,7 +23,7 @@ void append_restore(std::string& out, std::string_view key, int64_t expire_at_ms
 std::optional<std::string> stopping_error(std::string_view err);
 
 // The message kept for a RESTORE the target refused.
-std::string restore_failure(std::string_view key, uint64_t index, uint32_t db,
-                            std::string_view err, uint16_t table_rdb, const ServerVersion& target);
+std::string restore_failure(std::string_view key, uint64_t index, uint32_t db, std::string_view err,
+                            uint16_t table_rdb, const ServerVersion& target);
 
 }  // namespace rrs

@@ -21,8 +21,7 @@ bool is_string(const redisReply* r) {
 }
 
 Result<ClusterNode> parse_node(const redisReply* r, const Endpoint& asked) {
-  if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-      !is_string(r->element[0]))
+  if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements < 2 || !is_string(r->element[0]))
     return bad("a node entry is not [ip, port, ...]");
   int64_t port = 0;
   if (!as_int(r->element[1], 1, 65535, port)) return bad("a node's port is not 1..65535");

@@ -33,8 +33,9 @@ class ClusterSyncTest : public SidecarTest {
     ASSERT_TRUE(source_->started()) << source_->start_error();
     fill_ = fill_cluster(*source_, kKeys);
     for (RedisProcess* m : source_->masters())
-      m->run({"FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function('f', function() "
-                                  "return 1 end)"});
+      m->run({"FUNCTION", "LOAD",
+              "#!lua name=lib\nredis.register_function('f', function() "
+              "return 1 end)"});
   }
 
   // An rdma-server beside every source master, on `ports` if given.
@@ -48,8 +49,7 @@ class ClusterSyncTest : public SidecarTest {
     for (auto& s : sidecars_) ASSERT_TRUE(s->wait_ready()) << s->describe();
   }
 
-  std::vector<std::string> cluster_args(const std::vector<uint16_t>& ports,
-                                        RedisCluster& target) {
+  std::vector<std::string> cluster_args(const std::vector<uint16_t>& ports, RedisCluster& target) {
     std::vector<std::string> argv = {client_binary(), "--cluster"};
     for (uint16_t p : ports) argv.push_back(sidecar_host() + ":" + std::to_string(p));
     for (const std::string& a :
@@ -152,15 +152,16 @@ TEST_F(ClusterSyncTest, RedirectionsFromAStaleSlotMapAreFollowed) {
   uint16_t moved = 0;
   while (target.shard_for_slot(moved) != 0 || fill_.keys_per_slot[moved] == 0) ++moved;
   ASSERT_TRUE(target.migrate_slot(moved, 1)) << target.describe();
-  // A slot of shard 1 left migrating to shard 0: ASK.
+  // Shard 2's master becomes a replica: MOVED from it.
+  ASSERT_TRUE(target.failover(2)) << target.describe();
+  // A slot of shard 1 left migrating to shard 0 (last: the cluster does not
+  // settle while it is): ASK.
   uint16_t asked = moved + 1;
   while (target.shard_for_slot(asked) != 1 || fill_.keys_per_slot[asked] == 0) ++asked;
   RedisProcess& from = target.master(1);
   RedisProcess& to = target.master(0);
   to.run({"CLUSTER", "SETSLOT", std::to_string(asked), "IMPORTING", target.node_id(from)});
   from.run({"CLUSTER", "SETSLOT", std::to_string(asked), "MIGRATING", target.node_id(to)});
-  // Shard 2's master becomes a replica: MOVED from it.
-  ASSERT_TRUE(target.failover(2)) << target.describe();
 
   start_sidecars(ports);
   EXPECT_EQ(client.wait(90s), 0) << client.describe();
@@ -178,8 +179,7 @@ TEST_F(ClusterSyncTest, WhatTheTargetCannotTakeIsRefusedUntouched) {
   ASSERT_TRUE(standalone.started()) << standalone.start_error();
   std::vector<std::string> argv = {"--cluster"};
   for (uint16_t p : sidecar_ports()) argv.push_back(sidecar_host() + ":" + std::to_string(p));
-  argv.insert(argv.end(),
-              {"--redis", standalone.address(), "--transport", test_transport()});
+  argv.insert(argv.end(), {"--redis", standalone.address(), "--transport", test_transport()});
   ClientRun run = run_client(argv);
   EXPECT_EQ(run.exit_code, exit_code::kRefused) << run.describe();
   EXPECT_NE(run.err.find("not in cluster mode"), std::string::npos) << run.describe();
