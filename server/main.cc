@@ -17,11 +17,11 @@
 #include "common/cli/cpu_list.h"
 #include "common/cli/exit_codes.h"
 #include "common/cli/version.h"
+#include "common/net/loop_mailbox.h"
 #include "common/transport/tcp/table_server.h"
 #include "common/transport/verbs/device.h"
 #include "common/transport/verbs/table_server.h"
 #include "proto/rdb_convert.h"
-#include "server/loop_mailbox.h"
 #include "server/psync_source.h"
 #include "server/rdb_file_source.h"
 #include "server/scan_source.h"
@@ -60,6 +60,7 @@ Result<Servers> start_servers(event_base* base, const ServerConfig& config,
     limits.retire_grace = config.retire_grace;
     limits.access = access;
     limits.test_no_memory_windows = test_hooks::no_memory_windows();
+    limits.test_registration_delay = test_hooks::pd_registration_delay();
     auto verbs = VerbsTableServer::listen(base, at, limits);
     if (verbs.ok()) {
       servers.emplace_back("verbs", std::move(*verbs));

@@ -35,6 +35,15 @@ bool no_memory_windows() {
   return true;
 }
 
+std::chrono::milliseconds pd_registration_delay() {
+  const auto ms = env_u64("RRS_TEST_PD_REGISTRATION_DELAY_MS");
+  if (!ms || *ms == 0) return std::chrono::milliseconds(0);
+  log::warn("RRS_TEST_PD_REGISTRATION_DELAY_MS: each client's registration in a protection "
+            "domain of its own takes " +
+            std::to_string(*ms) + " ms longer (a test hook; unset it)");
+  return std::chrono::milliseconds(*ms);
+}
+
 void corrupt_slot(Table& t) {
   const auto slot = env_u64("RRS_TEST_CORRUPT_SLOT");
   if (!slot || *slot >= t.header.slot_count) return;

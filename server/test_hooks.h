@@ -4,6 +4,7 @@
 // policy, so they live here with rdma-server and nowhere below it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 
@@ -15,6 +16,12 @@ namespace rrs::test_hooks {
 // no type-2 memory windows, so the fallback (a protection domain per client)
 // can be tested on rxe, which has them.
 bool no_memory_windows();
+
+// $RRS_TEST_PD_REGISTRATION_DELAY_MS=N: under that fallback, each client's
+// registration in its own protection domain takes N ms longer, as pinning a
+// table of many GiB would. Honoured where the registration runs (the verbs
+// server's registration worker), so tests can show the loop is not stalled.
+std::chrono::milliseconds pd_registration_delay();
 
 // $RRS_TEST_CORRUPT_SLOT=N: flips one payload byte of slot N after its CRC
 // was taken, as a bad DIMM or a stray DMA would.

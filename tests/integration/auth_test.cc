@@ -133,11 +133,16 @@ TEST_F(SidecarSecretTest, SecretFromFilesOnBothSides) {
 
 // On a device without type-2 memory windows each client gets a protection
 // domain of its own; rxe has windows, so rdma-server's test hook forces the
-// fallback (unit/verbs_protection_test covers it in detail).
+// fallback (transport/verbs_protection_test covers it in detail). The
+// client's registration runs off the event loop, stretched here by a second
+// with the other hook (transport/verbs_registration_test shows the loop
+// serving others meanwhile).
 TEST_F(SidecarSecretTest, ProtectionDomainPerClientWhenThereAreNoMemoryWindows) {
   if (test_transport() != "verbs") GTEST_SKIP() << "verbs only: TCP has no rkeys";
   SidecarServer server(master_.address(), {"--auth-file", secret_file_},
-                       {{kSidecarSecretEnv, ""}, {"RRS_TEST_NO_MEMORY_WINDOWS", "1"}});
+                       {{kSidecarSecretEnv, ""},
+                        {"RRS_TEST_NO_MEMORY_WINDOWS", "1"},
+                        {"RRS_TEST_PD_REGISTRATION_DELAY_MS", "1000"}});
   ASSERT_TRUE(server.wait_ready()) << server.describe();
   ClientRun run = sync_to(server.port(), replica_, {"--auth-file", secret_file_}, kNoEnvSecret);
   EXPECT_EQ(run.exit_code, 0) << run.describe();
@@ -145,6 +150,8 @@ TEST_F(SidecarSecretTest, ProtectionDomainPerClientWhenThereAreNoMemoryWindows) 
   const std::string log = server.process().stderr_text();
   EXPECT_NE(log.find("RRS_TEST_NO_MEMORY_WINDOWS"), std::string::npos) << server.describe();
   EXPECT_NE(log.find("a protection domain of its own"), std::string::npos) << server.describe();
+  EXPECT_NE(log.find("RRS_TEST_PD_REGISTRATION_DELAY_MS"), std::string::npos) << server.describe();
+  EXPECT_NE(log.find("off the event loop"), std::string::npos) << server.describe();
 }
 
 TEST_F(SidecarSecretTest, WrongSecretIsRefusedAndTheServerLogsThePeer) {

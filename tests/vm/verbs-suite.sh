@@ -30,6 +30,9 @@ run "$build/tests/transport/transport_conformance_test" --gtest_filter='*/verbs'
 # Per-client rkeys: memory windows, and a protection domain per client (the
 # fallback, forced with rdma-server's test hook); the READ depth granted.
 run "$build/tests/transport/verbs_protection_test"
+# The fallback's registrations run off the event loop: others are served
+# meanwhile; a client gone, an epoch replaced or a stop mid-registration.
+run "$build/tests/transport/verbs_registration_test"
 # Hostile peers on raw rdmacm ends: bad clients of the server (malformed
 # connect data, garbage instead of AUTH, a wrong proof, silence until the
 # handshake timeout, a flood past --max-clients), and a lying server for the

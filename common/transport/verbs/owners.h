@@ -24,6 +24,10 @@ struct Releaser {
 using EventChannel = std::unique_ptr<rdma_event_channel, Releaser<rdma_destroy_event_channel>>;
 using CmId = std::unique_ptr<rdma_cm_id, Releaser<rdma_destroy_id>>;
 using ProtectionDomain = std::unique_ptr<ibv_pd, Releaser<ibv_dealloc_pd>>;
+// A PD with more than one owner (made from a ProtectionDomain, whose releaser
+// it keeps): a client's own PD under kPdPerClient, held by its connection and
+// by a registration in flight for it; the last of them deallocates it.
+using SharedProtectionDomain = std::shared_ptr<ibv_pd>;
 using CompletionChannel = std::unique_ptr<ibv_comp_channel, Releaser<ibv_destroy_comp_channel>>;
 using MemoryRegion = std::unique_ptr<ibv_mr, Releaser<ibv_dereg_mr>>;
 // A memory window; deallocating it invalidates every rkey it was bound under.

@@ -73,23 +73,6 @@ Status bind_windows(const Registration& r, ibv_qp* qp, Grant& grant, control::De
   return {};
 }
 
-// kPdPerClient: registers on the event loop, after the client's AUTH: the
-// time it takes grows with the table (every page is pinned again), and so
-// does the locked memory, once per client on top of the others'. That is
-// the fallback's cost.
-Status register_for_client(const Registration& r, ibv_pd* own_pd, Grant& grant,
-                           control::Descriptor& d) {
-  auto mrs = register_epoch(own_pd, *r.table, IBV_ACCESS_REMOTE_READ,
-                            "in a client's own protection domain (each client pins it again: "
-                            "RLIMIT_MEMLOCK must cover it once per client)");
-  if (!mrs.ok()) return mrs.status();
-  grant.table_mr = std::move(mrs->table);
-  grant.log_mr = std::move(mrs->log);
-  d.rkey = grant.table_mr->rkey;
-  if (grant.log_mr) d.log_rkey = grant.log_mr->rkey;
-  return {};
-}
-
 }  // namespace
 
 uint64_t pinned_bytes(const Grant& g) {
@@ -115,13 +98,37 @@ control::Descriptor describe(const Registration& r) {
   return d;
 }
 
-Status grant_access(const Registration& r, ibv_qp* qp, ibv_pd* own_pd, std::optional<Grant>& grant,
+Status grant_access(const Registration& r, ibv_qp* qp, std::optional<Grant>& grant,
                     control::Descriptor& d, uint32_t& posted) {
-  if (r.protection == Protection::kSharedMr) return {};
+  if (r.protection != Protection::kWindowPerClient) return {};
   grant.emplace();
   grant->table = r.table;
-  return r.protection == Protection::kWindowPerClient ? bind_windows(r, qp, *grant, d, posted)
-                                                      : register_for_client(r, own_pd, *grant, d);
+  return bind_windows(r, qp, *grant, d, posted);
+}
+
+// The fallback's cost: every page of the table (and log) is pinned again,
+// once per client on top of the others' copies, and the time that takes
+// grows with the table. Runs on the registration worker's thread.
+Result<Grant> register_in_own_pd(const TablePtr& table, SharedProtectionDomain pd) {
+  auto mrs = register_epoch(pd.get(), *table, IBV_ACCESS_REMOTE_READ,
+                            "in a client's own protection domain (each client pins it again: "
+                            "RLIMIT_MEMLOCK must cover it once per client)");
+  if (!mrs.ok()) return mrs.status();
+  Grant g;
+  g.table = table;
+  g.pd = std::move(pd);
+  g.table_mr = std::move(mrs->table);
+  g.log_mr = std::move(mrs->log);
+  return g;
+}
+
+void put_rkeys(const Grant& grant, control::Descriptor& d) {
+  if (grant.table_mr) d.rkey = grant.table_mr->rkey;
+  if (grant.log_mr) d.log_rkey = grant.log_mr->rkey;
+}
+
+uint64_t copy_bytes(const Table& table) {
+  return table.bytes.size() + (table.log ? table.log->memory().size() : 0);
 }
 
 Protection EpochRegistry::protection_for(ibv_context* device) {
@@ -155,10 +162,15 @@ Result<ibv_pd*> EpochRegistry::pd_for(ibv_context* device) {
   return pd.get();
 }
 
-Result<const Registration*> EpochRegistry::registration_for(ibv_context* device,
-                                                            const TablePtr& table) {
+const Registration* EpochRegistry::find(ibv_context* device, const TablePtr& table) const {
   for (const Registration& r : registrations_)
     if (r.table == table && r.device == device) return &r;
+  return nullptr;
+}
+
+Result<const Registration*> EpochRegistry::registration_for(ibv_context* device,
+                                                            const TablePtr& table) {
+  if (const Registration* r = find(device, table)) return r;
   Registration r;
   r.table = table;
   r.device = device;

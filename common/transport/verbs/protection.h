@@ -2,7 +2,8 @@
 // each device's shared PD, how its clients are kept to rkeys of their own
 // (Protection, decided once per device), each epoch's registration, and the
 // per-client access granted after AUTH. Setup, not data path: nothing here
-// runs per READ. Loop thread only.
+// runs per READ. Loop thread only, but for register_in_own_pd(), which the
+// registration worker runs (verbs/registration_worker.h).
 #pragma once
 
 #include <chrono>
@@ -34,7 +35,8 @@ enum class Protection {
   // domain of its own, and after AUTH the epoch's table and log are
   // registered again in it (remote READ): the same guarantees as windows,
   // but every client pins the table once more, so registration time and
-  // locked memory grow with table size times clients. A fallback.
+  // locked memory grow with table size times clients. A fallback; its
+  // registrations run on a worker thread, never on the event loop.
   kPdPerClient,
 };
 
@@ -59,6 +61,9 @@ struct Registration {
 // retires (before the registration and the client's QP and PD).
 struct Grant {
   TablePtr table;  // the memory the MRs below pin; released after them
+  // kPdPerClient: the client's own PD, released after the MRs in it (and
+  // after the client's QP, which holds it too).
+  SharedProtectionDomain pd;
   // kPdPerClient: the table and log registered in the client's own PD.
   MemoryRegion table_mr, log_mr;
   // kWindowPerClient: type-2 windows onto the registration's MRs, bound to
@@ -73,12 +78,22 @@ uint64_t pinned_bytes(const Grant& g);
 // under kSharedMr; otherwise grant_access() fills in the client's.
 control::Descriptor describe(const Registration& r);
 
-// Gives an authenticated client its own rkeys onto `r`, as r.protection says,
-// and puts them in `d`. kWindowPerClient binds windows to `qp` (BIND work
-// requests, signaled, ahead of the SEND that reveals their rkeys; `posted`
-// counts them); kPdPerClient registers again in `own_pd`.
-Status grant_access(const Registration& r, ibv_qp* qp, ibv_pd* own_pd, std::optional<Grant>& grant,
+// Gives an authenticated client its own rkeys onto `r` under kWindowPerClient,
+// and puts them in `d`: binds windows to `qp` (BIND work requests, signaled,
+// ahead of the SEND that reveals their rkeys; `posted` counts them). Nothing
+// under kSharedMr. Not for kPdPerClient: see register_in_own_pd().
+Status grant_access(const Registration& r, ibv_qp* qp, std::optional<Grant>& grant,
                     control::Descriptor& d, uint32_t& posted);
+
+// kPdPerClient: registers `table` and its log again in a client's own `pd`
+// (remote READ). Pins every page: slow for a big table, so the registration
+// worker runs it, off the loop. Touches nothing but its arguments.
+Result<Grant> register_in_own_pd(const TablePtr& table, SharedProtectionDomain pd);
+// Puts a grant's own rkeys (kPdPerClient) into `d`.
+void put_rkeys(const Grant& grant, control::Descriptor& d);
+
+// Bytes one more client's copy of `table` and its log pins under kPdPerClient.
+uint64_t copy_bytes(const Table& table);
 
 // Per device: the shared PD, the protection, the epochs' registrations.
 class EpochRegistry {
@@ -92,6 +107,9 @@ class EpochRegistry {
   Result<ibv_pd*> pd_for(ibv_context* device);
   // `table`'s registration on `device`, made on first use.
   Result<const Registration*> registration_for(ibv_context* device, const TablePtr& table);
+  // `table`'s registration on `device` if it still has one (a retired epoch's
+  // goes when its grace ends), else nullptr.
+  const Registration* find(ibv_context* device, const TablePtr& table) const;
 
   // A new epoch is published: every current registration starts its grace.
   void retire_current(Clock::time_point now);

@@ -32,8 +32,9 @@ struct ServerConnection {
   // Creation order; destroyed in reverse (grant, QP, message MR, CQ, PD, id).
   CmId id;
   // kPdPerClient: the PD of this client's QP, message buffers and grant,
-  // shared with no other client (else the QP uses the device's PD).
-  ProtectionDomain own_pd;
+  // shared with no other client (else the QP uses the device's PD). Its
+  // registration in flight holds it too, so it outlives a client gone meanwhile.
+  SharedProtectionDomain own_pd;
   CompletionQueue cq;
   MessageSlots<kServerRecvSlots, kServerSendSlots> msgs;
   QueuePair qp;
@@ -41,6 +42,16 @@ struct ServerConnection {
 
   // The handshake: until session.ready(), the client knows no rkey.
   ServerSession session;
+  // Names this connection to work done off the loop (never reused; its
+  // cm_id's address may be, by a later client).
+  uint64_t serial = 0;
+  // kPdPerClient, AUTH checked: its own copy of `table` is being registered
+  // (RegistrationWorker); AUTH_OK with `server_proof` goes out when it is done.
+  struct Registering {
+    control::Proof server_proof;
+    TablePtr table;
+  };
+  std::optional<Registering> registering;
   uint64_t epoch = 0;
   std::string peer;
   Clock::time_point connected_at;

@@ -86,6 +86,9 @@ Status VerbsTableServer::start_listening(const Endpoint& at) {
 }
 
 VerbsTableServer::~VerbsTableServer() {
+  // A registration under way finishes and is released with those not taken
+  // yet; nothing runs off the loop after this.
+  worker_.reset();
   // Connections (QP, CQ, cm_id) go before the registrations and PDs they use.
   cm_event_.reset();
   retire_timer_.reset();
@@ -189,6 +192,7 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
   if (!pd.ok()) return reject(id, {ErrorCode::kInternal, pd.status().message()});
 
   c->id.reset(id);
+  c->serial = ++last_serial_;
   c->peer = peer_of(id);
   c->epoch = current_->epoch();
   c->last_heard = c->connected_at = Clock::now();
@@ -215,54 +219,6 @@ std::optional<Refusal> VerbsTableServer::admit(const Connection& c, const std::s
   }
   if (c.session.ready()) return ServerSession::admit(authenticated, limits_.access);
   return ServerSession::admit_unauthenticated(pending, from_host, limits_.access);
-}
-
-// Under kPdPerClient each client pins the epoch's table and log once more:
-// refused ("server full", so it retries) when RLIMIT_MEMLOCK cannot cover
-// that on top of what is pinned already, rather than failing in ibv_reg_mr.
-std::optional<Refusal> VerbsTableServer::check_pinning(const verbs::Registration& r) const {
-  if (r.protection != Protection::kPdPerClient) return std::nullopt;
-  uint64_t pinned = registry_.pinned_bytes();
-  for (const auto& [id, c] : connections_)
-    if (c->grant) pinned += verbs::pinned_bytes(*c->grant);
-  const uint64_t more = r.table->bytes.size() + (r.table->log ? r.table->log->memory().size() : 0);
-  Status s = check_memlock(pinned + more, limits_.test_memlock_limit);
-  if (s.ok()) return std::nullopt;
-  // The key words first: a reject's private data cuts the text at ~120 bytes.
-  return Refusal{ErrorCode::kServerFull,
-                 "RLIMIT_MEMLOCK cannot cover one more pinned copy of the table (no memory "
-                 "windows: each client pins its own): " +
-                     s.reason()};
-}
-
-Result<ibv_pd*> VerbsTableServer::pd_for_client(Connection& c, const verbs::Registration& r) {
-  if (r.protection != Protection::kPdPerClient) return registry_.pd_for(r.device);
-  c.own_pd.reset(ibv_alloc_pd(r.device));
-  if (!c.own_pd) return Status::from_errno("ibv_alloc_pd");
-  return c.own_pd.get();
-}
-
-bool VerbsTableServer::accept(Connection& c, const verbs::Registration& r,
-                              const control::HelloOk& hello, const rdma_conn_param& param) {
-  ibv_device_attr dev{};
-  ibv_query_device(c.id->verbs, &dev);
-  control::Accept accept;
-  accept.hello = hello;
-  // With a secret, the rkey goes out only after AUTH (answer_auth).
-  if (c.session.ready()) accept.descriptor = verbs::describe(r);
-  std::string data = control::encode_accept(accept);
-  rdma_conn_param cp{};
-  cp.private_data = data.data();
-  cp.private_data_len = static_cast<uint8_t>(data.size());
-  // We answer READs (responder); we never issue them. In a CONNECT_REQUEST,
-  // responder_resources is what the peer asks of us (its initiator depth).
-  // Never more than the READs we allow in flight: rdma_cm sets the client's
-  // QP to what we grant here, so its hardware holds it to our limit.
-  cp.responder_resources = static_cast<uint8_t>(
-      std::min({static_cast<uint32_t>(param.responder_resources),
-                static_cast<uint32_t>(std::max(dev.max_qp_rd_atom, 0)), limits_.max_in_flight}));
-  cp.initiator_depth = 0;
-  return rdma_accept(c.id.get(), &cp) == 0;
 }
 
 void VerbsTableServer::disconnect_all() {

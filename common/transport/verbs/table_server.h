@@ -13,7 +13,9 @@
 // a retired epoch or a connection slot. The server takes no completion
 // events: once per interval one timer sweeps every client's CQ, answers its
 // keepalive and drops the silent ones, so however many clients read, the
-// server wakes once per interval.
+// server wakes once per interval. Under the PD-per-client fallback a
+// client's own copy of the table is registered on a worker thread
+// (verbs/registration_worker.h), and its AUTH answered when that is done.
 //
 // Driven by the caller's libevent loop (every method on that thread): the CM
 // event channel is a non-blocking fd, drained until EAGAIN on each wakeup.
@@ -30,6 +32,7 @@
 #include "common/transport/transport.h"
 #include "common/transport/verbs/owners.h"
 #include "common/transport/verbs/protection.h"
+#include "common/transport/verbs/registration_worker.h"
 #include "common/transport/verbs/server_connection.h"
 
 namespace rrs {
@@ -48,6 +51,10 @@ struct VerbsServerLimits {
   // Tests only: act as if RLIMIT_MEMLOCK were this many bytes (and the
   // process had no CAP_IPC_LOCK) when checking what kPdPerClient would pin.
   uint64_t test_memlock_limit = 0;
+  // Tests only: each kPdPerClient registration of a client's own copy takes
+  // this much longer, where it runs. rdma-server sets it from
+  // $RRS_TEST_PD_REGISTRATION_DELAY_MS, with a warning.
+  std::chrono::milliseconds test_registration_delay{0};
 };
 
 class VerbsTableServer final : public TableServer {
@@ -68,7 +75,8 @@ class VerbsTableServer final : public TableServer {
   size_t client_count() const override { return connections_.size(); }
 
  private:
-  friend class VerbsTableServerTestPeer;  // tests/unit/verbs_protection_test.cc
+  // tests/transport/verbs_protection_test.cc, verbs_registration_test.cc
+  friend class VerbsTableServerTestPeer;
   using Connection = verbs::ServerConnection;
 
   VerbsTableServer(event_base* base, const VerbsServerLimits& limits)
@@ -83,8 +91,8 @@ class VerbsTableServer final : public TableServer {
   static void on_retire_timer(evutil_socket_t, short, void* arg);
   void handle(rdma_cm_event& ev);
   void on_connect_request(rdma_cm_id* id, const rdma_conn_param& param);
-  // The accept: HELLO_OK (and the descriptor without a secret), and the
-  // READ depth we grant.
+  // table_server_grants.cc: the accept: HELLO_OK (and the descriptor
+  // without a secret), and the READ depth we grant.
   bool accept(Connection& c, const verbs::Registration& r, const control::HelloOk& hello,
               const rdma_conn_param& param);
   void reject(rdma_cm_id* id, const Refusal& r);
@@ -100,6 +108,15 @@ class VerbsTableServer final : public TableServer {
   std::optional<Refusal> check_pinning(const verbs::Registration& r) const;
   // The device's PD, or under kPdPerClient one of the client's own.
   Result<ibv_pd*> pd_for_client(Connection& c, const verbs::Registration& r);
+  // An authenticated client's access to `r` and AUTH_OK: at once, or under
+  // kPdPerClient once its own copy is registered off the loop
+  // (on_registered). Why the connection must go, or "".
+  std::string grant(Connection& c, const verbs::Registration& r,
+                    const control::Proof& server_proof);
+  std::string send_auth_granted(Connection& c, const control::Proof& server_proof,
+                                const control::Descriptor& d);
+  void on_registered(verbs::RegistrationWorker::Done done);
+  size_t registrations_in_flight() const { return worker_ ? worker_->in_flight() : 0; }
   void prune_retired();
 
   // table_server_messages.cc: the clients' messages, keepalives and sweeps.
@@ -130,6 +147,7 @@ class VerbsTableServer final : public TableServer {
   verbs::CmId listen_id_;
   verbs::EpochRegistry registry_;  // PDs, protection, registrations
   std::map<rdma_cm_id*, std::unique_ptr<Connection>> connections_;
+  uint64_t last_serial_ = 0;  // the last Connection::serial given
   // cm_ids of clients dropped before their ESTABLISHED (a client may SEND
   // before its RTU reaches our CM): rdma_disconnect sends no DREQ then, and
   // destroying the id sends a REJ, which a client that is established by its
@@ -141,6 +159,9 @@ class VerbsTableServer final : public TableServer {
   std::unique_ptr<event, void (*)(event*)> retire_timer_{nullptr, event_free};
   std::unique_ptr<event, void (*)(event*)> keepalive_timer_{nullptr, event_free};
   std::unique_ptr<event, void (*)(event*)> handshake_timer_{nullptr, event_free};
+  // kPdPerClient: started at the first client's AUTH; stopped (joined) first
+  // in the destructor.
+  std::unique_ptr<verbs::RegistrationWorker> worker_;
 };
 
 }  // namespace rrs

@@ -56,7 +56,8 @@ std::string VerbsTableServer::answer_keepalive(Connection& c, uint64_t seq) {
 }
 
 // The session has checked the client's proof: AUTH_OK with our own proof and
-// the descriptor (the rkey's first trip), once the client's access is granted.
+// the descriptor (the rkey's first trip), once the client's access is granted
+// (grant(): under kPdPerClient, later, off the loop).
 std::string VerbsTableServer::answer_auth(Connection& c, const control::Proof& server_proof) {
   if (auto d = ServerSession::describe(current_, control::TransportKind::kVerbs); !d.ok()) {
     close_with(c, c.session.refuse(d.refusal().code, d.refusal().why));
@@ -80,16 +81,7 @@ std::string VerbsTableServer::answer_auth(Connection& c, const control::Proof& s
   }
   c.epoch = current_->epoch();  // a newer epoch may have been published meanwhile
   c.last_heard = Clock::now();
-  control::Descriptor d = verbs::describe(**reg);
-  Status granted = verbs::grant_access(**reg, c.qp.get(), c.own_pd.get(), c.grant, d,
-                                       c.sends_in_flight);
-  if (!granted.ok()) {
-    close_with(c, c.session.refuse(ErrorCode::kInternal, granted.message()));
-    return "";
-  }
-  if (!c.send(control::encode_auth_granted({server_proof, d}))) return "could not post a send";
-  log::info("verbs client " + c.peer + " authenticated (epoch " + std::to_string(c.epoch) + ")");
-  return "";
+  return grant(c, **reg, server_proof);
 }
 
 void VerbsTableServer::close_with(Connection& c, const Refusal& r) {
@@ -146,7 +138,8 @@ void VerbsTableServer::sweep() {
   for (auto& [id, c] : connections_) {
     if (!c->session.ready() || c->closing_since) continue;  // sweep_handshakes() has them
     std::string why = take_completions(*c);
-    if (why.empty() && now - c->last_heard > limit)
+    // One waiting for its registration sends nothing until AUTH_OK.
+    if (why.empty() && !c->registering && now - c->last_heard > limit)
       why = "sent no keepalive for " +
             std::to_string(
                 std::chrono::duration_cast<std::chrono::milliseconds>(now - c->last_heard)

@@ -1,4 +1,4 @@
-#include "server/loop_mailbox.h"
+#include "common/net/loop_mailbox.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,6 +1,8 @@
 // Hands work from another thread to the libevent loop, which alone may touch
-// the table servers: a new epoch built after the master asked for a full
-// resync is published (and announced) from here. A pipe wakes the loop.
+// the table servers: rdma-server publishes (and announces) a new epoch built
+// after the master asked for a full resync from here, and the verbs server
+// takes a client's finished registration (verbs/registration_worker.h). A
+// pipe wakes the loop. Jobs not run when the mailbox goes are dropped with it.
 #pragma once
 
 #include <event2/event.h>
