@@ -242,9 +242,9 @@ Status check_combinations(const ClientConfig& c) {
   if (c.cluster && c.atomic)
     return bad("--cluster cannot be --atomic: a cluster has only DB 0, so there is no DB to "
                "stage into and no SWAPDB; drop --atomic");
-  if (c.cluster && (c.follow || c.handoff))
-    return bad("--cluster does a full sync only in this release; --follow and --handoff "
-               "need a standalone target");
+  if (c.cluster && c.handoff)
+    return bad("--cluster cannot --handoff: a cluster node cannot be a replica of the "
+               "client, so there is no replica link to hand off");
   if (c.master.port != 0 && !c.handoff)
     return bad("--master is the address --handoff points the target at: add --handoff, or "
                "drop --master");

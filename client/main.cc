@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "client/client_config.h"
+#include "client/cluster/cluster_follow.h"
 #include "client/cluster/cluster_sync.h"
 #include "client/follow/follow.h"
 #include "client/replica/replica_sink.h"
@@ -74,7 +75,11 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     log::info("--atomic: nothing to add in replica mode: the target loads the table as a full "
               "sync, which keeps its old data until the new copy is complete (a transfer that "
               "fails leaves it as it was)");
-  const Status s = config->follow || config->handoff ? run_follow(*config) : sync_once(*config);
+  Status s;
+  if (config->cluster && config->follow)
+    s = run_cluster_follow(*config);
+  else
+    s = config->follow || config->handoff ? run_follow(*config) : sync_once(*config);
   if (!s.ok()) log::error(s.message());
   return exit_code::for_status(s);
 }

@@ -86,7 +86,7 @@ Status ClusterSink::load(const RecordBatch& batch) {
     if (p != nullptr) {
       p->restore(slot, r.index, r.key, r.expire_at_ms, r.payload);
     } else {
-      RoutedCommand c{slot, r.index, r.key.size() + r.payload.size(), 0, std::string(r.key), {}};
+      RoutedCommand c{slot, r.index, 1, r.key.size() + r.payload.size(), 0, std::string(r.key), {}};
       append_restore(c.wire, r.key, r.expire_at_ms, r.payload);
       map_stale_ = true;
       send_later(std::move(c), kRetryAfter);

@@ -19,6 +19,7 @@ namespace {
 struct Shard {
   ClientConfig config;
   std::optional<ClusterSink> sink;
+  SyncedTable synced;
   Status status;
 };
 
@@ -67,7 +68,7 @@ void print_total(const std::vector<Shard>& shards, double seconds, bool complete
 
 }  // namespace
 
-Status run_cluster_sync(const ClientConfig& config) {
+Result<ClusterSynced> sync_cluster(const ClientConfig& config) {
   const auto t0 = Clock::now();
   RRS_RETURN_IF_ERROR(refuse_duplicates(config.sidecars));
   std::unique_ptr<ClusterTarget> target;
@@ -90,7 +91,9 @@ Status run_cluster_sync(const ClientConfig& config) {
         return;
       }
       s.sink.emplace(s.config, *target, i);
-      s.status = run_sync(s.config, *s.sink).status();
+      auto synced = run_sync(s.config, *s.sink);
+      s.status = synced.status();
+      if (synced.ok()) s.synced = std::move(*synced);
       // The others may wait for this shard's table before they load.
       target->shard_gone(i);
     });
@@ -104,7 +107,13 @@ Status run_cluster_sync(const ClientConfig& config) {
     if (worst.ok() || severity(s.status) > severity(worst)) worst = s.status;
   }
   if (target) print_total(shards, seconds_since(t0), worst.ok());
-  return worst;
+  RRS_RETURN_IF_ERROR(worst);
+  ClusterSynced out;
+  out.target = std::move(target);
+  for (Shard& s : shards) out.tables.push_back(std::move(s.synced));
+  return out;
 }
+
+Status run_cluster_sync(const ClientConfig& config) { return sync_cluster(config).status(); }
 
 }  // namespace rrs

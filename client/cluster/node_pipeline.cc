@@ -60,7 +60,7 @@ NodePipeline::~NodePipeline() {
 void NodePipeline::restore(uint16_t slot, uint64_t index, std::string_view key,
                            int64_t expire_at_ms, std::string_view payload) {
   Pending p;
-  p.command = {slot, index, key.size() + payload.size(), 0, std::string(key), {}};
+  p.command = {slot, index, 1, key.size() + payload.size(), 0, std::string(key), {}};
   p.start = appended_;
   append_restore(out_, key, expire_at_ms, payload);
   appended_ = out_base_ + out_.size();
@@ -148,22 +148,46 @@ Status NodePipeline::read_some(std::vector<CommandOutcome>& outcomes) {
   }
 }
 
+std::optional<std::string> NodePipeline::block_error(const Pending& p, const redisReply& exec) {
+  // A queued command refused (MOVED, ASK, TRYAGAIN inside MULTI) aborts
+  // the block: its error says what to do.
+  if (!p.first_error.empty()) return p.first_error;
+  if (exec.type == REDIS_REPLY_ERROR) return std::string(exec.str, exec.len);
+  if (exec.type != REDIS_REPLY_ARRAY) return std::string("EXEC did not run the block");
+  for (size_t i = 0; i < exec.elements; ++i)
+    if (exec.element[i]->type == REDIS_REPLY_ERROR)
+      return "command " + std::to_string(i + 1) +
+             " of the block failed: " + std::string(exec.element[i]->str, exec.element[i]->len);
+  return std::nullopt;
+}
+
 Status NodePipeline::on_reply(const redisReply& reply, std::vector<CommandOutcome>& outcomes) {
   if (pending_.empty() || pending_.front().end > written_)
     return Status::error("read cluster node " + endpoint().to_string(), "a reply to no command")
         .as(ErrorKind::kBadData);
-  Pending p = std::move(pending_.front());
+  Pending& front = pending_.front();
+  if (++front.replied < front.command.replies) {  // MULTI, or a queued command
+    if (reply.type == REDIS_REPLY_ERROR && front.first_error.empty())
+      front.first_error.assign(reply.str, reply.len);
+    return {};
+  }
+  Pending p = std::move(front);
   pending_.pop_front();
   if (p.asking) return {};  // what follows says whether the ASK worked
   CommandOutcome o;
-  if (reply.type != REDIS_REPLY_ERROR) {
+  std::optional<std::string> error;
+  if (p.command.replies > 1)
+    error = block_error(p, reply);
+  else if (reply.type == REDIS_REPLY_ERROR)
+    error = std::string(reply.str, reply.len);
+  if (!error) {
     o.command = std::move(p.command);
     outcomes.push_back(std::move(o));
     return {};
   }
-  const std::string_view err(reply.str, reply.len);
+  const std::string_view err = *error;
   if (auto stop = stopping_error(err))
-    return Status::error("load into cluster node " + endpoint().to_string(), *stop);
+    return Status::error("apply to cluster node " + endpoint().to_string(), *stop);
   if (auto redirect = parse_redirect(err)) {
     o.what = CommandOutcome::What::kRedirect;
     o.redirect = *redirect;

@@ -1,4 +1,5 @@
-// One connection to a target cluster master, carrying pipelined RESTOREs.
+// One connection to a target cluster master, carrying pipelined commands:
+// the load's RESTOREs, and follow mode's stream commands and MULTI blocks.
 // Unlike RestoreLoader (one standalone target), every command's bytes are
 // kept until its reply arrives: a cluster may answer MOVED or ASK (the slot
 // is elsewhere), TRYAGAIN or CLUSTERDOWN (not now), or drop the connection
@@ -23,10 +24,13 @@
 
 namespace rrs {
 
-// A RESTORE as the sink knows it: enough to route it again and to name it.
+// A command as the sink knows it: enough to route it again and to name it.
 struct RoutedCommand {
   uint16_t slot = 0;
-  uint64_t index = 0;  // the table record, for messages
+  uint64_t index = 0;  // the table record, or the stream unit's sequence number
+  // Replies it gets: 1, or a MULTI block's (MULTI, each command, EXEC),
+  // whose outcome is the block's as a whole.
+  uint32_t replies = 1;
   uint64_t bytes = 0;  // key + payload
   uint32_t hops = 0;   // redirections and resends so far
   std::string key;
@@ -36,7 +40,7 @@ struct RoutedCommand {
 // What became of a command, from its reply.
 struct CommandOutcome {
   enum class What {
-    kLoaded,    // +OK
+    kLoaded,    // any reply but an error (a block: EXEC ran every command)
     kFailed,    // refused for this record alone: `error`
     kRedirect,  // MOVED or ASK: `redirect`
     kRetry,     // TRYAGAIN, CLUSTERDOWN, or the connection was lost: send again later
@@ -82,6 +86,8 @@ class NodePipeline {
     bool asking = false;          // ASKING before an ASK-redirected command: its reply is dropped
     RoutedCommand command;        // wire empty: its bytes are in out_
     uint64_t start = 0, end = 0;  // in the output stream
+    uint32_t replied = 0;         // a block: replies read so far
+    std::string first_error;      // a block: the first error among them
   };
   explicit NodePipeline(RedisClient redis) : redis_(std::move(redis)) {}
   void push(Pending p, std::string_view wire);
@@ -89,6 +95,8 @@ class NodePipeline {
   Status write_some();
   Status read_some(std::vector<CommandOutcome>& outcomes);
   Status on_reply(const redisReply& reply, std::vector<CommandOutcome>& outcomes);
+  // A whole block's replies in: the error that decides its outcome, if any.
+  static std::optional<std::string> block_error(const Pending& p, const redisReply& exec);
   void trim();
 
   RedisClient redis_;

@@ -1,11 +1,9 @@
 #include "client/follow/follow.h"
 
-#include <csignal>
 #include <cstdio>
-#include <deque>
 #include <thread>
 
-#include "client/follow/log_tail.h"
+#include "client/follow/follower.h"
 #include "client/follow/stream_sink.h"
 #include "client/replica/handoff.h"
 #include "client/replica/replica_sink.h"
@@ -16,305 +14,13 @@
 namespace rrs {
 namespace {
 
-// Idle polling: the header is re-read after a pause that doubles from the
-// first to the last value while nothing new arrives. The cap bounds both
-// the lag an idle follower adds to the next write and the reads it makes
-// (500 small READs a second when idle).
-constexpr auto kIdleFirst = std::chrono::microseconds(50);
-constexpr auto kIdleMax = std::chrono::microseconds(2000);
-// --handoff: the target counts as caught up when the log holds at most this
-// much it has not been sent; under a steady stream of writes it may never
-// hold nothing. The master's backlog serves the rest.
-constexpr uint64_t kHandoffSlack = uint64_t{64} * 1024;
-// Between attempts to reach a sidecar that went away, and the longest one.
+// Between looks for the sidecar's next table.
 constexpr auto kReconnectPause = std::chrono::seconds(1);
-constexpr auto kAttempt = std::chrono::seconds(5);
-
-std::atomic<bool> g_stop{false};
-static_assert(std::atomic<bool>::is_always_lock_free);
-
-void on_stop_signal(int) { g_stop.store(true); }
-
-// SIGINT/SIGTERM stop the follower after its current batch; during a
-// (re)sync they keep their default action, as for a plain full sync.
-void catch_stop_signals(bool on) {
-  struct sigaction sa {};
-  sa.sa_handler = on ? on_stop_signal : SIG_DFL;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
-
-// How following one table ended.
-struct FollowEnd {
-  bool stopped = false;  // by a signal; else resync, for `why`
-  std::string why;
-  // The table just loaded was already older than the log reaches: wait for
-  // the sidecar's next snapshot rather than load the same table again.
-  bool wait_for_new_table = false;
-  // --handoff: the target has been given all but at most kHandoffSlack of
-  // what the log holds.
-  bool caught_up = false;
-};
-
-class Follower {
- public:
-  Follower(const ClientConfig& config, SyncedTable& synced, StreamSink& sink, uint64_t resyncs)
-      : config_(config),
-        synced_(synced),
-        tail_(*synced.reader, config.io_timeout, config.chunk_size),
-        sink_(sink),
-        read_pos_(synced.header.source_offset),
-        resyncs_(resyncs) {}
-
-  Result<FollowEnd> run();
-
- private:
-  Result<FollowEnd> step(bool& idle);
-  // `end`, once the replies to everything sent are in.
-  Result<FollowEnd> settled(FollowEnd end);
-  // The header, reconnecting (for as long as it takes) if the sidecar went
-  // away; a FollowEnd if the sidecar now serves another log.
-  Result<std::optional<FollowEnd>> refresh_header();
-  Status reconnect(const Status& cause);
-  // A status line: periodic ("following") when `final` is null, else `final`.
-  void report(const char* final = nullptr);
-
-  const ClientConfig& config_;
-  SyncedTable& synced_;
-  LogTail tail_;
-  StreamSink& sink_;
-  change_log::Header header_;
-  uint64_t read_pos_;  // stream position of the next byte to read
-  uint64_t resyncs_;
-  // When this client first saw the stream reach each end it has not applied
-  // yet, oldest first: lag_ms is how long the oldest has waited.
-  struct Seen {
-    uint64_t end;
-    Clock::time_point at;
-  };
-  std::deque<Seen> unapplied_;
-  // The log's end when it last grew, and when: a live log grows at least
-  // with every ping of the master (--log-stall).
-  uint64_t grown_end_ = 0;
-  Clock::time_point grown_at_;
-  Status check_growth();
-  void note_seen(uint64_t end) {
-    if (unapplied_.empty() || unapplied_.back().end < end)
-      unapplied_.push_back({end, Clock::now()});
-  }
-  void forget_applied() {
-    // Bytes up to an entry's end were all seen by its time, so once the
-    // entry before it is applied, the oldest unapplied byte dates from it.
-    while (!unapplied_.empty() && unapplied_.front().end <= sink_.applied()) unapplied_.pop_front();
-  }
-  Clock::time_point last_report_ = Clock::now();
-};
-
-Status Follower::reconnect(const Status& cause) {
-  log::warn(cause.message() + "; reconnecting to rdma-server " + config_.server.to_string());
-  while (!g_stop.load()) {
-    // Short attempts, so a stop signal is not kept waiting.
-    Status s = synced_.reader->connect(
-        Clock::now() + std::min<std::chrono::milliseconds>(config_.connect_timeout, kAttempt));
-    if (s.ok()) return {};
-    log::warn("reconnect: " + s.message() + "; retrying");
-    // A log that cannot be read cannot grow either: a sidecar that exited
-    // for good (its link given up) must not leave the follower waiting on.
-    RRS_RETURN_IF_ERROR(check_growth());
-    std::this_thread::sleep_for(kReconnectPause);
-  }
-  return Status::error("reconnect to rdma-server", "stopping");
-}
-
-Result<std::optional<FollowEnd>> Follower::refresh_header() {
-  while (true) {
-    auto h = tail_.read_header();
-    if (h.ok()) {
-      header_ = *h;
-      return std::optional<FollowEnd>();
-    }
-    if (h.status().kind() != ErrorKind::kUnavailable) return h.status();
-    const uint64_t log_id = synced_.reader->descriptor().log_id;
-    if (Status s = reconnect(h.status()); !s.ok()) {
-      if (!g_stop.load()) return s;                          // stalled
-      return std::optional<FollowEnd>(FollowEnd{true, ""});  // stopped meanwhile
-    }
-    const control::Descriptor& d = synced_.reader->descriptor();
-    if (d.log_id != log_id)
-      return std::optional<FollowEnd>(FollowEnd{
-          false, d.log_id == 0 ? "rdma-server now keeps no change log"
-                               : "rdma-server now serves another change log (it restarted, or "
-                                 "the master made it resync)"});
-    RRS_RETURN_IF_ERROR(tail_.attach());
-    log::info("reconnected; the change log is the same, following on from offset " +
-              std::to_string(read_pos_));
-  }
-}
-
-void Follower::report(const char* final) {
-  if (config_.status_interval_s == 0 && !final) return;
-  if (!final && seconds_since(last_report_) < config_.status_interval_s) return;
-  last_report_ = Clock::now();
-  const uint64_t applied = sink_.applied();
-  const uint64_t lag_bytes = header_.end > applied ? header_.end - applied : 0;
-  const long long lag_ms = unapplied_.empty()
-                               ? 0
-                               : std::chrono::duration_cast<std::chrono::milliseconds>(
-                                     Clock::now() - unapplied_.front().at)
-                                     .count();
-  std::printf("%s offset=%llu lag_bytes=%llu lag_ms=%lld %s resyncs=%llu log_id=%llu\n",
-              final ? final : "following", static_cast<unsigned long long>(applied),
-              static_cast<unsigned long long>(lag_bytes), lag_ms, sink_.progress().c_str(),
-              static_cast<unsigned long long>(resyncs_),
-              static_cast<unsigned long long>(header_.log_id));
-  std::fflush(stdout);
-}
-
-// One round: decide from header_ whether the table can still be continued,
-// then apply what is new, or wait a little if nothing is.
-Result<FollowEnd> Follower::step(bool& idle) {
-  if (header_.superseded())
-    return FollowEnd{false, "the sidecar began a new replication history (the master answered "
-                            "its reconnect with a full resync) and published a new table"};
-  if (!change_log::holds(header_, read_pos_))
-    return FollowEnd{false, "fell behind the change log: it now starts at offset " +
-                                std::to_string(header_.start) + ", this replica needs it from " +
-                                std::to_string(change_log::block_begin(header_, read_pos_)) +
-                                " (a larger rdma-server --log-size gives followers more slack)"};
-  if (header_.end < read_pos_)
-    return Status::error("follow the change log",
-                         "the log ends at offset " + std::to_string(header_.end) +
-                             ", before this replica's " + std::to_string(read_pos_))
-        .as(ErrorKind::kBadData);
-  if (header_.end == read_pos_) {
-    idle = true;
-    RRS_RETURN_IF_ERROR(sink_.collect());
-    RRS_RETURN_IF_ERROR(sink_.caught_up());
-    forget_applied();
-    return FollowEnd{};
-  }
-  idle = false;
-  note_seen(header_.end);
-  const uint64_t to = std::min<uint64_t>(header_.end, read_pos_ + tail_.max_chunk());
-  auto copy = tail_.read(header_, read_pos_, to);
-  if (!copy.ok()) {
-    if (copy.status().kind() == ErrorKind::kBadData)
-      return Status::error("follow the change log",
-                           copy.status().message() + "; nothing from offset " +
-                               std::to_string(read_pos_) + " on was applied")
-          .as(ErrorKind::kBadData);
-    if (copy.status().kind() != ErrorKind::kUnavailable) return copy.status();
-    // The sidecar went away mid-read: the header read reconnects.
-    auto again = refresh_header();
-    if (!again.ok()) return again.status();
-    return again->value_or(FollowEnd{});
-  }
-  if (!copy->intact)
-    return FollowEnd{false, "fell behind the change log: the bytes from offset " +
-                                std::to_string(read_pos_) +
-                                " were overwritten while being read (a larger rdma-server "
-                                "--log-size gives followers more slack)"};
-  // The replies to the previous batch (the target had this round trip to
-  // apply it), then this batch, sent without waiting for its replies.
-  RRS_RETURN_IF_ERROR(sink_.collect());
-  forget_applied();
-  header_ = copy->after;
-  if (copy->bytes.empty()) {  // its block is being written: next round, after a pause
-    idle = true;
-    return FollowEnd{};
-  }
-  RRS_RETURN_IF_ERROR(sink_.write(copy->bytes));
-  read_pos_ += copy->bytes.size();
-  RRS_RETURN_IF_ERROR(sink_.send());
-  return FollowEnd{};
-}
-
-Status Follower::check_growth() {
-  if (header_.end != grown_end_) {
-    grown_end_ = header_.end;
-    grown_at_ = Clock::now();
-    return {};
-  }
-  if (config_.log_stall_s == 0 || seconds_since(grown_at_) < config_.log_stall_s) return {};
-  // The sidecar cannot always say so itself (a link stuck, not broken): the
-  // master's pings are the heartbeat.
-  return Status::error("follow the change log",
-                       "it has not grown past offset " + std::to_string(header_.end) + " for " +
-                           std::to_string(config_.log_stall_s) +
-                           " s (--log-stall), though the master pings the sidecar every "
-                           "repl-ping-replica-period (10 s by default): the sidecar's link to "
-                           "the master is stuck or was given up (rdma-server's log says why)")
-      .as(ErrorKind::kUnavailable);
-}
-
-Result<FollowEnd> Follower::settled(FollowEnd end) {
-  // What was sent is applied (or refused) before a resync flushes the target.
-  RRS_RETURN_IF_ERROR(sink_.collect());
-  return end;
-}
-
-Result<FollowEnd> Follower::run() {
-  RRS_RETURN_IF_ERROR(tail_.attach());
-  auto first = refresh_header();
-  if (!first.ok()) return first.status();
-  if (*first) return **first;
-  const table::Header& table = synced_.header;
-  if (header_.replid != table.source_replid)
-    return FollowEnd{false, "the change log follows replid " + header_.replid +
-                                ", the table was taken from " + table.source_replid};
-  if (!change_log::holds(header_, read_pos_))
-    return FollowEnd{false,
-                     "the change log no longer reaches back to this table's offset " +
-                         std::to_string(read_pos_) + " (it starts at " +
-                         std::to_string(header_.start) + ")",
-                     true};
-  log::info("following the master's stream from offset " + std::to_string(read_pos_) +
-            " (change log " + std::to_string(header_.log_id) + ", a ring of " +
-            std::to_string(header_.capacity) + " bytes)");
-  auto pause = kIdleFirst;
-  grown_end_ = header_.end;
-  grown_at_ = Clock::now();
-  while (!g_stop.load()) {
-    RRS_RETURN_IF_ERROR(check_growth());
-    bool idle = false;
-    auto end = step(idle);
-    if (!end.ok()) return end.status();  // the target refused or went away, or bad data
-    if (end->stopped) break;
-    if (!end->why.empty()) return settled(*end);
-    if (config_.handoff && header_.end - read_pos_ <= kHandoffSlack) {
-      // The master's backlog covers the rest (handoff checks that first).
-      report("caught_up");
-      FollowEnd caught_up;
-      caught_up.caught_up = true;
-      return caught_up;
-    }
-    report();
-    if (!idle) {
-      pause = kIdleFirst;
-      continue;
-    }
-    std::this_thread::sleep_for(pause);
-    pause = std::min<std::chrono::microseconds>(pause * 2, kIdleMax);
-    Status alive = synced_.reader->keepalive();  // a failure: the header read reconnects
-    (void)alive;
-    auto again = refresh_header();
-    if (!again.ok()) return again.status();
-    if (*again && (*again)->stopped) break;
-    if (*again) return settled(**again);
-  }
-  RRS_RETURN_IF_ERROR(sink_.collect());
-  // Stopped before catching up: the target keeps no guard TTLs either way.
-  RRS_RETURN_IF_ERROR(sink_.caught_up());
-  forget_applied();
-  report("stopped");
-  return FollowEnd{true, ""};
-}
 
 // Asks the sidecar for its descriptor every second until it serves a table
 // other than `synced`'s; false if stopped first.
 bool wait_for_new_table(const ClientConfig& config, SyncedTable& synced) {
-  while (!g_stop.load()) {
+  while (!stop_requested()) {
     std::this_thread::sleep_for(kReconnectPause);
     Status s = synced.reader->connect(Clock::now() + config.connect_timeout);
     if (s.ok() && synced.reader->descriptor().epoch != synced.header.epoch) return true;
@@ -392,7 +98,7 @@ Status run_follow(const ClientConfig& config) {
     // may simply start over when it was cut short: e.g. the sidecar published
     // a newer table mid-transfer.
     if (!synced.ok() && unavailable(synced) && sync_config.policy == TargetPolicy::kFlush &&
-        ++failed_rounds < kMaxFailedRounds && !g_stop.load()) {
+        ++failed_rounds < kMaxFailedRounds && !stop_requested()) {
       log::warn(synced.message() +
                 "; the sync did not finish; starting it over from the newest "
                 "table (attempt " +
@@ -405,7 +111,7 @@ Status run_follow(const ClientConfig& config) {
     // A resync replaces what an earlier round loaded.
     sync_config.policy = TargetPolicy::kFlush;
     catch_stop_signals(true);
-    if (g_stop.load()) return {};
+    if (stop_requested()) return {};
     SyncedTable& table = round.synced;
     if (config.handoff && table.reader->descriptor().log_id == 0) {
       log::info("rdma-server keeps no change log: handing off at the table's offset");

@@ -173,8 +173,7 @@ TEST(ClientConfig, RejectsBadFlagsWithReasons) {
            {{"--cluster"}, "--cluster needs the sidecars"},
            {{"--cluster", "h"}, "--cluster sidecar 'h'"},
            {{"--cluster", "h:1", "--mode", "replica"}, "cannot be a replica of the client"},
-           {{"--cluster", "h:1", "--atomic"}, "no SWAPDB"},
-           {{"--cluster", "h:1", "--follow"}, "full sync only"}}) {
+           {{"--cluster", "h:1", "--atomic"}, "no SWAPDB"}}) {
     Argv a(args);
     auto c = parse_client_args(a.argc(), a.argv());
     ASSERT_FALSE(c.ok());

@@ -1,0 +1,328 @@
+#include "client/cluster/cluster_stream_sink.h"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "common/base/log.h"
+#include "proto/resp_writer.h"
+
+namespace rrs {
+namespace {
+
+// Units unacknowledged at once before write() waits for replies: enough to
+// keep every master busy, few enough to bound what is held for resending.
+constexpr size_t kMaxUnacked = 16384;
+// A unit redirected or resent this often is going round in circles.
+constexpr uint32_t kMaxHops = 16;
+// Before a unit is sent again after TRYAGAIN, CLUSTERDOWN or a lost master.
+constexpr std::chrono::milliseconds kRetryAfter{100};
+// Connecting to a master blocks the loop; a failed-over one is not waited on.
+constexpr std::chrono::milliseconds kMaxConnectWait{2000};
+
+// The RESP bytes of a unit, and how many replies it gets.
+std::string wire_of(const StreamUnit& unit, uint32_t& replies) {
+  std::string wire;
+  auto append = [&](const std::vector<std::string>& command) {
+    const std::vector<std::string_view> args(command.begin(), command.end());
+    resp::append_command(wire, args);
+  };
+  if (unit.transaction) resp::append_command(wire, {"MULTI"});
+  for (const auto& command : unit.commands) append(command);
+  if (unit.transaction) resp::append_command(wire, {"EXEC"});
+  replies = static_cast<uint32_t>(unit.commands.size()) + (unit.transaction ? 2 : 0);
+  return wire;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ClusterStreamSink>> ClusterStreamSink::create(const ClientConfig& config,
+                                                                     ClusterTarget& target,
+                                                                     uint64_t position) {
+  auto lookup = RedisClient::connect(config.redis, target.credentials(), target.io_timeout());
+  if (!lookup.ok())
+    return lookup.status().wrap("connect to the target cluster to follow").as(ErrorKind::kUnavailable);
+  return std::unique_ptr<ClusterStreamSink>(
+      new ClusterStreamSink(config, target, position, std::move(*lookup)));
+}
+
+ClusterStreamSink::ClusterStreamSink(const ClientConfig& config, ClusterTarget& target,
+                                     uint64_t position, RedisClient lookup)
+    : config_(config),
+      target_(target),
+      map_(target.first_map()),
+      lookup_(std::move(lookup)),
+      keys_([this](const std::vector<std::string_view>& argv) { return lookup_.command(argv); }),
+      base_(position),
+      applied_(position) {
+  map_stale_ = true;  // the load may have been redirected since the first map
+}
+
+Status ClusterStreamSink::write(std::span<const std::byte> bytes) {
+  parser_.feed(bytes);
+  while (true) {
+    auto cmd = parser_.next();
+    if (!cmd.ok()) return cmd.status().wrap("parse the replication stream");
+    if (!*cmd) return {};
+    RRS_ASSIGN_OR_RETURN(auto unit, units_.add((*cmd)->args, base_ + parser_.consumed()));
+    if (unit) RRS_RETURN_IF_ERROR(add(std::move(*unit)));
+    if (unacked_.size() >= kMaxUnacked) RRS_RETURN_IF_ERROR(pump(kMaxUnacked / 2));
+  }
+}
+
+Status ClusterStreamSink::add(StreamUnit unit) {
+  RRS_ASSIGN_OR_RETURN(UnitRoute route, route_unit(unit, keys_));
+  if (route.where == UnitRoute::Where::kAllMasters) return to_all_masters(unit);
+  const uint64_t seq = next_seq_++;
+  if (route.where == UnitRoute::Where::kNowhere) {
+    unacked_[seq] = {unit.end, 0, unit.describe(), false};
+    acknowledge(seq);
+    return {};
+  }
+  RoutedCommand c;
+  c.slot = route.slot;
+  c.index = seq;
+  c.key = unit.describe();
+  c.wire = wire_of(unit, c.replies);
+  c.bytes = c.wire.size();
+  unacked_[seq] = {unit.end, static_cast<uint32_t>(unit.commands.size()), c.key, false};
+  submit(std::move(c));
+  return {};
+}
+
+Status ClusterStreamSink::to_all_masters(const StreamUnit& unit) {
+  // Everything before it applied first, as on the source.
+  RRS_RETURN_IF_ERROR(pump(0));
+  RRS_RETURN_IF_ERROR(stop_);
+  RRS_ASSIGN_OR_RETURN(map_, target_.refresh_map());
+  map_stale_ = false;
+  const std::vector<std::string_view> args(unit.commands[0].begin(), unit.commands[0].end());
+  for (const Endpoint& m : map_.masters()) {
+    auto master = RedisClient::connect(m, target_.credentials(), target_.io_timeout());
+    if (!master.ok()) return master.status().as(ErrorKind::kUnavailable);
+    if (auto r = master->command(args); !r.ok())
+      return Status::error("apply the replication stream to the cluster",
+                           "master " + m.to_string() + " refused " + unit.describe() +
+                               " (ending at stream offset " + std::to_string(unit.end) +
+                               ", for every master): " + r.status().message() +
+                               ". Masters before it in the slot map applied it")
+          .as(r.status().kind());
+  }
+  broadcast_++;
+  commands_++;
+  applied_ = unit.end;
+  return {};
+}
+
+NodePipeline* ClusterStreamSink::pipeline(const Endpoint& node) {
+  const std::string name = node.to_string();
+  if (auto it = pipelines_.find(name); it != pipelines_.end()) return &it->second;
+  auto p = NodePipeline::connect(node, target_.credentials(),
+                                 std::min<std::chrono::milliseconds>(target_.io_timeout(),
+                                                                     kMaxConnectWait));
+  if (!p.ok()) {
+    log::warn("cluster master " + name + " unreachable: " + p.status().message());
+    return nullptr;
+  }
+  return &pipelines_.emplace(name, std::move(*p)).first->second;
+}
+
+void ClusterStreamSink::submit(RoutedCommand command) {
+  const uint16_t slot = command.slot;
+  const bool slot_held = (held_.contains(slot) && !held_[slot].empty()) ||
+                         (released_.contains(slot) && !released_[slot].empty());
+  if (!slot_held) {
+    const int owner = map_.owner(slot);
+    if (NodePipeline* p = owner == SlotMap::kUnowned ? nullptr : pipeline(map_.masters()[owner])) {
+      p->resend(std::move(command), false);
+      return;
+    }
+    map_stale_ = true;
+    return hold({Clock::now() + kRetryAfter, std::move(command), std::nullopt});
+  }
+  hold({Clock::now(), std::move(command), std::nullopt});
+}
+
+void ClusterStreamSink::hold(Held held) {
+  std::deque<Held>& queue = held_[held.command.slot];
+  auto at = std::find_if(queue.begin(), queue.end(),
+                         [&](const Held& h) { return h.command.index > held.command.index; });
+  queue.insert(at, std::move(held));
+}
+
+// Sends the slot's first held units if they are due and none it released
+// before is still unanswered: the first alone after an ASK, else every
+// due one in order by the map. False if the slot's master is unreachable.
+bool ClusterStreamSink::release_head(uint16_t slot, std::deque<Held>& queue,
+                                     Clock::time_point now) {
+  std::set<uint64_t>& out = released_[slot];
+  if (!out.empty()) return true;
+  while (!queue.empty() && queue.front().due <= now) {
+    Held& h = queue.front();
+    const bool ask = h.ask.has_value();
+    if (ask && !out.empty()) return true;
+    NodePipeline* p = nullptr;
+    if (ask) {
+      p = pipeline(*h.ask);
+    } else if (const int owner = map_.owner(slot); owner != SlotMap::kUnowned) {
+      p = pipeline(map_.masters()[owner]);
+    }
+    if (p == nullptr) {
+      h.due = now + kRetryAfter;
+      return false;
+    }
+    out.insert(h.command.index);
+    p->resend(std::move(h.command), ask);
+    queue.pop_front();
+    if (ask) return true;
+  }
+  return true;
+}
+
+void ClusterStreamSink::release_due(Clock::time_point now) {
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (!release_head(it->first, it->second, now)) map_stale_ = true;
+    it = it->second.empty() ? held_.erase(it) : std::next(it);
+  }
+}
+
+void ClusterStreamSink::acknowledge(uint64_t seq) {
+  auto it = unacked_.find(seq);
+  if (it == unacked_.end()) return;
+  it->second.acked = true;
+  while (!unacked_.empty() && unacked_.begin()->second.acked) {
+    applied_ = unacked_.begin()->second.end;
+    commands_ += unacked_.begin()->second.commands;
+    unacked_.erase(unacked_.begin());
+  }
+}
+
+void ClusterStreamSink::on_outcome(CommandOutcome o) {
+  using What = CommandOutcome::What;
+  RoutedCommand& c = o.command;
+  if (auto r = released_.find(c.slot); r != released_.end()) r->second.erase(c.index);
+  if (o.what == What::kLoaded) return acknowledge(c.index);
+  if (o.what != What::kFailed && ++c.hops > kMaxHops) {
+    o.what = What::kFailed;
+    o.error = "sent " + std::to_string(kMaxHops) + " times without being applied (last: " +
+              (o.error.empty() ? "a redirection" : o.error) + ")";
+  }
+  const auto now = Clock::now();
+  switch (o.what) {
+    case What::kLoaded: return;
+    case What::kFailed: {
+      if (!stop_.ok()) return;
+      const uint64_t end = unacked_.contains(c.index) ? unacked_[c.index].end : 0;
+      stop_ = Status::error("apply the replication stream to the cluster",
+                            "the target refused " + c.key + " (ending at stream offset " +
+                                std::to_string(end) + "): " + o.error.substr(0, 300) +
+                                ". Stopping rather than let the target diverge further: it "
+                                "holds the stream up to offset " +
+                                std::to_string(applied_));
+      return;
+    }
+    case What::kRedirect:
+      if (o.redirect.ask) {
+        asked_++;
+        return hold({now, std::move(c), o.redirect.to});
+      }
+      moved_++;
+      map_.move(o.redirect.slot, o.redirect.to);
+      return hold({now, std::move(c), std::nullopt});
+    case What::kRetry:
+      retried_++;
+      if (o.error.rfind("CLUSTERDOWN", 0) == 0) map_stale_ = true;
+      return hold({now + kRetryAfter, std::move(c), std::nullopt});
+  }
+}
+
+void ClusterStreamSink::drop_pipeline(const std::string& node, const Status& why) {
+  auto it = pipelines_.find(node);
+  if (it == pipelines_.end()) return;
+  std::vector<RoutedCommand> again = it->second.take_unanswered();
+  pipelines_.erase(it);
+  map_stale_ = true;
+  log::warn("lost cluster master " + node + ": " + why.message() + "; sending its " +
+            std::to_string(again.size()) + " unanswered stream units again by a fresh slot map");
+  for (RoutedCommand& c : again) {
+    resent_++;
+    c.hops++;
+    if (auto r = released_.find(c.slot); r != released_.end()) r->second.erase(c.index);
+    hold({Clock::now() + kRetryAfter, std::move(c), std::nullopt});
+  }
+}
+
+Status ClusterStreamSink::step(std::chrono::milliseconds max_wait, Clock::time_point& last_answer) {
+  const auto now = Clock::now();
+  if (map_stale_ && !held_.empty()) {
+    if (auto fresh = target_.refresh_map(); fresh.ok()) {
+      map_ = std::move(*fresh);
+      map_stale_ = false;
+    }
+  }
+  release_due(now);
+  auto wait = target_.io_timeout() -
+              std::chrono::duration_cast<std::chrono::milliseconds>(now - last_answer);
+  if (wait.count() <= 0)
+    return Status::error("apply the replication stream to the cluster",
+                         "no answer from any master for " +
+                             std::to_string(target_.io_timeout().count() / 1000) + " s; " +
+                             std::to_string(unacked_.size()) + " stream units unacknowledged")
+        .as(ErrorKind::kUnavailable);
+  wait = std::min(wait, max_wait);
+  if (!held_.empty()) wait = std::min(wait, kRetryAfter);
+  return poll_pipelines(wait, last_answer);
+}
+
+Status ClusterStreamSink::poll_pipelines(std::chrono::milliseconds wait,
+                                         Clock::time_point& last_answer) {
+  std::vector<pollfd> fds;
+  std::vector<std::string> names;
+  for (const auto& [name, p] : pipelines_) {
+    if (p.in_flight() == 0 && p.unsent_bytes() == 0) continue;
+    fds.push_back({p.fd(), p.events(), 0});
+    names.push_back(name);
+  }
+  if (fds.empty()) {
+    if (wait.count() > 0) std::this_thread::sleep_for(wait);
+    return {};
+  }
+  const int n = ::poll(fds.data(), fds.size(), static_cast<int>(wait.count()));
+  if (n < 0 && errno != EINTR) return Status::from_errno("poll the target cluster's masters");
+  if (n <= 0) return {};
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if (fds[i].revents == 0) continue;
+    std::vector<CommandOutcome> outcomes;
+    Status s = pipelines_.at(names[i]).on_events(fds[i].revents, outcomes);
+    if (!outcomes.empty()) last_answer = Clock::now();
+    for (CommandOutcome& o : outcomes) on_outcome(std::move(o));
+    if (s.ok()) continue;
+    if (s.kind() != ErrorKind::kUnavailable) return s;
+    drop_pipeline(names[i], s);
+  }
+  return {};
+}
+
+Status ClusterStreamSink::pump(size_t max_unacked) {
+  auto last_answer = Clock::now();
+  while (unacked_.size() > max_unacked && stop_.ok())
+    RRS_RETURN_IF_ERROR(step(target_.io_timeout(), last_answer));
+  return stop_;
+}
+
+Status ClusterStreamSink::send() {
+  auto last_answer = Clock::now();
+  RRS_RETURN_IF_ERROR(step(std::chrono::milliseconds(0), last_answer));
+  return stop_;
+}
+
+Status ClusterStreamSink::collect() { return pump(0); }
+
+std::string ClusterStreamSink::progress() const {
+  return "commands=" + std::to_string(commands_) + " moved=" + std::to_string(moved_) +
+         " asked=" + std::to_string(asked_) + " retried=" + std::to_string(retried_) +
+         " resent=" + std::to_string(resent_) + " all_masters=" + std::to_string(broadcast_);
+}
+
+}  // namespace rrs

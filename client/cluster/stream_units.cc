@@ -1,0 +1,106 @@
+#include "client/cluster/stream_units.h"
+
+#include <charconv>
+
+#include "common/base/log.h"
+#include "proto/hash_slot.h"
+
+namespace rrs {
+namespace {
+
+bool is(std::string_view arg, std::string_view name) { return lowercase(arg) == name; }
+
+Status refused(const StreamUnit& unit, const std::string& why) {
+  return Status::error("apply the replication stream to the cluster",
+                       unit.describe() + " ending at stream offset " + std::to_string(unit.end) +
+                           " " + why +
+                           ". Stopping before it: the target holds the stream up to it")
+      .as(ErrorKind::kRefused);
+}
+
+// Replication chatter that changes no data: nothing to send.
+bool replication_only(std::span<const std::string_view> args) {
+  return is(args[0], "ping") || is(args[0], "replconf") ||
+         (is(args[0], "select") && args.size() == 2 && args[1] == "0");
+}
+
+}  // namespace
+
+std::string StreamUnit::describe() const {
+  if (transaction)
+    return "MULTI/EXEC (" + std::to_string(commands.size()) + " commands, the first " +
+           (commands.empty() ? std::string("-") : log::printable(commands[0][0])) + ")";
+  if (commands.empty()) return "(replication chatter)";
+  return log::printable(commands[0][0].substr(0, 64));
+}
+
+Result<std::optional<StreamUnit>> UnitBuilder::add(std::span<const std::string_view> args,
+                                                   uint64_t end) {
+  if (args.empty()) return std::optional<StreamUnit>();
+  if (is(args[0], "multi")) {
+    if (in_block_)
+      return Status::error("apply the replication stream",
+                           "MULTI inside a MULTI block at stream offset " + std::to_string(end))
+          .as(ErrorKind::kBadData);
+    in_block_ = true;
+    block_ = StreamUnit{};
+    block_.transaction = true;
+    return std::optional<StreamUnit>();
+  }
+  if (in_block_ && is(args[0], "exec")) {
+    in_block_ = false;
+    block_.end = end;
+    if (block_.commands.empty()) block_.transaction = false;  // nothing to apply
+    return std::optional<StreamUnit>(std::move(block_));
+  }
+  StreamUnit one;
+  one.end = end;
+  if (replication_only(args)) {
+    if (in_block_) return std::optional<StreamUnit>();
+    return std::optional<StreamUnit>(std::move(one));
+  }
+  if (is(args[0], "select")) {
+    one.commands.emplace_back(args.begin(), args.end());
+    return refused(one, "switches to another DB; a cluster has only DB 0");
+  }
+  if (in_block_) {
+    block_.commands.emplace_back(args.begin(), args.end());
+    return std::optional<StreamUnit>();
+  }
+  one.commands.emplace_back(args.begin(), args.end());
+  return std::optional<StreamUnit>(std::move(one));
+}
+
+Result<UnitRoute> route_unit(const StreamUnit& unit, CommandKeys& keys) {
+  UnitRoute route;
+  if (unit.commands.empty()) return route;
+  std::optional<uint16_t> slot;
+  bool all_masters = false;
+  for (const auto& command : unit.commands) {
+    const std::vector<std::string_view> args(command.begin(), command.end());
+    RRS_ASSIGN_OR_RETURN(CommandKeysOf of, keys.keys_of(args));
+    if (of.keys.empty() && of.all_masters) all_masters = true;
+    for (const std::string& k : of.keys) {
+      const uint16_t s = hash_slot(k);
+      if (slot && *slot != s)
+        return refused(unit, "has keys in slots " + std::to_string(*slot) + " and " +
+                                 std::to_string(s) +
+                                 ", which no one master of the target cluster holds together");
+      slot = s;
+    }
+  }
+  if (all_masters && (unit.commands.size() > 1 || slot))
+    return refused(unit, "mixes a command for every master with others");
+  if (all_masters) {
+    route.where = UnitRoute::Where::kAllMasters;
+    return route;
+  }
+  if (!slot)
+    return refused(unit, "has no keys, and the target does not mark it as one for every master "
+                         "(request_policy), so no master of the cluster is the one to apply it");
+  route.where = UnitRoute::Where::kSlot;
+  route.slot = *slot;
+  return route;
+}
+
+}  // namespace rrs

@@ -1,0 +1,226 @@
+// rdma-client --cluster --follow against real clusters: a 3-shard source
+// cluster with an rdma-server beside each master, followed into a target of
+// another layout while a writer drives the source through the owning
+// masters: multi-key commands on hash tags, MULTI/EXEC on one slot, EVAL with
+// keys, ZUNIONSTORE (movable keys: COMMAND GETKEYS), TTLs set and removed,
+// DEL, and a FUNCTION LOAD REPLACE on every source master (a command for
+// every target master). Once the writer stops, the target equals the source
+// value for value; SIGTERM stops every shard's follower, exit 0.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <csignal>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "proto/hash_slot.h"
+#include "tests/support/cluster_dataset.h"
+#include "tests/support/eventually.h"
+#include "tests/support/redis_cluster.h"
+#include "tests/support/sidecar.h"
+
+namespace rrs::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr size_t kKeys = 2000;
+constexpr size_t kTags = 40;
+
+// Writes to a cluster as a cluster client would: each command to the master
+// serving its keys' slot (every command's keys share a hash tag).
+class ClusterWriter {
+ public:
+  explicit ClusterWriter(RedisCluster& cluster) : cluster_(cluster) {
+    thread_ = std::thread([this] { run(); });
+  }
+  ~ClusterWriter() { stop(); }
+
+  uint64_t stop() {
+    stop_.store(true);
+    if (thread_.joinable()) thread_.join();
+    return rounds_.load();
+  }
+  uint64_t rounds() const { return rounds_.load(); }
+  std::string errors() const {
+    std::lock_guard lock(mu_);
+    return errors_;
+  }
+
+ private:
+  void run() {
+    std::map<std::string, RedisClient> clients;
+    for (RedisProcess* m : cluster_.masters()) {
+      auto c = m->connect();
+      if (!c.ok()) return note("connect to " + m->address() + ": " + c.status().message());
+      clients.emplace(m->address(), std::move(*c));
+    }
+    for (uint64_t i = 0; !stop_.load(); ++i) {
+      const std::string tag = "{t" + std::to_string(i % kTags) + "}";
+      RedisProcess* owner = cluster_.node_for_slot(hash_slot(tag));
+      if (owner == nullptr) return note("no master for " + tag);
+      round(clients.at(owner->address()), tag, i);
+      rounds_.store(i + 1);
+    }
+  }
+
+  void call(RedisClient& c, const std::vector<std::string>& argv) {
+    Reply r = c.command(argv);
+    if (!r) return note(argv[0] + ": connection lost");
+    if (r->type == REDIS_REPLY_ERROR) note(argv[0] + ": " + std::string(r->str, r->len));
+  }
+
+  void round(RedisClient& c, const std::string& t, uint64_t i) {
+    const std::string n = std::to_string(i);
+    call(c, {"SET", t + "s:" + n, "v" + n});
+    call(c, {"MSET", t + "a", "x" + n, t + "b", "y" + n});
+    call(c, {"RPUSH", t + "l", "a" + n, "b" + n});
+    call(c, {"RPOPLPUSH", t + "l", t + "l2"});
+    call(c, {"SADD", t + "s1", "m" + n});
+    call(c, {"SADD", t + "s2", "n" + std::to_string(i % 7)});
+    call(c, {"SUNIONSTORE", t + "su", t + "s1", t + "s2"});
+    call(c, {"ZADD", t + "z1", n, "m" + n});
+    call(c, {"ZUNIONSTORE", t + "zu", "2", t + "z1", t + "s2"});
+    call(c, {"MULTI"});
+    call(c, {"INCR", t + "c"});
+    call(c, {"HSET", t + "h", "f" + std::to_string(i % 13), n});
+    call(c, {"EXEC"});
+    call(c, {"EVAL", "redis.call('SET', KEYS[1], ARGV[1]) return redis.call('INCR', KEYS[2])", "2",
+             t + "e1", t + "e2", n});
+    call(c, {"EXPIRE", t + "s:" + n, "100000"});
+    if (i % 3 == 0) call(c, {"PERSIST", t + "s:" + n});
+    if (i >= kTags * 2) call(c, {"DEL", t + "s:" + std::to_string(i - kTags * 2)});
+  }
+
+  void note(const std::string& e) {
+    std::lock_guard lock(mu_);
+    if (errors_.size() < 2000) errors_ += e + "\n";
+  }
+
+  RedisCluster& cluster_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> rounds_{0};
+  mutable std::mutex mu_;
+  std::string errors_;
+  std::thread thread_;
+};
+
+class ClusterFollowTest : public SidecarTest {
+ protected:
+  void SetUp() override {
+    SidecarTest::SetUp();
+    if (IsSkipped()) return;
+    source_ = std::make_unique<RedisCluster>(ClusterOptions().with_masters(3));
+    ASSERT_TRUE(source_->started()) << source_->start_error();
+    fill_cluster(*source_, kKeys);
+  }
+
+  // An rdma-server beside every source master, with a change log.
+  void start_sidecars() {
+    for (RedisProcess* m : source_->masters())
+      sidecars_.push_back(
+          std::make_unique<SidecarServer>(m->address(), std::vector<std::string>{"--source",
+                                                                                 "psync"}));
+    for (auto& s : sidecars_) ASSERT_TRUE(s->wait_ready()) << s->describe();
+  }
+
+  Process start_follower(RedisCluster& target) {
+    std::vector<std::string> argv = {client_binary(), "--cluster"};
+    for (const auto& s : sidecars_) argv.push_back(sidecar_host() + ":" + std::to_string(s->port()));
+    for (const char* a : {"--redis", "", "--follow", "--status-interval", "1", "--transport", "",
+                          "--quiet"})
+      argv.emplace_back(a);
+    argv[argv.size() - 7] = target.seed();
+    argv[argv.size() - 2] = test_transport();
+    return Process(argv);
+  }
+
+  // Waits until the target's values equal the source's; on failure, records
+  // the first difference.
+  bool converged(RedisCluster& target, std::chrono::milliseconds within) {
+    std::map<std::string, std::string> want, got;
+    const bool same = eventually(
+        [&] {
+          want = source_->logical_state();
+          got = target.logical_state();
+          return want == got;
+        },
+        within, 500ms);
+    if (!same) ADD_FAILURE() << first_difference(want, got);
+    return same;
+  }
+
+  static std::string first_difference(const std::map<std::string, std::string>& want,
+                                      const std::map<std::string, std::string>& got) {
+    for (const auto& [name, value] : want) {
+      auto it = got.find(name);
+      if (it == got.end()) return "the target lacks " + name;
+      if (it->second != value) return name + ": source " + value + " target " + it->second;
+    }
+    for (const auto& [name, value] : got)
+      if (!want.count(name)) return "the target has extra " + name;
+    return "equal";
+  }
+
+  std::unique_ptr<RedisCluster> source_;
+  std::vector<std::unique_ptr<SidecarServer>> sidecars_;
+};
+
+// Every shard's status line: one per sidecar, with its source named.
+size_t shards_following(const std::string& out) {
+  static const std::regex line(R"(following source=(\S+) offset=)");
+  std::set<std::string> sources;
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator();
+       ++it)
+    sources.insert((*it)[1]);
+  return sources.size();
+}
+
+TEST_F(ClusterFollowTest, ThreeShardsFollowedIntoFourMasters) {
+  ClusterWriter writer(*source_);
+  while (writer.rounds() < 100) std::this_thread::sleep_for(10ms);  // before the snapshots
+  start_sidecars();
+  RedisCluster target(ClusterOptions().with_masters(4));
+  ASSERT_TRUE(target.started()) << target.start_error();
+  Process follower = start_follower(target);
+  ASSERT_TRUE(follower.wait_for_line("cluster-synced", 90s)) << follower.describe();
+  ASSERT_TRUE(eventually([&] { return shards_following(follower.stdout_text()) == 3; }, 30s))
+      << follower.describe();
+  const uint64_t before = writer.rounds();
+  while (writer.rounds() < before + 300 && follower.running()) std::this_thread::sleep_for(10ms);
+  // A command for every master, from each source master's stream.
+  for (RedisProcess* m : source_->masters())
+    m->run({"FUNCTION", "LOAD", "REPLACE",
+            "#!lua name=followed\nredis.register_function('g', function() return 2 end)"});
+  writer.stop();
+  EXPECT_EQ(writer.errors(), "");
+
+  EXPECT_TRUE(converged(target, 30s)) << follower.describe();
+  EXPECT_NE(target.logical_state().count("function library followed"), 0u);
+  EXPECT_TRUE(follower.running()) << follower.describe();
+
+  follower.signal(SIGTERM);
+  EXPECT_EQ(follower.wait(30s), 0) << follower.describe();
+  // Each shard says where it stopped; together they applied the writer's
+  // commands, and each broadcast its FUNCTION LOAD.
+  static const std::regex stopped(R"(stopped source=\S+ offset=\d+ .*commands=(\d+) .*all_masters=(\d+))");
+  const std::string out = follower.stdout_text();
+  uint64_t commands = 0, broadcasts = 0, lines = 0;
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), stopped);
+       it != std::sregex_iterator(); ++it, ++lines) {
+    commands += std::stoull((*it)[1]);
+    broadcasts += std::stoull((*it)[2]);
+  }
+  EXPECT_EQ(lines, 3u) << follower.describe();
+  EXPECT_GT(commands, 300u * 10) << follower.describe();
+  EXPECT_EQ(broadcasts, 3u) << follower.describe();
+}
+
+}  // namespace
+}  // namespace rrs::test
