@@ -42,7 +42,9 @@ Result<std::unique_ptr<ClusterStreamSink>> ClusterStreamSink::create(const Clien
                                                                      uint64_t position) {
   auto lookup = RedisClient::connect(config.redis, target.credentials(), target.io_timeout());
   if (!lookup.ok())
-    return lookup.status().wrap("connect to the target cluster to follow").as(ErrorKind::kUnavailable);
+    return lookup.status()
+        .wrap("connect to the target cluster to follow")
+        .as(ErrorKind::kUnavailable);
   return std::unique_ptr<ClusterStreamSink>(
       new ClusterStreamSink(config, target, position, std::move(*lookup)));
 }

@@ -91,7 +91,7 @@ class ClusterStreamSink : public StreamSink {
   std::map<std::string, NodePipeline> pipelines_;  // by "host:port"
   std::map<uint64_t, Unacked> unacked_;            // by sequence number
   uint64_t next_seq_ = 0;
-  std::map<uint16_t, std::deque<Held>> held_;       // by slot, in stream order
+  std::map<uint16_t, std::deque<Held>> held_;        // by slot, in stream order
   std::map<uint16_t, std::set<uint64_t>> released_;  // held ones sent, not yet answered
   uint64_t applied_;
   Status stop_;  // a unit the target refused

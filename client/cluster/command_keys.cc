@@ -60,7 +60,8 @@ Status parse_entry(const redisReply* e, std::map<std::string, CommandSpec>& out)
     const redisReply* subs = e->element[9];
     if (subs->type != REDIS_REPLY_ARRAY) return bad("subcommands are not an array");
     spec.has_subcommands = subs->elements > 0;
-    for (size_t i = 0; i < subs->elements; ++i) RRS_RETURN_IF_ERROR(parse_entry(subs->element[i], out));
+    for (size_t i = 0; i < subs->elements; ++i)
+      RRS_RETURN_IF_ERROR(parse_entry(subs->element[i], out));
   }
   out[lowercase(text(e->element[0]))] = spec;
   return {};
@@ -77,7 +78,8 @@ std::string lowercase(std::string_view s) {
 Result<std::map<std::string, CommandSpec>> parse_command_info(const redisReply& reply) {
   if (reply.type != REDIS_REPLY_ARRAY) return bad("the reply is not an array");
   std::map<std::string, CommandSpec> out;
-  for (size_t i = 0; i < reply.elements; ++i) RRS_RETURN_IF_ERROR(parse_entry(reply.element[i], out));
+  for (size_t i = 0; i < reply.elements; ++i)
+    RRS_RETURN_IF_ERROR(parse_entry(reply.element[i], out));
   return out;
 }
 

@@ -28,8 +28,8 @@ struct CommandSpec {
   // 1-based argument positions of the keys: first..last (negative: from the
   // end, -1 the last argument) every `step`; first 0: no fixed keys.
   int first = 0, last = 0, step = 0;
-  bool movable = false;       // flag movablekeys: ask COMMAND GETKEYS
-  bool all_masters = false;   // tip request_policy:all_shards or all_nodes
+  bool movable = false;      // flag movablekeys: ask COMMAND GETKEYS
+  bool all_masters = false;  // tip request_policy:all_shards or all_nodes
   bool has_subcommands = false;
 };
 

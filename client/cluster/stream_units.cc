@@ -13,8 +13,7 @@ bool is(std::string_view arg, std::string_view name) { return lowercase(arg) == 
 Status refused(const StreamUnit& unit, const std::string& why) {
   return Status::error("apply the replication stream to the cluster",
                        unit.describe() + " ending at stream offset " + std::to_string(unit.end) +
-                           " " + why +
-                           ". Stopping before it: the target holds the stream up to it")
+                           " " + why + ". Stopping before it: the target holds the stream up to it")
       .as(ErrorKind::kRefused);
 }
 

@@ -94,8 +94,8 @@ void Follower::report(const char* final) {
                                      Clock::now() - unapplied_.front().at)
                                      .count();
   // --cluster: a line per shard, named by its sidecar.
-  const std::string source =
-      config_.cluster ? " source=" + config_.server.to_string() : std::string();
+  const std::string source = config_.cluster ? " source=" + config_.server.to_string()
+                                             : std::string();
   std::printf("%s%s offset=%llu lag_bytes=%llu lag_ms=%lld %s resyncs=%llu log_id=%llu\n",
               final ? final : "following", source.c_str(), static_cast<unsigned long long>(applied),
               static_cast<unsigned long long>(lag_bytes), lag_ms, sink_.progress().c_str(),

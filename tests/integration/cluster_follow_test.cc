@@ -124,17 +124,17 @@ class ClusterFollowTest : public SidecarTest {
   // An rdma-server beside every source master, with a change log.
   void start_sidecars() {
     for (RedisProcess* m : source_->masters())
-      sidecars_.push_back(
-          std::make_unique<SidecarServer>(m->address(), std::vector<std::string>{"--source",
-                                                                                 "psync"}));
+      sidecars_.push_back(std::make_unique<SidecarServer>(
+          m->address(), std::vector<std::string>{"--source", "psync"}));
     for (auto& s : sidecars_) ASSERT_TRUE(s->wait_ready()) << s->describe();
   }
 
   Process start_follower(RedisCluster& target) {
     std::vector<std::string> argv = {client_binary(), "--cluster"};
-    for (const auto& s : sidecars_) argv.push_back(sidecar_host() + ":" + std::to_string(s->port()));
-    for (const char* a : {"--redis", "", "--follow", "--status-interval", "1", "--transport", "",
-                          "--quiet"})
+    for (const auto& s : sidecars_)
+      argv.push_back(sidecar_host() + ":" + std::to_string(s->port()));
+    for (const char* a :
+         {"--redis", "", "--follow", "--status-interval", "1", "--transport", "", "--quiet"})
       argv.emplace_back(a);
     argv[argv.size() - 7] = target.seed();
     argv[argv.size() - 2] = test_transport();
@@ -209,7 +209,8 @@ TEST_F(ClusterFollowTest, ThreeShardsFollowedIntoFourMasters) {
   EXPECT_EQ(follower.wait(30s), 0) << follower.describe();
   // Each shard says where it stopped; together they applied the writer's
   // commands, and each broadcast its FUNCTION LOAD.
-  static const std::regex stopped(R"(stopped source=\S+ offset=\d+ .*commands=(\d+) .*all_masters=(\d+))");
+  static const std::regex stopped(
+      R"(stopped source=\S+ offset=\d+ .*commands=(\d+) .*all_masters=(\d+))");
   const std::string out = follower.stdout_text();
   uint64_t commands = 0, broadcasts = 0, lines = 0;
   for (auto it = std::sregex_iterator(out.begin(), out.end(), stopped);
