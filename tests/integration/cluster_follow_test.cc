@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/cli/exit_codes.h"
 #include "proto/hash_slot.h"
 #include "tests/support/cluster_dataset.h"
 #include "tests/support/eventually.h"
@@ -122,10 +123,12 @@ class ClusterFollowTest : public SidecarTest {
   }
 
   // An rdma-server beside every source master, with a change log.
-  void start_sidecars() {
-    for (RedisProcess* m : source_->masters())
-      sidecars_.push_back(std::make_unique<SidecarServer>(
-          m->address(), std::vector<std::string>{"--source", "psync"}));
+  void start_sidecars(const std::vector<std::string>& extra = {}) {
+    for (RedisProcess* m : source_->masters()) {
+      std::vector<std::string> args = {"--source", "psync"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      sidecars_.push_back(std::make_unique<SidecarServer>(m->address(), args));
+    }
     for (auto& s : sidecars_) ASSERT_TRUE(s->wait_ready()) << s->describe();
   }
 
@@ -221,6 +224,75 @@ TEST_F(ClusterFollowTest, ThreeShardsFollowedIntoFourMasters) {
   EXPECT_EQ(lines, 3u) << follower.describe();
   EXPECT_GT(commands, 300u * 10) << follower.describe();
   EXPECT_EQ(broadcasts, 3u) << follower.describe();
+}
+
+// A field summed over the last status line of every shard.
+uint64_t sum_of_last(const std::string& out, const std::string& field) {
+  static const std::regex line(R"((following|stopped) source=(\S+) [^\n]*)");
+  std::map<std::string, uint64_t> last;
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator();
+       ++it)
+    last[(*it)[2]] = field_u64(parse_fields(it->str()), field).value_or(0);
+  uint64_t sum = 0;
+  for (const auto& [source, n] : last) sum += n;
+  return sum;
+}
+
+// The target changes under the followers while the writer runs: the slots
+// of busy hash tags resharded key by key (ASK while they migrate, TRYAGAIN
+// for multi-key commands split by it, MOVED after), and a master failed
+// over to its replica (MOVED from its old self). Each slot's commands still
+// apply in stream order: the target ends equal to the source.
+TEST_F(ClusterFollowTest, RedirectionsWhileFollowingKeepEachSlotInOrder) {
+  ClusterWriter writer(*source_);
+  while (writer.rounds() < 50) std::this_thread::sleep_for(10ms);
+  start_sidecars();
+  RedisCluster target(ClusterOptions().with_masters(3).with_replicas(1));
+  ASSERT_TRUE(target.started()) << target.start_error();
+  Process follower = start_follower(target);
+  ASSERT_TRUE(eventually([&] { return shards_following(follower.stdout_text()) == 3; }, 90s))
+      << follower.describe();
+
+  for (size_t k = 0; k < 6; ++k) {
+    const uint16_t slot = hash_slot("t" + std::to_string(k));
+    ASSERT_TRUE(target.migrate_slot(slot, (target.shard_for_slot(slot) + 1) % 3))
+        << target.describe();
+  }
+  ASSERT_TRUE(target.failover(2)) << target.describe();
+  const uint64_t before = writer.rounds();
+  while (writer.rounds() < before + 200 && follower.running()) std::this_thread::sleep_for(10ms);
+  writer.stop();
+  EXPECT_EQ(writer.errors(), "");
+
+  EXPECT_TRUE(converged(target, 60s)) << follower.describe();
+  ASSERT_TRUE(follower.running()) << follower.describe();
+  follower.signal(SIGTERM);
+  EXPECT_EQ(follower.wait(30s), 0) << follower.describe();
+  EXPECT_GT(sum_of_last(follower.stdout_text(), "moved"), 0u) << follower.describe();
+}
+
+// A follower that falls behind a shard's change log ring cannot resync that
+// shard alone (its keys are on every target master): every shard stops,
+// exit 3, and the message says to run again with --flush.
+TEST_F(ClusterFollowTest, FallingBehindOneShardsRingStopsWithExit3) {
+  start_sidecars({"--log-size", "16k"});
+  RedisCluster target(ClusterOptions().with_masters(2));
+  ASSERT_TRUE(target.started()) << target.start_error();
+  Process follower = start_follower(target);
+  ASSERT_TRUE(eventually([&] { return shards_following(follower.stdout_text()) == 3; }, 90s))
+      << follower.describe();
+  follower.signal(SIGSTOP);
+  {
+    ClusterWriter writer(*source_);
+    while (writer.rounds() < 300) std::this_thread::sleep_for(10ms);
+    writer.stop();
+    EXPECT_EQ(writer.errors(), "");
+  }
+  follower.signal(SIGCONT);
+  EXPECT_EQ(follower.wait(60s), exit_code::kUnavailable) << follower.describe();
+  const std::string err = follower.stderr_text();
+  EXPECT_NE(err.find("fell behind the change log"), std::string::npos) << follower.describe();
+  EXPECT_NE(err.find("--flush"), std::string::npos) << follower.describe();
 }
 
 }  // namespace

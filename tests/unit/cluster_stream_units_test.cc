@@ -31,7 +31,8 @@ std::string status(const std::string& s) { return "+" + s + "\r\n"; }
 
 // A COMMAND INFO entry as Redis 7 sends it.
 std::string entry(const std::string& name, int first, int last, int step,
-                  const std::vector<std::string>& flags = {}, const std::vector<std::string>& tips = {},
+                  const std::vector<std::string>& flags = {},
+                  const std::vector<std::string>& tips = {},
                   const std::vector<std::string>& subcommands = {}) {
   std::vector<std::string> f, t;
   for (const std::string& x : flags) f.push_back(status(x));
@@ -137,7 +138,8 @@ TEST(CommandKeys, CommandInfoFieldsAreChecked) {
 }
 
 // Feeds `commands` to a builder, each ending 10 bytes after the last.
-std::vector<StreamUnit> units_of(UnitBuilder& b, const std::vector<std::vector<std::string_view>>& commands,
+std::vector<StreamUnit> units_of(UnitBuilder& b,
+                                 const std::vector<std::vector<std::string_view>>& commands,
                                  Status* error = nullptr) {
   std::vector<StreamUnit> out;
   uint64_t end = 0;
