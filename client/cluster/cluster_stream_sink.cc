@@ -46,13 +46,11 @@ Result<std::unique_ptr<ClusterStreamSink>> ClusterStreamSink::create(const Clien
         .wrap("connect to the target cluster to follow")
         .as(ErrorKind::kUnavailable);
   return std::unique_ptr<ClusterStreamSink>(
-      new ClusterStreamSink(config, target, position, std::move(*lookup)));
+      new ClusterStreamSink(target, position, std::move(*lookup)));
 }
 
-ClusterStreamSink::ClusterStreamSink(const ClientConfig& config, ClusterTarget& target,
-                                     uint64_t position, RedisClient lookup)
-    : config_(config),
-      target_(target),
+ClusterStreamSink::ClusterStreamSink(ClusterTarget& target, uint64_t position, RedisClient lookup)
+    : target_(target),
       map_(target.first_map()),
       lookup_(std::move(lookup)),
       keys_([this](const std::vector<std::string_view>& argv) { return lookup_.command(argv); }),
@@ -68,12 +66,12 @@ Status ClusterStreamSink::write(std::span<const std::byte> bytes) {
     if (!cmd.ok()) return cmd.status().wrap("parse the replication stream");
     if (!*cmd) return {};
     RRS_ASSIGN_OR_RETURN(auto unit, units_.add((*cmd)->args, base_ + parser_.consumed()));
-    if (unit) RRS_RETURN_IF_ERROR(add(std::move(*unit)));
+    if (unit) RRS_RETURN_IF_ERROR(add(*unit));
     if (unacked_.size() >= kMaxUnacked) RRS_RETURN_IF_ERROR(pump(kMaxUnacked / 2));
   }
 }
 
-Status ClusterStreamSink::add(StreamUnit unit) {
+Status ClusterStreamSink::add(const StreamUnit& unit) {
   RRS_ASSIGN_OR_RETURN(UnitRoute route, route_unit(unit, keys_));
   if (route.where == UnitRoute::Where::kAllMasters) return to_all_masters(unit);
   const uint64_t seq = next_seq_++;
@@ -132,61 +130,26 @@ NodePipeline* ClusterStreamSink::pipeline(const Endpoint& node) {
 
 void ClusterStreamSink::submit(RoutedCommand command) {
   const uint16_t slot = command.slot;
-  const bool slot_held = (held_.contains(slot) && !held_[slot].empty()) ||
-                         (released_.contains(slot) && !released_[slot].empty());
-  if (!slot_held) {
+  if (!holds_.holds(slot)) {
     const int owner = map_.owner(slot);
     if (NodePipeline* p = owner == SlotMap::kUnowned ? nullptr : pipeline(map_.masters()[owner])) {
       p->resend(std::move(command), false);
       return;
     }
     map_stale_ = true;
-    return hold({Clock::now() + kRetryAfter, std::move(command), std::nullopt});
+    return holds_.hold({Clock::now() + kRetryAfter, std::move(command), std::nullopt});
   }
-  hold({Clock::now(), std::move(command), std::nullopt});
-}
-
-void ClusterStreamSink::hold(Held held) {
-  std::deque<Held>& queue = held_[held.command.slot];
-  auto at = std::find_if(queue.begin(), queue.end(),
-                         [&](const Held& h) { return h.command.index > held.command.index; });
-  queue.insert(at, std::move(held));
-}
-
-// Sends the slot's first held units if they are due and none it released
-// before is still unanswered: the first alone after an ASK, else every
-// due one in order by the map. False if the slot's master is unreachable.
-bool ClusterStreamSink::release_head(uint16_t slot, std::deque<Held>& queue,
-                                     Clock::time_point now) {
-  std::set<uint64_t>& out = released_[slot];
-  if (!out.empty()) return true;
-  while (!queue.empty() && queue.front().due <= now) {
-    Held& h = queue.front();
-    const bool ask = h.ask.has_value();
-    if (ask && !out.empty()) return true;
-    NodePipeline* p = nullptr;
-    if (ask) {
-      p = pipeline(*h.ask);
-    } else if (const int owner = map_.owner(slot); owner != SlotMap::kUnowned) {
-      p = pipeline(map_.masters()[owner]);
-    }
-    if (p == nullptr) {
-      h.due = now + kRetryAfter;
-      return false;
-    }
-    out.insert(h.command.index);
-    p->resend(std::move(h.command), ask);
-    queue.pop_front();
-    if (ask) return true;
-  }
-  return true;
+  holds_.hold({Clock::now(), std::move(command), std::nullopt});
 }
 
 void ClusterStreamSink::release_due(Clock::time_point now) {
-  for (auto it = held_.begin(); it != held_.end();) {
-    if (!release_head(it->first, it->second, now)) map_stale_ = true;
-    it = it->second.empty() ? held_.erase(it) : std::next(it);
-  }
+  const bool reached = holds_.release_due(
+      now, kRetryAfter, [this](uint16_t slot, const std::optional<Endpoint>& ask) -> NodePipeline* {
+        if (ask) return pipeline(*ask);
+        const int owner = map_.owner(slot);
+        return owner == SlotMap::kUnowned ? nullptr : pipeline(map_.masters()[owner]);
+      });
+  if (!reached) map_stale_ = true;
 }
 
 void ClusterStreamSink::acknowledge(uint64_t seq) {
@@ -203,7 +166,7 @@ void ClusterStreamSink::acknowledge(uint64_t seq) {
 void ClusterStreamSink::on_outcome(CommandOutcome o) {
   using What = CommandOutcome::What;
   RoutedCommand& c = o.command;
-  if (auto r = released_.find(c.slot); r != released_.end()) r->second.erase(c.index);
+  holds_.answered(c.slot, c.index);
   if (o.what == What::kLoaded) return acknowledge(c.index);
   if (o.what != What::kFailed && ++c.hops > kMaxHops) {
     o.what = What::kFailed;
@@ -227,15 +190,15 @@ void ClusterStreamSink::on_outcome(CommandOutcome o) {
     case What::kRedirect:
       if (o.redirect.ask) {
         asked_++;
-        return hold({now, std::move(c), o.redirect.to});
+        return holds_.hold({now, std::move(c), o.redirect.to});
       }
       moved_++;
       map_.move(o.redirect.slot, o.redirect.to);
-      return hold({now, std::move(c), std::nullopt});
+      return holds_.hold({now, std::move(c), std::nullopt});
     case What::kRetry:
       retried_++;
       if (o.error.rfind("CLUSTERDOWN", 0) == 0) map_stale_ = true;
-      return hold({now + kRetryAfter, std::move(c), std::nullopt});
+      return holds_.hold({now + kRetryAfter, std::move(c), std::nullopt});
   }
 }
 
@@ -250,14 +213,14 @@ void ClusterStreamSink::drop_pipeline(const std::string& node, const Status& why
   for (RoutedCommand& c : again) {
     resent_++;
     c.hops++;
-    if (auto r = released_.find(c.slot); r != released_.end()) r->second.erase(c.index);
-    hold({Clock::now() + kRetryAfter, std::move(c), std::nullopt});
+    holds_.answered(c.slot, c.index);
+    holds_.hold({Clock::now() + kRetryAfter, std::move(c), std::nullopt});
   }
 }
 
 Status ClusterStreamSink::step(std::chrono::milliseconds max_wait, Clock::time_point& last_answer) {
   const auto now = Clock::now();
-  if (map_stale_ && !held_.empty()) {
+  if (map_stale_ && !holds_.empty()) {
     if (auto fresh = target_.refresh_map(); fresh.ok()) {
       map_ = std::move(*fresh);
       map_stale_ = false;
@@ -273,7 +236,7 @@ Status ClusterStreamSink::step(std::chrono::milliseconds max_wait, Clock::time_p
                              std::to_string(unacked_.size()) + " stream units unacknowledged")
         .as(ErrorKind::kUnavailable);
   wait = std::min(wait, max_wait);
-  if (!held_.empty()) wait = std::min(wait, kRetryAfter);
+  if (!holds_.empty()) wait = std::min(wait, kRetryAfter);
   return poll_pipelines(wait, last_answer);
 }
 

@@ -6,26 +6,22 @@
 // FUNCTION LOAD) waits until everything before it is acknowledged, then goes
 // to each master in turn.
 //
-// Order: a slot's units apply in stream order. Once a unit is redirected
-// (MOVED, ASK), told to wait (TRYAGAIN, CLUSTERDOWN) or lost with its
-// connection, it is held, and every later unit of its slot is held behind
-// it; they are released in stream order, the next ones only once the first
-// released is answered.
+// Order: a slot's units apply in stream order, redirections included
+// (client/cluster/slot_holds.h).
 //
 // applied() is the stream position up to which every unit was acknowledged.
 #pragma once
 
-#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 
 #include "client/client_config.h"
 #include "client/cluster/cluster_target.h"
 #include "client/cluster/command_keys.h"
 #include "client/cluster/node_pipeline.h"
+#include "client/cluster/slot_holds.h"
 #include "client/cluster/stream_units.h"
 #include "client/follow/stream_sink.h"
 #include "common/base/clock.h"
@@ -48,8 +44,7 @@ class ClusterStreamSink : public StreamSink {
   std::string progress() const override;
 
  private:
-  ClusterStreamSink(const ClientConfig& config, ClusterTarget& target, uint64_t position,
-                    RedisClient lookup);
+  ClusterStreamSink(ClusterTarget& target, uint64_t position, RedisClient lookup);
   // A unit sent or held, not yet acknowledged.
   struct Unacked {
     uint64_t end;
@@ -57,19 +52,10 @@ class ClusterStreamSink : public StreamSink {
     std::string name;  // for messages
     bool acked = false;
   };
-  // A command waiting for its turn to be sent (again).
-  struct Held {
-    Clock::time_point due;
-    RoutedCommand command;
-    std::optional<Endpoint> ask;  // ASK: once to this node, after ASKING
-  };
-
-  Status add(StreamUnit unit);
+  Status add(const StreamUnit& unit);
   Status to_all_masters(const StreamUnit& unit);
   void submit(RoutedCommand command);
-  void hold(Held held);
   void release_due(Clock::time_point now);
-  bool release_head(uint16_t slot, std::deque<Held>& queue, Clock::time_point now);
   NodePipeline* pipeline(const Endpoint& node);
   void on_outcome(CommandOutcome o);
   void drop_pipeline(const std::string& node, const Status& why);
@@ -79,7 +65,6 @@ class ClusterStreamSink : public StreamSink {
   // Sends and reads until at most `max_unacked` units are unacknowledged.
   Status pump(size_t max_unacked);
 
-  const ClientConfig& config_;
   ClusterTarget& target_;
   SlotMap map_;
   bool map_stale_ = false;
@@ -91,8 +76,7 @@ class ClusterStreamSink : public StreamSink {
   std::map<std::string, NodePipeline> pipelines_;  // by "host:port"
   std::map<uint64_t, Unacked> unacked_;            // by sequence number
   uint64_t next_seq_ = 0;
-  std::map<uint16_t, std::deque<Held>> held_;        // by slot, in stream order
-  std::map<uint16_t, std::set<uint64_t>> released_;  // held ones sent, not yet answered
+  SlotHolds holds_;
   uint64_t applied_;
   Status stop_;  // a unit the target refused
   uint64_t commands_ = 0, moved_ = 0, asked_ = 0, retried_ = 0, resent_ = 0, broadcast_ = 0;
