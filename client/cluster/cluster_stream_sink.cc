@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "client/cluster/slot_flush.h"
 #include "common/base/log.h"
 #include "proto/resp_writer.h"
 
@@ -39,19 +40,22 @@ std::string wire_of(const StreamUnit& unit, uint32_t& replies) {
 
 Result<std::unique_ptr<ClusterStreamSink>> ClusterStreamSink::create(const ClientConfig& config,
                                                                      ClusterTarget& target,
-                                                                     uint64_t position) {
+                                                                     uint64_t position,
+                                                                     SlotRanges slots) {
   auto lookup = RedisClient::connect(config.redis, target.credentials(), target.io_timeout());
   if (!lookup.ok())
     return lookup.status()
         .wrap("connect to the target cluster to follow")
         .as(ErrorKind::kUnavailable);
   return std::unique_ptr<ClusterStreamSink>(
-      new ClusterStreamSink(target, position, std::move(*lookup)));
+      new ClusterStreamSink(target, position, std::move(slots), std::move(*lookup)));
 }
 
-ClusterStreamSink::ClusterStreamSink(ClusterTarget& target, uint64_t position, RedisClient lookup)
+ClusterStreamSink::ClusterStreamSink(ClusterTarget& target, uint64_t position, SlotRanges slots,
+                                     RedisClient lookup)
     : target_(target),
       map_(target.first_map()),
+      slots_(std::move(slots)),
       lookup_(std::move(lookup)),
       keys_([this](const std::vector<std::string_view>& argv) { return lookup_.command(argv); }),
       base_(position),
@@ -74,6 +78,7 @@ Status ClusterStreamSink::write(std::span<const std::byte> bytes) {
 Status ClusterStreamSink::add(const StreamUnit& unit) {
   RRS_ASSIGN_OR_RETURN(UnitRoute route, route_unit(unit, keys_));
   if (route.where == UnitRoute::Where::kAllMasters) return to_all_masters(unit);
+  if (route.where == UnitRoute::Where::kShardSlots) return flush_shard(unit);
   const uint64_t seq = next_seq_++;
   if (route.where == UnitRoute::Where::kNowhere) {
     unacked_[seq] = {unit.end, 0, unit.describe(), false};
@@ -110,6 +115,21 @@ Status ClusterStreamSink::to_all_masters(const StreamUnit& unit) {
           .as(r.status().kind());
   }
   broadcast_++;
+  commands_++;
+  applied_ = unit.end;
+  return {};
+}
+
+Status ClusterStreamSink::flush_shard(const StreamUnit& unit) {
+  RRS_RETURN_IF_ERROR(pump(0));  // what came before it, first
+  auto deleted = flush_slots(target_, slots_);
+  if (!deleted.ok())
+    return deleted.status().wrap("apply " + unit.describe() + " (ending at stream offset " +
+                                 std::to_string(unit.end) + ") to the source shard's slots " +
+                                 slots_.to_string());
+  log::info(unit.describe() + " on source shard " + slots_.to_string() + ": deleted its " +
+            std::to_string(*deleted) + " keys from the target");
+  flushes_++;
   commands_++;
   applied_ = unit.end;
   return {};
@@ -287,7 +307,8 @@ Status ClusterStreamSink::collect() { return pump(0); }
 std::string ClusterStreamSink::progress() const {
   return "commands=" + std::to_string(commands_) + " moved=" + std::to_string(moved_) +
          " asked=" + std::to_string(asked_) + " retried=" + std::to_string(retried_) +
-         " resent=" + std::to_string(resent_) + " all_masters=" + std::to_string(broadcast_);
+         " resent=" + std::to_string(resent_) + " all_masters=" + std::to_string(broadcast_) +
+         " flushes=" + std::to_string(flushes_);
 }
 
 }  // namespace rrs

@@ -31,11 +31,12 @@ namespace rrs {
 
 class ClusterStreamSink : public StreamSink {
  public:
-  // `position`: the stream offset of the shard's table. Connects the
+  // `position`: the stream offset of the shard's table; `slots`: the slots
+  // its table serves (what a FLUSHALL in its stream empties). Connects the
   // connection that asks the target for key specs.
   static Result<std::unique_ptr<ClusterStreamSink>> create(const ClientConfig& config,
-                                                           ClusterTarget& target,
-                                                           uint64_t position);
+                                                           ClusterTarget& target, uint64_t position,
+                                                           SlotRanges slots);
 
   Status write(std::span<const std::byte> bytes) override;
   Status send() override;
@@ -44,7 +45,7 @@ class ClusterStreamSink : public StreamSink {
   std::string progress() const override;
 
  private:
-  ClusterStreamSink(ClusterTarget& target, uint64_t position, RedisClient lookup);
+  ClusterStreamSink(ClusterTarget& target, uint64_t position, SlotRanges slots, RedisClient lookup);
   // A unit sent or held, not yet acknowledged.
   struct Unacked {
     uint64_t end;
@@ -54,6 +55,7 @@ class ClusterStreamSink : public StreamSink {
   };
   Status add(const StreamUnit& unit);
   Status to_all_masters(const StreamUnit& unit);
+  Status flush_shard(const StreamUnit& unit);
   void submit(RoutedCommand command);
   void release_due(Clock::time_point now);
   NodePipeline* pipeline(const Endpoint& node);
@@ -67,6 +69,7 @@ class ClusterStreamSink : public StreamSink {
 
   ClusterTarget& target_;
   SlotMap map_;
+  const SlotRanges slots_;  // the source shard's
   bool map_stale_ = false;
   RedisClient lookup_;  // COMMAND INFO / GETKEYS
   CommandKeys keys_;
@@ -79,7 +82,8 @@ class ClusterStreamSink : public StreamSink {
   SlotHolds holds_;
   uint64_t applied_;
   Status stop_;  // a unit the target refused
-  uint64_t commands_ = 0, moved_ = 0, asked_ = 0, retried_ = 0, resent_ = 0, broadcast_ = 0;
+  uint64_t commands_ = 0, moved_ = 0, asked_ = 0, retried_ = 0, resent_ = 0, broadcast_ = 0,
+           flushes_ = 0;
 };
 
 }  // namespace rrs

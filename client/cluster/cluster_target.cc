@@ -75,6 +75,12 @@ Status ClusterTarget::check(size_t shard, const TableInfo& info) {
   return verdict;
 }
 
+SlotRanges ClusterTarget::slots_of(size_t shard) const {
+  std::lock_guard lock(mu_);
+  const std::optional<SlotRanges>& slots = shards_.at(shard).slots;
+  return slots ? *slots : SlotRanges::all();
+}
+
 void ClusterTarget::shard_gone(size_t shard) {
   {
     std::lock_guard lock(mu_);

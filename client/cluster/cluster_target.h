@@ -38,6 +38,9 @@ class ClusterTarget {
   // Shard `shard`'s table can go into a cluster: its keys are all in DB 0
   // (a cluster has no other). Records the slots its table says it serves.
   Status check(size_t shard, const TableInfo& info);
+  // The slots shard `shard`'s table serves, as check() recorded them; every
+  // slot for a standalone source (its keys are all it has).
+  SlotRanges slots_of(size_t shard) const;
   // Shard `shard` stopped; if before check(), no shard loads anything.
   void shard_gone(size_t shard);
   // Waits until every shard was checked (or one is gone), then checks the

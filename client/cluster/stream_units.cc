@@ -73,6 +73,12 @@ Result<std::optional<StreamUnit>> UnitBuilder::add(std::span<const std::string_v
 Result<UnitRoute> route_unit(const StreamUnit& unit, CommandKeys& keys) {
   UnitRoute route;
   if (unit.commands.empty()) return route;
+  // The source master emptied itself: its shard's slots, not the target.
+  if (!unit.transaction &&
+      (is(unit.commands[0][0], "flushall") || is(unit.commands[0][0], "flushdb"))) {
+    route.where = UnitRoute::Where::kShardSlots;
+    return route;
+  }
   std::optional<uint16_t> slot;
   bool all_masters = false;
   for (const auto& command : unit.commands) {

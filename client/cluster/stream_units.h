@@ -4,9 +4,11 @@
 // SELECT 0 (the master talking to its replica) are units with no commands.
 //
 //   route_unit: every key in one slot      -> that slot's master
+//               FLUSHALL, FLUSHDB alone    -> the source shard's slots emptied
+//                                             (client/cluster/slot_flush.h)
 //               no keys, tip all_shards/
-//               all_nodes (FLUSHALL,
-//               FUNCTION LOAD), alone      -> every master
+//               all_nodes (FUNCTION LOAD),
+//               alone                      -> every master
 //               no commands                -> nowhere (applied as it stands)
 //               anything else              -> kRefused: the follower stops,
 //                                             naming the command and offset
@@ -48,7 +50,7 @@ class UnitBuilder {
 };
 
 struct UnitRoute {
-  enum class Where { kNowhere, kSlot, kAllMasters } where = Where::kNowhere;
+  enum class Where { kNowhere, kSlot, kAllMasters, kShardSlots } where = Where::kNowhere;
   uint16_t slot = 0;
 };
 

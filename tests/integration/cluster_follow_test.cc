@@ -195,8 +195,13 @@ TEST_F(ClusterFollowTest, ThreeShardsFollowedIntoFourMasters) {
   ASSERT_TRUE(follower.wait_for_line("cluster-synced", 90s)) << follower.describe();
   ASSERT_TRUE(eventually([&] { return shards_following(follower.stdout_text()) == 3; }, 30s))
       << follower.describe();
-  const uint64_t before = writer.rounds();
-  while (writer.rounds() < before + 300 && follower.running()) std::this_thread::sleep_for(10ms);
+  uint64_t before = writer.rounds();
+  while (writer.rounds() < before + 200 && follower.running()) std::this_thread::sleep_for(10ms);
+  // One source master flushes itself while the writer goes on: the target
+  // loses that shard's keys, and only those.
+  source_->master(1).run({"FLUSHALL"});
+  before = writer.rounds();
+  while (writer.rounds() < before + 100 && follower.running()) std::this_thread::sleep_for(10ms);
   // A command for every master, from each source master's stream.
   for (RedisProcess* m : source_->masters())
     m->run({"FUNCTION", "LOAD", "REPLACE",
@@ -213,14 +218,16 @@ TEST_F(ClusterFollowTest, ThreeShardsFollowedIntoFourMasters) {
   // Each shard says where it stopped; together they applied the writer's
   // commands, and each broadcast its FUNCTION LOAD.
   static const std::regex stopped(
-      R"(stopped source=\S+ offset=\d+ .*commands=(\d+) .*all_masters=(\d+))");
+      R"(stopped source=\S+ offset=\d+ .*commands=(\d+) .*all_masters=(\d+) flushes=(\d+))");
   const std::string out = follower.stdout_text();
-  uint64_t commands = 0, broadcasts = 0, lines = 0;
+  uint64_t commands = 0, broadcasts = 0, flushes = 0, lines = 0;
   for (auto it = std::sregex_iterator(out.begin(), out.end(), stopped);
        it != std::sregex_iterator(); ++it, ++lines) {
     commands += std::stoull((*it)[1]);
     broadcasts += std::stoull((*it)[2]);
+    flushes += std::stoull((*it)[3]);
   }
+  EXPECT_EQ(flushes, 1u) << follower.describe();
   EXPECT_EQ(lines, 3u) << follower.describe();
   EXPECT_GT(commands, 300u * 10) << follower.describe();
   EXPECT_EQ(broadcasts, 3u) << follower.describe();

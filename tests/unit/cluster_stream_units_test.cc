@@ -204,11 +204,13 @@ TEST(StreamUnits, RoutedByTheSlotOfAllTheirKeys) {
     EXPECT_EQ(r->where, UnitRoute::Where::kSlot);
     EXPECT_EQ(r->slot, hash_slot("t"));
   }
-  for (size_t i : {2, 3}) {
-    auto r = route_unit(units[i], keys);
-    ASSERT_TRUE(r.ok()) << r.status().message();
-    EXPECT_EQ(r->where, UnitRoute::Where::kAllMasters);
-  }
+  // FLUSHALL empties the source shard, not the whole target.
+  auto flush = route_unit(units[2], keys);
+  ASSERT_TRUE(flush.ok()) << flush.status().message();
+  EXPECT_EQ(flush->where, UnitRoute::Where::kShardSlots);
+  auto load = route_unit(units[3], keys);
+  ASSERT_TRUE(load.ok()) << load.status().message();
+  EXPECT_EQ(load->where, UnitRoute::Where::kAllMasters);
   auto chatter = route_unit(units[4], keys);
   ASSERT_TRUE(chatter.ok());
   EXPECT_EQ(chatter->where, UnitRoute::Where::kNowhere);
