@@ -40,6 +40,18 @@ slot map (RESTORE ... REPLACE ABSTTL: a second copy changes nothing), until
 --io-timeout passes without an answer. Keys outside DB 0 are refused (a
 cluster has no other DB); --flush flushes every target master; a non-empty
 master without --flush/--merge is refused. Restore mode only.
+With --cluster --follow, each shard's stream is then followed on its own
+thread: each command (a MULTI/EXEC block, an EVAL: as one unit) goes to the
+master owning its keys' slot, which the target's own COMMAND INFO and
+COMMAND GETKEYS say; a slot's commands keep their order across MOVED/ASK/
+TRYAGAIN. PING, REPLCONF and SELECT 0 are dropped; a shard's FLUSHALL or
+FLUSHDB deletes the keys of that shard's slots; keyless commands the target
+marks for every shard (FUNCTION LOAD) go to every master. Anything else (a
+unit whose keys span slots, a keyless one, SELECT n) stops every follower,
+naming it and its stream offset (exit 5). A shard that cannot be continued
+(its follower fell behind the log, or its master began a new history) stops
+them all (exit 3): a cluster cannot be resynced shard by shard; run again
+with --flush.
 
 Options:
   --redis HOST:PORT       Redis to load into (default 127.0.0.1:6379); with
@@ -184,6 +196,8 @@ Output: progress on stderr; on stdout one summary line:
   (cluster-incomplete, same fields, when any shard failed)
 With --follow, then a line per status interval:
   following offset=O lag_bytes=B lag_ms=M commands=N resyncs=R log_id=L
+  (--cluster: one per shard, "following source=HOST:PORT offset=O ...
+  commands=N moved=N asked=N retried=N resent=N all_masters=N flushes=N ...")
   (offset: the master's replication offset the target has reached; lag_bytes:
   stream bytes the sidecar holds that are not applied yet; lag_ms: how long
   the oldest of them has been waiting, 0 when caught up; replica mode shows
@@ -203,7 +217,11 @@ or a cluster-mode target). With --follow:
 0 after SIGINT/SIGTERM; 1 also when the target refuses a streamed command
 (named on stderr with its stream offset); 3 also when the target goes away,
 or the change log has not grown for --log-stall (the sidecar's link to the
-master is stuck or given up, or the sidecar stays unreachable).
+master is stuck or given up, or the sidecar stays unreachable). With
+--cluster --follow: 3 also when a shard's follower fell behind its change
+log or its master began a new history (rerun with --flush); 5 when a shard's
+stream holds what a cluster cannot apply as one unit (keys in several
+slots, a keyless command not meant for every master, SELECT n).
 Replica mode: 5 also for a cluster-mode target or one older than Redis 4.0;
 the link takes only the target's own PSYNC (its replication ID), and success
 needs the target's INFO replication to show the table's history, link up (1
