@@ -14,10 +14,10 @@ namespace {
 // Follows one shard until a stop, or until it cannot go on (then every
 // other shard is stopped too).
 Status follow_shard(const ClientConfig& config, ClusterTarget& target, size_t shard,
-                    SyncedTable& table) {
+                    SyncedTable& table, TtlGuard guard) {
   RRS_ASSIGN_OR_RETURN(auto sink,
                        ClusterStreamSink::create(config, target, table.header.source_offset,
-                                                 target.slots_of(shard)));
+                                                 target.slots_of(shard), std::move(guard)));
   Follower follower(config, table, *sink, 0);
   RRS_ASSIGN_OR_RETURN(FollowEnd end, follower.run());
   if (end.stopped) return {};
@@ -42,7 +42,8 @@ Status run_cluster_follow(const ClientConfig& config) {
     threads.emplace_back([&, i] {
       ClientConfig shard = config;
       shard.server = config.sidecars[i];
-      results[i] = follow_shard(shard, *synced.target, i, synced.tables[i]);
+      results[i] = follow_shard(shard, *synced.target, i, synced.tables[i],
+                                std::move(synced.guards[i]));
       if (!results[i].ok()) request_stop();  // the others stop at their next batch
     });
   }

@@ -43,6 +43,7 @@ Status ClusterSink::check(const TableInfo& info) {
 
 Status ClusterSink::prepare(const TableInfo& info) {
   RRS_RETURN_IF_ERROR(target_.prepare_once(info));
+  if (config_.follow) guard_ = TtlGuard::starting(unix_ms());
   loading_ = true;
   return {};
 }
@@ -76,7 +77,9 @@ void ClusterSink::route(RoutedCommand command) {
 Status ClusterSink::load(const RecordBatch& batch) {
   const int64_t now = unix_ms();
   for (const Record& r : batch.records) {
-    if (r.expire_at_ms >= 0 && r.expire_at_ms <= now) {
+    int64_t expire_at = r.expire_at_ms;
+    const bool held = guard_ && guard_->hold(0, r.key, expire_at, now);
+    if (!held && expire_at >= 0 && expire_at <= now) {
       counts_.skipped_expired++;
       continue;
     }
@@ -84,10 +87,10 @@ Status ClusterSink::load(const RecordBatch& batch) {
     const int owner = map_.owner(slot);
     NodePipeline* p = owner == SlotMap::kUnowned ? nullptr : pipeline(map_.masters()[owner]);
     if (p != nullptr) {
-      p->restore(slot, r.index, r.key, r.expire_at_ms, r.payload);
+      p->restore(slot, r.index, r.key, expire_at, r.payload);
     } else {
       RoutedCommand c{slot, r.index, 1, r.key.size() + r.payload.size(), 0, std::string(r.key), {}};
-      append_restore(c.wire, r.key, r.expire_at_ms, r.payload);
+      append_restore(c.wire, r.key, expire_at, r.payload);
       map_stale_ = true;
       send_later(std::move(c), kRetryAfter);
     }

@@ -18,6 +18,7 @@
 #include "client/client_config.h"
 #include "client/cluster/cluster_target.h"
 #include "client/cluster/node_pipeline.h"
+#include "client/restore/ttl_guard.h"
 #include "client/sync/load_sink.h"
 #include "common/base/clock.h"
 
@@ -42,6 +43,8 @@ class ClusterSink : public LoadSink {
   LoadCounts counts() const override;
   std::string summary_fields() const override;
 
+  // --follow: the keys loaded with a guard TTL (client/restore/ttl_guard.h).
+  TtlGuard take_ttl_guard() { return guard_ ? std::move(*guard_) : TtlGuard{}; }
   // Keys each target master acknowledged from this shard, by address.
   const std::map<std::string, uint64_t>& per_master() const { return per_master_; }
 
@@ -73,6 +76,7 @@ class ClusterSink : public LoadSink {
   bool map_stale_ = false;
   const TableInfo* info_ = nullptr;
   bool loading_ = false;
+  std::optional<TtlGuard> guard_;                  // --follow
   std::map<std::string, NodePipeline> pipelines_;  // by "host:port"
   std::vector<Later> later_;
   Status stop_;  // an error reply that ends the load

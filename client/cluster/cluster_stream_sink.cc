@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "client/cluster/cluster_ttl_guard.h"
 #include "client/cluster/slot_flush.h"
 #include "common/base/log.h"
 #include "proto/resp_writer.h"
@@ -41,14 +42,17 @@ std::string wire_of(const StreamUnit& unit, uint32_t& replies) {
 Result<std::unique_ptr<ClusterStreamSink>> ClusterStreamSink::create(const ClientConfig& config,
                                                                      ClusterTarget& target,
                                                                      uint64_t position,
-                                                                     SlotRanges slots) {
+                                                                     SlotRanges slots,
+                                                                     TtlGuard guard) {
   auto lookup = RedisClient::connect(config.redis, target.credentials(), target.io_timeout());
   if (!lookup.ok())
     return lookup.status()
         .wrap("connect to the target cluster to follow")
         .as(ErrorKind::kUnavailable);
-  return std::unique_ptr<ClusterStreamSink>(
+  auto sink = std::unique_ptr<ClusterStreamSink>(
       new ClusterStreamSink(target, position, std::move(slots), std::move(*lookup)));
+  sink->guard_ = std::move(guard);
+  return sink;
 }
 
 ClusterStreamSink::ClusterStreamSink(ClusterTarget& target, uint64_t position, SlotRanges slots,
@@ -303,6 +307,14 @@ Status ClusterStreamSink::send() {
 }
 
 Status ClusterStreamSink::collect() { return pump(0); }
+
+Status ClusterStreamSink::caught_up() {
+  if (guard_.keys.empty() || units_.in_block() || !unacked_.empty()) return {};
+  RRS_ASSIGN_OR_RETURN(uint64_t restored, restore_guarded_ttls(target_, guard_));
+  log_guard_given_back(guard_, restored);
+  guard_ = TtlGuard{};
+  return {};
+}
 
 std::string ClusterStreamSink::progress() const {
   return "commands=" + std::to_string(commands_) + " moved=" + std::to_string(moved_) +

@@ -32,17 +32,19 @@ namespace rrs {
 class ClusterStreamSink : public StreamSink {
  public:
   // `position`: the stream offset of the shard's table; `slots`: the slots
-  // its table serves (what a FLUSHALL in its stream empties). Connects the
-  // connection that asks the target for key specs.
+  // its table serves (what a FLUSHALL in its stream empties); `guard`: the
+  // keys its load held with a guard TTL, given their own back at the first
+  // catch-up. Connects the connection that asks the target for key specs.
   static Result<std::unique_ptr<ClusterStreamSink>> create(const ClientConfig& config,
                                                            ClusterTarget& target, uint64_t position,
-                                                           SlotRanges slots);
+                                                           SlotRanges slots, TtlGuard guard);
 
   Status write(std::span<const std::byte> bytes) override;
   Status send() override;
   Status collect() override;
   uint64_t applied() const override { return applied_; }
   std::string progress() const override;
+  Status caught_up() override;
 
  private:
   ClusterStreamSink(ClusterTarget& target, uint64_t position, SlotRanges slots, RedisClient lookup);
@@ -70,6 +72,7 @@ class ClusterStreamSink : public StreamSink {
   ClusterTarget& target_;
   SlotMap map_;
   const SlotRanges slots_;  // the source shard's
+  TtlGuard guard_;
   bool map_stale_ = false;
   RedisClient lookup_;  // COMMAND INFO / GETKEYS
   CommandKeys keys_;

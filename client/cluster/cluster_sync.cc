@@ -20,6 +20,7 @@ struct Shard {
   ClientConfig config;
   std::optional<ClusterSink> sink;
   SyncedTable synced;
+  TtlGuard guard;
   Status status;
 };
 
@@ -94,6 +95,7 @@ Result<ClusterSynced> sync_cluster(const ClientConfig& config) {
       auto synced = run_sync(s.config, *s.sink);
       s.status = synced.status();
       if (synced.ok()) s.synced = std::move(*synced);
+      s.guard = s.sink->take_ttl_guard();
       // The others may wait for this shard's table before they load.
       target->shard_gone(i);
     });
@@ -110,7 +112,10 @@ Result<ClusterSynced> sync_cluster(const ClientConfig& config) {
   RRS_RETURN_IF_ERROR(worst);
   ClusterSynced out;
   out.target = std::move(target);
-  for (Shard& s : shards) out.tables.push_back(std::move(s.synced));
+  for (Shard& s : shards) {
+    out.tables.push_back(std::move(s.synced));
+    out.guards.push_back(std::move(s.guard));
+  }
   return out;
 }
 

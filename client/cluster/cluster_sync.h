@@ -10,6 +10,7 @@
 
 #include "client/client_config.h"
 #include "client/cluster/cluster_target.h"
+#include "client/restore/ttl_guard.h"
 #include "client/sync/sync_driver.h"
 #include "common/base/status.h"
 
@@ -20,6 +21,7 @@ namespace rrs {
 struct ClusterSynced {
   std::unique_ptr<ClusterTarget> target;
   std::vector<SyncedTable> tables;
+  std::vector<TtlGuard> guards;  // --follow: each shard's keys held with a guard TTL
 };
 
 // The sync; the first failure of any shard (the others run to their end

@@ -38,7 +38,8 @@ Result<uint64_t> empty_slot(RedisClient& master, uint16_t slot) {
   const std::string number = std::to_string(slot);
   uint64_t deleted = 0;
   while (true) {
-    RRS_ASSIGN_OR_RETURN(ReplyPtr keys, master.command({"CLUSTER", "GETKEYSINSLOT", number, kBatch}));
+    RRS_ASSIGN_OR_RETURN(ReplyPtr keys,
+                         master.command({"CLUSTER", "GETKEYSINSLOT", number, kBatch}));
     if (keys->type != REDIS_REPLY_ARRAY)
       return Status::error(kStep, "CLUSTER GETKEYSINSLOT did not answer an array")
           .as(ErrorKind::kBadData);

@@ -18,18 +18,22 @@ Status CommandSink::write(std::span<const std::byte> bytes) {
 Status CommandSink::caught_up() {
   if (guard_.keys.empty() || applier_.in_transaction()) return {};
   RRS_ASSIGN_OR_RETURN(uint64_t restored, applier_.restore_ttls(guard_));
-  log::info(std::to_string(restored) + " of the " + std::to_string(guard_.keys.size()) +
+  log_guard_given_back(guard_, restored);
+  guard_ = TtlGuard{};
+  return {};
+}
+
+void log_guard_given_back(const TtlGuard& guard, uint64_t restored) {
+  log::info(std::to_string(restored) + " of the " + std::to_string(guard.keys.size()) +
             " keys loaded with a guard TTL (they expire within minutes) got their own TTL back; "
             "the master's stream changed the others");
-  const auto waited = std::chrono::milliseconds(unix_ms() - guard_.loaded_at_ms);
+  const auto waited = std::chrono::milliseconds(unix_ms() - guard.loaded_at_ms);
   if (waited > TtlGuard::kWindow)
     log::warn("catching up took " + std::to_string(waited.count() / 1000) +
               " s from the load, more than the guard's window of " +
               std::to_string(TtlGuard::kWindow.count()) +
               " minutes: a key that expired on the target by its own clock before the master's "
               "change to it arrived may be missing; --mode replica has no such window");
-  guard_ = TtlGuard{};
-  return {};
 }
 
 std::string CommandSink::progress() const {

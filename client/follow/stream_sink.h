@@ -58,6 +58,10 @@ class CommandSink : public StreamSink {
   TtlGuard guard_;
 };
 
+// Says how many of `guard`'s keys got their own TTL back, and warns when
+// catching up took longer than the guard's window.
+void log_guard_given_back(const TtlGuard& guard, uint64_t restored);
+
 class StreamForwarder : public StreamSink {
  public:
   StreamForwarder(ReplicaLink& link, uint64_t position) : link_(link), position_(position) {}

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rrs {
@@ -28,6 +29,24 @@ struct TtlGuard {
   int64_t loaded_at_ms = 0;
   int64_t guard_at_ms = 0;
   std::vector<Key> keys;
+
+  // A guard for a load starting at `now_ms`.
+  static TtlGuard starting(int64_t now_ms) {
+    TtlGuard g;
+    g.loaded_at_ms = now_ms;
+    g.guard_at_ms = now_ms + std::chrono::duration_cast<std::chrono::milliseconds>(kHold).count();
+    return g;
+  }
+  // A record expiring at `expire_at_ms` (-1: never) loaded at `now_ms`:
+  // held (listed, and `expire_at_ms` becomes guard_at_ms) if it expires
+  // within kWindow, expired ones included.
+  bool hold(uint32_t db, std::string_view key, int64_t& expire_at_ms, int64_t now_ms) {
+    const int64_t window = std::chrono::duration_cast<std::chrono::milliseconds>(kWindow).count();
+    if (expire_at_ms < 0 || expire_at_ms > now_ms + window) return false;
+    keys.push_back({db, std::string(key), expire_at_ms});
+    expire_at_ms = guard_at_ms;
+    return true;
+  }
 };
 
 }  // namespace rrs

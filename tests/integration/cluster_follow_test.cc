@@ -8,11 +8,9 @@
 // value for value; SIGTERM stops every shard's follower, exit 0.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <csignal>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <regex>
 #include <set>
 #include <string>
@@ -22,6 +20,7 @@
 #include "common/cli/exit_codes.h"
 #include "proto/hash_slot.h"
 #include "tests/support/cluster_dataset.h"
+#include "tests/support/cluster_write_load.h"
 #include "tests/support/eventually.h"
 #include "tests/support/redis_cluster.h"
 #include "tests/support/sidecar.h"
@@ -32,85 +31,6 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr size_t kKeys = 2000;
-constexpr size_t kTags = 40;
-
-// Writes to a cluster as a cluster client would: each command to the master
-// serving its keys' slot (every command's keys share a hash tag).
-class ClusterWriter {
- public:
-  explicit ClusterWriter(RedisCluster& cluster) : cluster_(cluster) {
-    thread_ = std::thread([this] { run(); });
-  }
-  ~ClusterWriter() { stop(); }
-
-  uint64_t stop() {
-    stop_.store(true);
-    if (thread_.joinable()) thread_.join();
-    return rounds_.load();
-  }
-  uint64_t rounds() const { return rounds_.load(); }
-  std::string errors() const {
-    std::lock_guard lock(mu_);
-    return errors_;
-  }
-
- private:
-  void run() {
-    std::map<std::string, RedisClient> clients;
-    for (RedisProcess* m : cluster_.masters()) {
-      auto c = m->connect();
-      if (!c.ok()) return note("connect to " + m->address() + ": " + c.status().message());
-      clients.emplace(m->address(), std::move(*c));
-    }
-    for (uint64_t i = 0; !stop_.load(); ++i) {
-      const std::string tag = "{t" + std::to_string(i % kTags) + "}";
-      RedisProcess* owner = cluster_.node_for_slot(hash_slot(tag));
-      if (owner == nullptr) return note("no master for " + tag);
-      round(clients.at(owner->address()), tag, i);
-      rounds_.store(i + 1);
-    }
-  }
-
-  void call(RedisClient& c, const std::vector<std::string>& argv) {
-    Reply r = c.command(argv);
-    if (!r) return note(argv[0] + ": connection lost");
-    if (r->type == REDIS_REPLY_ERROR) note(argv[0] + ": " + std::string(r->str, r->len));
-  }
-
-  void round(RedisClient& c, const std::string& t, uint64_t i) {
-    const std::string n = std::to_string(i);
-    call(c, {"SET", t + "s:" + n, "v" + n});
-    call(c, {"MSET", t + "a", "x" + n, t + "b", "y" + n});
-    call(c, {"RPUSH", t + "l", "a" + n, "b" + n});
-    call(c, {"RPOPLPUSH", t + "l", t + "l2"});
-    call(c, {"SADD", t + "s1", "m" + n});
-    call(c, {"SADD", t + "s2", "n" + std::to_string(i % 7)});
-    call(c, {"SUNIONSTORE", t + "su", t + "s1", t + "s2"});
-    call(c, {"ZADD", t + "z1", n, "m" + n});
-    call(c, {"ZUNIONSTORE", t + "zu", "2", t + "z1", t + "s2"});
-    call(c, {"MULTI"});
-    call(c, {"INCR", t + "c"});
-    call(c, {"HSET", t + "h", "f" + std::to_string(i % 13), n});
-    call(c, {"EXEC"});
-    call(c, {"EVAL", "redis.call('SET', KEYS[1], ARGV[1]) return redis.call('INCR', KEYS[2])", "2",
-             t + "e1", t + "e2", n});
-    call(c, {"EXPIRE", t + "s:" + n, "100000"});
-    if (i % 3 == 0) call(c, {"PERSIST", t + "s:" + n});
-    if (i >= kTags * 2) call(c, {"DEL", t + "s:" + std::to_string(i - kTags * 2)});
-  }
-
-  void note(const std::string& e) {
-    std::lock_guard lock(mu_);
-    if (errors_.size() < 2000) errors_ += e + "\n";
-  }
-
-  RedisCluster& cluster_;
-  std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> rounds_{0};
-  mutable std::mutex mu_;
-  std::string errors_;
-  std::thread thread_;
-};
 
 class ClusterFollowTest : public SidecarTest {
  protected:
@@ -276,6 +196,43 @@ TEST_F(ClusterFollowTest, RedirectionsWhileFollowingKeepEachSlotInOrder) {
   follower.signal(SIGTERM);
   EXPECT_EQ(follower.wait(30s), 0) << follower.describe();
   EXPECT_GT(sum_of_last(follower.stdout_text(), "moved"), 0u) << follower.describe();
+}
+
+// PTTL of `key` on the master serving it (-2: none, -1: no TTL, -3: no answer).
+int64_t pttl(RedisCluster& cluster, const std::string& key) {
+  Reply r = cluster.node_for_slot(hash_slot(key))->command({"PTTL", key});
+  return r && r->type == REDIS_REPLY_INTEGER ? r->integer : -3;
+}
+
+// The TTL guard, per shard: keys expiring soon are loaded with a guard TTL
+// and get their own back once their shard's follower caught up, unless the
+// stream changed them. Without it "extended" (expired by the load, its TTL
+// extended on the source after the snapshot) would be lost on the target.
+TEST_F(ClusterFollowTest, GuardTtlKeepsKeysWhoseTtlTheSourceExtended) {
+  auto owner = [&](const std::string& key) -> RedisProcess& {
+    return *source_->node_for_slot(hash_slot(key));
+  };
+  owner("extended").run({"SET", "extended", "v", "PX", "1500"});
+  owner("untouched").run({"SET", "untouched", "v", "PX", "1500"});
+  owner("later").run({"SET", "later", "v", "EX", "300"});
+  start_sidecars();
+  owner("extended").run({"PEXPIRE", "extended", "600000"});
+  std::this_thread::sleep_for(2s);
+  RedisCluster target(ClusterOptions().with_masters(2));
+  ASSERT_TRUE(target.started()) << target.start_error();
+  Process follower = start_follower(target);
+  EXPECT_TRUE(eventually([&] { return pttl(target, "extended") > 500000; }, 60s, 100ms))
+      << follower.describe();
+  EXPECT_TRUE(eventually([&] { return pttl(target, "untouched") == -2; }, 30s, 100ms));
+  EXPECT_TRUE(eventually(
+      [&] {
+        const int64_t t = pttl(target, "later");
+        return t > 0 && t <= 300000;
+      },
+      30s, 100ms))
+      << follower.describe();
+  follower.signal(SIGTERM);
+  EXPECT_EQ(follower.wait(30s), 0) << follower.describe();
 }
 
 // A follower that falls behind a shard's change log ring cannot resync that
