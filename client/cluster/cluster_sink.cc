@@ -77,9 +77,8 @@ void ClusterSink::route(RoutedCommand command) {
 Status ClusterSink::load(const RecordBatch& batch) {
   const int64_t now = unix_ms();
   for (const Record& r : batch.records) {
-    int64_t expire_at = r.expire_at_ms;
-    const bool held = guard_ && guard_->hold(0, r.key, expire_at, now);
-    if (!held && expire_at >= 0 && expire_at <= now) {
+    int64_t expire_at = r.expire_at_ms;  // a guarded key's becomes the guard's
+    if (!(guard_ && guard_->hold(0, r.key, expire_at, now)) && expire_at >= 0 && expire_at <= now) {
       counts_.skipped_expired++;
       continue;
     }
@@ -239,11 +238,6 @@ Status ClusterSink::pump(size_t max_in_flight, size_t max_held) {
 }
 
 Status ClusterSink::drain() { return pump(0, 0); }
-
-Status ClusterSink::take_failures(const std::vector<RecordFailure>& failures) {
-  invalid_ = failures;
-  return {};
-}
 
 Status ClusterSink::finish() {
   for (const RecordFailure& f : invalid_)

@@ -36,7 +36,10 @@ class ClusterSink : public LoadSink {
   Status prepare(const TableInfo& info) override;
   Status load(const RecordBatch& batch) override;
   Status drain() override;
-  Status take_failures(const std::vector<RecordFailure>& failures) override;
+  Status take_failures(const std::vector<RecordFailure>& failures) override {
+    invalid_ = failures;
+    return {};
+  }
   Status finish() override;
   Status verdict() const override;
   void abandon(const Status& why, uint64_t invalid_records, double seconds) override;

@@ -6,9 +6,8 @@
 #include <thread>
 
 #include "client/cluster/cluster_ttl_guard.h"
-#include "client/cluster/slot_flush.h"
+#include "client/cluster/keyless_units.h"
 #include "common/base/log.h"
-#include "proto/resp_writer.h"
 
 namespace rrs {
 namespace {
@@ -22,20 +21,6 @@ constexpr uint32_t kMaxHops = 16;
 constexpr std::chrono::milliseconds kRetryAfter{100};
 // Connecting to a master blocks the loop; a failed-over one is not waited on.
 constexpr std::chrono::milliseconds kMaxConnectWait{2000};
-
-// The RESP bytes of a unit, and how many replies it gets.
-std::string wire_of(const StreamUnit& unit, uint32_t& replies) {
-  std::string wire;
-  auto append = [&](const std::vector<std::string>& command) {
-    const std::vector<std::string_view> args(command.begin(), command.end());
-    resp::append_command(wire, args);
-  };
-  if (unit.transaction) resp::append_command(wire, {"MULTI"});
-  for (const auto& command : unit.commands) append(command);
-  if (unit.transaction) resp::append_command(wire, {"EXEC"});
-  replies = static_cast<uint32_t>(unit.commands.size()) + (unit.transaction ? 2 : 0);
-  return wire;
-}
 
 }  // namespace
 
@@ -93,7 +78,7 @@ Status ClusterStreamSink::add(const StreamUnit& unit) {
   c.slot = route.slot;
   c.index = seq;
   c.key = unit.describe();
-  c.wire = wire_of(unit, c.replies);
+  c.wire = unit.wire(c.replies);
   c.bytes = c.wire.size();
   unacked_[seq] = {unit.end, static_cast<uint32_t>(unit.commands.size()), c.key, false};
   submit(std::move(c));
@@ -101,23 +86,8 @@ Status ClusterStreamSink::add(const StreamUnit& unit) {
 }
 
 Status ClusterStreamSink::to_all_masters(const StreamUnit& unit) {
-  // Everything before it applied first, as on the source.
-  RRS_RETURN_IF_ERROR(pump(0));
-  RRS_RETURN_IF_ERROR(stop_);
-  RRS_ASSIGN_OR_RETURN(map_, target_.refresh_map());
-  map_stale_ = false;
-  const std::vector<std::string_view> args(unit.commands[0].begin(), unit.commands[0].end());
-  for (const Endpoint& m : map_.masters()) {
-    auto master = RedisClient::connect(m, target_.credentials(), target_.io_timeout());
-    if (!master.ok()) return master.status().as(ErrorKind::kUnavailable);
-    if (auto r = master->command(args); !r.ok())
-      return Status::error("apply the replication stream to the cluster",
-                           "master " + m.to_string() + " refused " + unit.describe() +
-                               " (ending at stream offset " + std::to_string(unit.end) +
-                               ", for every master): " + r.status().message() +
-                               ". Masters before it in the slot map applied it")
-          .as(r.status().kind());
-  }
+  RRS_RETURN_IF_ERROR(pump(0));  // what came before it, first
+  RRS_RETURN_IF_ERROR(send_to_every_master(target_, unit));
   broadcast_++;
   commands_++;
   applied_ = unit.end;

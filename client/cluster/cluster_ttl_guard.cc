@@ -38,7 +38,9 @@ Result<uint64_t> restore_on(RedisClient& master, const Keys& keys, int64_t guard
   Keys held;
   RRS_RETURN_IF_ERROR(per_key(
       master, keys,
-      [](const TtlGuard::Key& k) { return std::vector<std::string>{"PEXPIRETIME", k.key}; },
+      [](const TtlGuard::Key& k) {
+        return std::vector<std::string>{"PEXPIRETIME", k.key};
+      },
       [&](const TtlGuard::Key* k, const redisReply* r) {
         if (r->type == REDIS_REPLY_INTEGER && r->integer == guard_at_ms) held.push_back(k);
       }));

@@ -4,6 +4,7 @@
 
 #include "common/base/log.h"
 #include "proto/hash_slot.h"
+#include "proto/resp_writer.h"
 
 namespace rrs {
 namespace {
@@ -31,6 +32,18 @@ std::string StreamUnit::describe() const {
            (commands.empty() ? std::string("-") : log::printable(commands[0][0])) + ")";
   if (commands.empty()) return "(replication chatter)";
   return log::printable(commands[0][0].substr(0, 64));
+}
+
+std::string StreamUnit::wire(uint32_t& replies) const {
+  std::string out;
+  if (transaction) resp::append_command(out, {"MULTI"});
+  for (const auto& command : commands) {
+    const std::vector<std::string_view> args(command.begin(), command.end());
+    resp::append_command(out, args);
+  }
+  if (transaction) resp::append_command(out, {"EXEC"});
+  replies = static_cast<uint32_t>(commands.size()) + (transaction ? 2 : 0);
+  return out;
 }
 
 Result<std::optional<StreamUnit>> UnitBuilder::add(std::span<const std::string_view> args,

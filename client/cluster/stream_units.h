@@ -5,7 +5,7 @@
 //
 //   route_unit: every key in one slot      -> that slot's master
 //               FLUSHALL, FLUSHDB alone    -> the source shard's slots emptied
-//                                             (client/cluster/slot_flush.h)
+//                                             (client/cluster/keyless_units.h)
 //               no keys, tip all_shards/
 //               all_nodes (FUNCTION LOAD),
 //               alone                      -> every master
@@ -33,8 +33,10 @@ struct StreamUnit {
   std::vector<std::vector<std::string>> commands;
   bool transaction = false;  // a MULTI ... EXEC block: sent between MULTI and EXEC
   uint64_t end = 0;          // stream position after it
-  // "SET" or "MULTI/EXEC (3 commands)": what messages call it.
+  // "SET" or "MULTI/EXEC (3 commands, the first SET)": what messages call it.
   std::string describe() const;
+  // Its RESP bytes (a block between MULTI and EXEC), and the replies it gets.
+  std::string wire(uint32_t& replies) const;
 };
 
 class UnitBuilder {

@@ -1,4 +1,4 @@
-#include "client/cluster/slot_flush.h"
+#include "client/cluster/keyless_units.h"
 
 #include <string>
 #include <vector>
@@ -78,6 +78,23 @@ Result<uint64_t> flush_slots(const ClusterTarget& target, const SlotRanges& slot
     }
   }
   return deleted;
+}
+
+Status send_to_every_master(const ClusterTarget& target, const StreamUnit& unit) {
+  RRS_ASSIGN_OR_RETURN(SlotMap map, target.refresh_map());
+  const std::vector<std::string_view> args(unit.commands[0].begin(), unit.commands[0].end());
+  for (const Endpoint& m : map.masters()) {
+    auto master = RedisClient::connect(m, target.credentials(), target.io_timeout());
+    if (!master.ok()) return master.status().as(ErrorKind::kUnavailable);
+    if (auto r = master->command(args); !r.ok())
+      return Status::error("apply the replication stream to the cluster",
+                           "master " + m.to_string() + " refused " + unit.describe() +
+                               " (ending at stream offset " + std::to_string(unit.end) +
+                               ", for every master): " + r.status().message() +
+                               ". Masters before it in the slot map applied it")
+          .as(r.status().kind());
+  }
+  return {};
 }
 
 }  // namespace rrs
