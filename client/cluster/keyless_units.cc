@@ -80,9 +80,26 @@ Result<uint64_t> flush_slots(const ClusterTarget& target, const SlotRanges& slot
   return deleted;
 }
 
+namespace {
+
+// FUNCTION LOAD comes once from every source shard that ran it (as a
+// cluster client sends it to every master): the target's masters have the
+// library after the first, and a plain LOAD would fail on them the second
+// time. The source master that sent it now holds that library's code, which
+// REPLACE gives the target whatever it held: the same end, every time.
+std::vector<std::string_view> repeatable(const std::vector<std::string>& command) {
+  std::vector<std::string_view> args(command.begin(), command.end());
+  const bool load = args.size() >= 3 && lowercase(args[0]) == "function" &&
+                    lowercase(args[1]) == "load";
+  if (load && lowercase(args[2]) != "replace") args.insert(args.begin() + 2, "REPLACE");
+  return args;
+}
+
+}  // namespace
+
 Status send_to_every_master(const ClusterTarget& target, const StreamUnit& unit) {
   RRS_ASSIGN_OR_RETURN(SlotMap map, target.refresh_map());
-  const std::vector<std::string_view> args(unit.commands[0].begin(), unit.commands[0].end());
+  const std::vector<std::string_view> args = repeatable(unit.commands[0]);
   for (const Endpoint& m : map.masters()) {
     auto master = RedisClient::connect(m, target.credentials(), target.io_timeout());
     if (!master.ok()) return master.status().as(ErrorKind::kUnavailable);
