@@ -1,5 +1,6 @@
 #include "client/follow/follower.h"
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <thread>

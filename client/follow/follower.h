@@ -4,7 +4,6 @@
 // standalone follow mode (follow.cc) and --cluster --follow (one per shard).
 #pragma once
 
-#include <atomic>
 #include <deque>
 #include <string>
 
