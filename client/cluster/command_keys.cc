@@ -56,6 +56,7 @@ Status parse_entry(const redisReply* e, std::map<std::string, CommandSpec>& out)
                "/" + std::to_string(spec.step) + " make no sense");
   if (e->elements > 7 && !any_text_is(e->element[7], is_all_masters, spec.all_masters))
     return bad("tips are not texts");
+  if (e->elements > 8 && spec.movable) spec.key_specs = parse_key_specs(*e->element[8]);
   if (e->elements > 9) {
     const redisReply* subs = e->element[9];
     if (subs->type != REDIS_REPLY_ARRAY) return bad("subcommands are not an array");
@@ -140,7 +141,12 @@ Result<CommandKeysOf> CommandKeys::keys_of(std::span<const std::string_view> arg
   }
   out.all_masters = s->all_masters;
   if (s->movable) {
-    RRS_ASSIGN_OR_RETURN(out.keys, movable_keys(args));
+    const auto at = s->key_specs ? keys_by_specs(*s->key_specs, args) : std::nullopt;
+    if (!at) {
+      RRS_ASSIGN_OR_RETURN(out.keys, movable_keys(args));
+      return out;
+    }
+    for (size_t i : *at) out.keys.emplace_back(args[i]);
     return out;
   }
   RRS_ASSIGN_OR_RETURN(std::vector<size_t> at, key_positions(*s, args.size()));

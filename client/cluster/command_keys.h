@@ -1,7 +1,8 @@
 // Which keys a command of the master's stream touches, by the TARGET's own
 // command table: COMMAND INFO's first/last/step (cached per command name,
-// subcommands by "name|sub"), and COMMAND GETKEYS for commands whose keys
-// move with their arguments (flag movablekeys). No table of commands is
+// subcommands by "name|sub"), and for commands whose keys move with their
+// arguments (flag movablekeys) its key specs (key_specs.h), or COMMAND
+// GETKEYS where they cannot be evaluated here. No table of commands is
 // kept here: a server that adds a command says where its keys are.
 //
 // The replies are a peer's bytes: every field is checked before use.
@@ -18,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "client/cluster/key_specs.h"
 #include "common/base/status.h"
 #include "common/redis/redis_client.h"
 
@@ -28,8 +30,9 @@ struct CommandSpec {
   // 1-based argument positions of the keys: first..last (negative: from the
   // end, -1 the last argument) every `step`; first 0: no fixed keys.
   int first = 0, last = 0, step = 0;
-  bool movable = false;      // flag movablekeys: ask COMMAND GETKEYS
-  bool all_masters = false;  // tip request_policy:all_shards or all_nodes
+  bool movable = false;  // flag movablekeys: by key_specs, else COMMAND GETKEYS
+  std::optional<std::vector<KeySpec>> key_specs;  // when all can be evaluated here
+  bool all_masters = false;                       // tip request_policy:all_shards or all_nodes
   bool has_subcommands = false;
 };
 
@@ -56,7 +59,7 @@ class CommandKeys {
   explicit CommandKeys(AskTarget ask) : ask_(std::move(ask)) {}
 
   Result<CommandKeysOf> keys_of(std::span<const std::string_view> args);
-  // COMMAND GETKEYS round trips so far (the cacheless path).
+  // COMMAND GETKEYS round trips so far (movable keys no key spec covers).
   uint64_t getkeys_asked() const { return getkeys_asked_; }
 
  private:

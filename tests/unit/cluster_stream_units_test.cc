@@ -41,6 +41,33 @@ std::string entry(const std::string& name, int first, int last, int step,
               arr({}), arr(subcommands)});
 }
 
+// A key spec: begin_search by index `begin` (or a keyword search when
+// begin < 0), then `find`.
+std::string key_spec(int begin, const std::string& find) {
+  const std::string search = begin >= 0 ? arr({bulk("type"), bulk("index"), bulk("spec"),
+                                               arr({bulk("index"), num(begin)})})
+                                        : arr({bulk("type"), bulk("keyword"), bulk("spec"),
+                                               arr({bulk("keyword"), bulk("KEYS"),
+                                                    bulk("startfrom"), num(1)})});
+  return arr(
+      {bulk("flags"), arr({status("RW")}), bulk("begin_search"), search, bulk("find_keys"), find});
+}
+std::string keynum(int keynumidx, int firstkey, int keystep) {
+  return arr({bulk("type"), bulk("keynum"), bulk("spec"),
+              arr({bulk("keynumidx"), num(keynumidx), bulk("firstkey"), num(firstkey),
+                   bulk("keystep"), num(keystep)})});
+}
+std::string range(int lastkey, int keystep, int limit) {
+  return arr({bulk("type"), bulk("range"), bulk("spec"),
+              arr({bulk("lastkey"), num(lastkey), bulk("keystep"), num(keystep), bulk("limit"),
+                   num(limit)})});
+}
+// A movable-keys command's entry with key specs.
+std::string movable(const std::string& name, const std::vector<std::string>& specs) {
+  return arr({bulk(name), num(-3), arr({status("movablekeys")}), num(0), num(0), num(0), arr({}),
+              arr({}), arr(specs), arr({})});
+}
+
 ReplyPtr parse(const std::string& resp) {
   redisReader* r = redisReaderCreate();
   redisReaderFeed(r, resp.data(), resp.size());
@@ -61,6 +88,10 @@ const std::map<std::string, std::string>& known() {
       {"eval", entry("eval", 0, 0, 0, {"movablekeys"})},
       {"flushall", entry("flushall", 0, 0, 0, {"write"}, {"request_policy:all_shards"})},
       {"swapdb", entry("swapdb", 0, 0, 0, {"write"})},
+      {"zunionstore",
+       movable("zunionstore", {key_spec(1, range(0, 1, 0)), key_spec(2, keynum(0, 1, 1))})},
+      {"fcall", movable("fcall", {key_spec(2, keynum(0, 1, 1))})},
+      {"sort_like", movable("sort_like", {key_spec(-1, range(0, 1, 0))})},
       {"function",
        entry("function", 0, 0, 0, {}, {},
              {entry("function|load", 0, 0, 0, {"write"}, {"request_policy:all_shards"})})},
@@ -81,7 +112,8 @@ struct FakeTarget {
       }
       // GETKEYS EVAL script numkeys key...
       const size_t n = std::stoul(std::string(argv[4]));
-      if (n == 0) return Status::error("COMMAND", "Invalid arguments specified for command");
+      if (n == 0 || 5 + n > argv.size())
+        return Status::error("COMMAND", "Invalid arguments specified for command");
       std::vector<std::string> keys;
       for (size_t i = 0; i < n; ++i) keys.push_back(bulk(std::string(argv[5 + i])));
       return parse(arr(keys));
@@ -120,6 +152,23 @@ TEST(CommandKeys, FromTheTargetsSpecsCachedPerName) {
   EXPECT_EQ(short_mset.status().kind(), ErrorKind::kBadData);
 }
 
+TEST(CommandKeys, MovableKeysByKeySpecsWithoutAskingTheTarget) {
+  FakeTarget target;
+  CommandKeys keys(target.ask());
+  EXPECT_EQ(keys_of(keys, {"ZUNIONSTORE", "d", "2", "a", "b", "WEIGHTS", "1", "2"}),
+            (std::vector<std::string>{"d", "a", "b"}));
+  EXPECT_EQ(keys_of(keys, {"FCALL", "f", "2", "x", "y", "arg"}),
+            (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(keys_of(keys, {"FCALL", "f", "0", "arg"}), std::vector<std::string>{});
+  EXPECT_EQ(keys.getkeys_asked(), 0u);
+  // More keys counted than there are arguments, or a search by keyword:
+  // the target's GETKEYS decides.
+  EXPECT_EQ(keys_of(keys, {"FCALL", "f", "1"}), std::vector<std::string>{});
+  EXPECT_EQ(keys.getkeys_asked(), 1u);
+  EXPECT_EQ(keys_of(keys, {"SORT_LIKE", "s", "1", "k"}), (std::vector<std::string>{"k"}));
+  EXPECT_EQ(keys.getkeys_asked(), 2u);
+}
+
 TEST(CommandKeys, CommandInfoFieldsAreChecked) {
   auto ok = parse_command_info(*parse(arr({entry("mset", 1, -1, 2), "*-1\r\n"})));
   ASSERT_TRUE(ok.ok()) << ok.status().message();
@@ -132,7 +181,9 @@ TEST(CommandKeys, CommandInfoFieldsAreChecked) {
     auto r = parse_command_info(*parse(bad));
     EXPECT_EQ(r.status().kind(), ErrorKind::kBadData) << bad;
   }
-  auto at = key_positions(CommandSpec{1, -1, 2}, 5);
+  CommandSpec mset;
+  mset.first = 1, mset.last = -1, mset.step = 2;
+  auto at = key_positions(mset, 5);
   ASSERT_TRUE(at.ok());
   EXPECT_EQ(*at, (std::vector<size_t>{1, 3}));
 }
