@@ -55,6 +55,9 @@ run "$build/tests/integration/follow_test"
 # Replica mode: the table as an RDB down a replica link, the log forwarded
 # verbatim, and the handoff to the master with a partial resync.
 run "$build/tests/integration/replica_mode_test"
+# Redis Cluster: every source shard's table read over verbs into target
+# clusters of other layouts, redirections followed, sidecars on replicas.
+run "$build/tests/integration/cluster_sync_test"
 # The soak, shorter: sidecar, targets and master link failing at random
 # under a writer, followers in both modes, a handoff at the end.
 export RRS_SOAK_SECONDS=40
