@@ -193,6 +193,101 @@ TEST_F(ClusterSyncTest, RedirectionsFromAStaleSlotMapAreFollowed) {
   expect_equal(target);
 }
 
+// A target master that dies after the client read the slot map and
+// connected to it, and stays down (no replica to take over): the client
+// finds it unreachable when it prepares the masters, before it changes any,
+// and every shard stops with exit 3; the other masters are untouched.
+TEST_F(ClusterSyncTest, ATargetMasterDownBeforeTheLoadLeavesTheTargetUntouched) {
+  RedisCluster target(ClusterOptions().with_masters(3));
+  ASSERT_TRUE(target.started()) << target.start_error();
+  const std::vector<uint16_t> ports = {free_loopback_port(), free_loopback_port(),
+                                       free_loopback_port()};
+  std::vector<std::string> argv = cluster_args(ports, target);
+  argv.insert(argv.end(), {"--connect-timeout", "60", "--io-timeout", "3"});
+  Process client(argv);
+  ASSERT_TRUE(client.wait_for_line("target cluster:", 30s, Process::Stream::kStderr))
+      << client.describe();
+  const std::string dead = target.master(2).address();
+  target.master(2).kill();
+  start_sidecars(ports);
+  EXPECT_EQ(client.wait(90s), exit_code::kUnavailable) << client.describe();
+  EXPECT_NE(client.stdout_text().find("cluster-incomplete "), std::string::npos)
+      << client.describe();
+  EXPECT_NE(client.stderr_text().find(dead), std::string::npos) << client.describe();
+  for (size_t shard = 0; shard < 2; ++shard) {
+    EXPECT_EQ(total_keys(target.master(shard).keyspace()), 0u);
+    EXPECT_EQ(target.master(shard).run({"FUNCTION", "LIST"})->elements, 0u);
+  }
+}
+
+// The keys the fill put in the slots of target shards other than `shard`.
+uint64_t keys_outside(RedisCluster& target, const ClusterFill& fill, size_t shard) {
+  uint64_t n = 0;
+  for (uint16_t slot = 0; slot < kHashSlots; ++slot)
+    if (target.shard_for_slot(slot) != shard) n += fill.keys_per_slot[slot];
+  return n;
+}
+
+// Writes to target master 2 are paused (CLIENT PAUSE WRITE) during the load,
+// so its RESTOREs wait unanswered while the other masters take theirs.
+// Without functions the preparation writes nothing, so it is not held up.
+class StalledMasterTest : public ClusterSyncTest {
+ protected:
+  void SetUp() override {
+    ClusterSyncTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    for (RedisProcess* m : source_->masters()) m->run({"FUNCTION", "FLUSH"});
+    target_ = std::make_unique<RedisCluster>(ClusterOptions().with_masters(3));
+    ASSERT_TRUE(target_->started()) << target_->start_error();
+    target_->master(2).run({"CLIENT", "PAUSE", "60000", "WRITE"});
+    start_sidecars();
+  }
+  void TearDown() override {
+    if (target_) target_->master(2).run({"CLIENT", "UNPAUSE"});
+  }
+  // Until masters 0 and 1 hold every key of their slots.
+  bool others_loaded() {
+    return eventually(
+        [&] {
+          uint64_t held = 0;
+          for (size_t shard = 0; shard < 2; ++shard)
+            held += total_keys(target_->master(shard).keyspace());
+          return held == keys_outside(*target_, fill_, 2);
+        },
+        30s);
+  }
+  std::unique_ptr<RedisCluster> target_;
+};
+
+// Its connections lost mid-load (CLIENT KILL, then it answers again): every
+// unanswered RESTORE is sent again by a fresh slot map, and the end state
+// is equal.
+TEST_F(StalledMasterTest, ALostConnectionMidLoadIsResentAndEndsEqual) {
+  std::vector<std::string> argv = cluster_args(sidecar_ports(), *target_);
+  Process client(argv);
+  ASSERT_TRUE(others_loaded()) << client.describe();
+  target_->master(2).run({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+  target_->master(2).run({"CLIENT", "UNPAUSE"});
+  EXPECT_EQ(client.wait(60s), 0) << client.describe();
+  EXPECT_GT(sum_over_shards(client.stdout_text(), "resent"), 0u) << client.describe();
+  expect_equal(*target_);
+}
+
+// A master that stays silent past --io-timeout: each shard stops with exit
+// 3, an `incomplete` line and, on stderr, what each master acknowledged;
+// the other masters hold every key of their slots.
+TEST_F(StalledMasterTest, AMasterSilentPastTheIoTimeoutEndsTheRunWithExit3) {
+  std::vector<std::string> argv = cluster_args(sidecar_ports(), *target_);
+  argv.insert(argv.end(), {"--io-timeout", "2"});
+  Process client(argv);
+  EXPECT_EQ(client.wait(60s), exit_code::kUnavailable) << client.describe();
+  const std::string out = client.stdout_text();
+  EXPECT_NE(out.find("cluster-incomplete "), std::string::npos) << out;
+  EXPECT_NE(out.find("incomplete keys="), std::string::npos) << out;
+  EXPECT_NE(client.stderr_text().find("by master: "), std::string::npos) << client.describe();
+  EXPECT_TRUE(others_loaded());
+}
+
 // A sidecar beside each shard's replica (chained replication: the replica
 // serves the sidecar's PSYNC with the master's replication ID and offsets):
 // the whole copy forks no source master.
