@@ -827,7 +827,8 @@ def write_report(a, bench, command, date, host):
           "combined: `keyspace_digest` in cluster_bench.py) equals the standalone's, so every "
           "key and value is there; and sampled keys, binary names included, GET from the "
           "master owning their slot equal the standalone's byte for byte. Native syncs: DBSIZE "
-          "and DEBUG DIGEST equal the master's.\n", "| copy | keys on the target | sampled | of them binary names | result |",
+          "and DEBUG DIGEST equal the master's.\n",
+          "| copy | keys on the target | sampled | of them binary names | result |",
           "|---|---:|---:|---:|---|"]
     L += [f"| {w} | {n:,} | {s} | {b} | {r} |" for w, n, s, b, r in bench.checks]
     lost = [r for r in rows if r.get("missing_keys")]
