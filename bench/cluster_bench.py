@@ -765,7 +765,7 @@ def write_report(a, bench, command, date, host):
             imp = med(group(rows, "redis-cli-import", m), "wall_s")
             if imp:
                 x = imp[0] / sc[0]
-                L.append(f"- redis-cli import / {s} -> {m} masters: **{x:.1f}x** faster "
+                L.append(f"- redis-cli import's time / {s} -> {m} masters': **{x:.1f}x** "
                          f"(target >= 15x: {'met' if x >= 15 else 'missed'})")
             if ns:
                 L.append(f"- {s} -> {m} masters / native shard syncs: "
