@@ -42,6 +42,8 @@ for u in rdma-server@.service rdma-client@.service; do
     grep -qF -- '--auth-file ${CREDENTIALS_DIRECTORY}/secret' "$f"
   check "$u: /dev/infiniband stays visible (no PrivateDevices=yes)" \
     bash -c "! grep -qx 'PrivateDevices=yes' '$f'"
+  check "$u: no device allow-list (ProtectClock= implies one) that would deny /dev/infiniband" \
+    bash -c "! grep -qE '^(ProtectClock=yes|DevicePolicy=(closed|strict)|DeviceAllow=)' '$f'"
   check "$u: netlink allowed (device discovery, rdmacm)" \
     grep -qE '^RestrictAddressFamilies=.*AF_NETLINK' "$f"
 done
