@@ -71,7 +71,9 @@ start_redis() {  # name port
 }
 
 master=$(free_port); replica=$(free_port); sidecar=$(free_port)
-step "master Redis on 127.0.0.1:$master with $keys keys x $value_size random bytes, plus every other type"
+what="random bytes"
+[ -z "$bin_dir" ] || what="bytes (DEBUG POPULATE: zero-padded)"
+step "master Redis on 127.0.0.1:$master with $keys keys x $value_size $what, plus every other type"
 start_redis master "$master"
 t=$(now)
 if [ -n "$bin_dir" ]; then
