@@ -38,16 +38,15 @@ std::vector<std::string> lines_of(const std::string& text) {
 std::string json_lines_problem(const std::string& text, const std::string& program) {
   TempDir dir("log-json");
   const std::string file = dir.write_file("stderr", text);
-  CommandResult r = run_command(
-      {"python3", "-c",
-       "import json, sys\n"
-       "for line in open(sys.argv[1], encoding='utf-8'):\n"
-       "    o = json.loads(line)\n"
-       "    assert sorted(o) == ['level', 'msg', 'program', 'ts'], line\n"
-       "    assert o['program'] == sys.argv[2], line\n"
-       "    assert o['level'] in ('info', 'warn', 'error'), line\n"
-       "    assert len(o['ts']) == 24 and o['ts'].endswith('Z'), line\n",
-       file, program});
+  CommandResult r = run_command({"python3", "-c",
+                                 "import json, sys\n"
+                                 "for line in open(sys.argv[1], encoding='utf-8'):\n"
+                                 "    o = json.loads(line)\n"
+                                 "    assert sorted(o) == ['level', 'msg', 'program', 'ts'], line\n"
+                                 "    assert o['program'] == sys.argv[2], line\n"
+                                 "    assert o['level'] in ('info', 'warn', 'error'), line\n"
+                                 "    assert len(o['ts']) == 24 and o['ts'].endswith('Z'), line\n",
+                                 file, program});
   return r.code == 0 ? "" : r.error;
 }
 
@@ -126,6 +125,7 @@ TEST_F(LogTest, HostileHandshakesAreRateLimited) {
 
   // Four peers at a time, within the server's per-address handshake budget.
   std::vector<std::thread> flooders;
+  flooders.reserve(4);
   for (int t = 0; t < 4; ++t)
     flooders.emplace_back([&, t] {
       for (int i = t; i < kHostileConnections; i += 4) bad_handshake(server.port(), i);

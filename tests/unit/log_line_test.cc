@@ -24,7 +24,8 @@ TEST(LogLineTest, TimestampIsRfc3339UtcWithMilliseconds) {
 }
 
 TEST(LogLineTest, TextLine) {
-  EXPECT_EQ(format_line(Format::kText, kWhen, "rdma-server", Level::kWarn, "client 1.2.3.4 refused"),
+  EXPECT_EQ(format_line(Format::kText, kWhen, "rdma-server", Level::kWarn,
+                        "client 1.2.3.4 refused"),
             "2026-11-25T23:46:38.123Z rdma-server WARN client 1.2.3.4 refused\n");
   EXPECT_EQ(format_line(Format::kText, kWhen, "rdma-client", Level::kInfo, "x"),
             "2026-11-25T23:46:38.123Z rdma-client INFO x\n");
@@ -60,11 +61,11 @@ TEST(LogLineTest, JsonEscapesQuotesBackslashesAndControlCharacters) {
 TEST(LogLineTest, JsonKeepsValidUtf8AndEscapesEveryOtherHighByte) {
   EXPECT_EQ(json_string("é€😀"), "\"é€😀\"");
   EXPECT_EQ(json_string("\xff"), R"("\u00ff")");
-  EXPECT_EQ(json_string("a\xc3"), R"("a\u00c3")");             // cut sequence
-  EXPECT_EQ(json_string("\xc0\xaf"), R"("\u00c0\u00af")");     // overlong '/'
-  EXPECT_EQ(json_string("\xed\xa0\x80"), R"("\u00ed\u00a0\u0080")");  // a surrogate
+  EXPECT_EQ(json_string("a\xc3"), R"("a\u00c3")");                              // cut sequence
+  EXPECT_EQ(json_string("\xc0\xaf"), R"("\u00c0\u00af")");                      // overlong '/'
+  EXPECT_EQ(json_string("\xed\xa0\x80"), R"("\u00ed\u00a0\u0080")");            // a surrogate
   EXPECT_EQ(json_string("\xf4\x90\x80\x80"), R"("\u00f4\u0090\u0080\u0080")");  // > U+10FFFF
-  EXPECT_EQ(json_string("\x80x"), R"("\u0080x")");              // a lone continuation
+  EXPECT_EQ(json_string("\x80x"), R"("\u0080x")");  // a lone continuation
 }
 
 // Every byte value, alone and after each other one, makes a line with only
