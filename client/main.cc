@@ -51,6 +51,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     log::error(config.status().message() + " (see rdma-client --help)");
     return exit_code::kUsage;
   }
+  log::set_format(config->log_format);
   if (config->help) {
     std::fputs(client_usage(), stdout);
     return exit_code::kOk;
@@ -76,5 +77,6 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
               "fails leaves it as it was)");
   const Status s = config->follow || config->handoff ? run_follow(*config) : sync_once(*config);
   if (!s.ok()) log::error(s.message());
+  log::flush_limited();
   return exit_code::for_status(s);
 }
