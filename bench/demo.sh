@@ -6,17 +6,28 @@
 # the master (--handoff: a partial resync). Prints each step, how long it
 # took, and whether the replica's DEBUG DIGEST equals the master's.
 # Everything runs on loopback and is stopped on exit.
-# Usage: bash bench/demo.sh [--keys N] [--value-size BYTES]
+# Usage: bash bench/demo.sh [--keys N] [--value-size BYTES] [--bin-dir DIR]
+#                           [--listen ADDR] [--transport auto|tcp|verbs]
+# --bin-dir: run DIR/rdma-server and DIR/rdma-client (installed ones, e.g.
+# /usr/bin from the .deb) instead of building; the sample data then comes
+# from DEBUG POPULATE. --listen: the sidecar serves on ADDR (an RDMA
+# device's address for verbs) with a fresh shared secret.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 keys=200000
 value_size=1000
+bin_dir=""
+listen=127.0.0.1
+transport=auto
 while [ $# -gt 0 ]; do
   case "$1" in
     --keys) keys=$2; shift 2 ;;
     --value-size) value_size=$2; shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    --bin-dir) bin_dir=$2; shift 2 ;;
+    --listen) listen=$2; shift 2 ;;
+    --transport) transport=$2; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "demo: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -26,12 +37,19 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f s", b - a }'; }
 step() { printf '\n== %s\n' "$*"; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-step "installing dependencies and building (Release)"
-t=$(now)
-bash tests/install-deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build --target rdma-server rdma-client gen_dataset | grep -E "error|FAILED" || true
-echo "built in $(since "$t")"
+if [ -n "$bin_dir" ]; then
+  server_bin=$bin_dir/rdma-server client_bin=$bin_dir/rdma-client
+  step "using the installed $server_bin and $client_bin"
+  "$server_bin" --version
+else
+  step "installing dependencies and building (Release)"
+  t=$(now)
+  bash tests/install-deps.sh
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build build --target rdma-server rdma-client gen_dataset | grep -E "error|FAILED" || true
+  echo "built in $(since "$t")"
+  server_bin=build/server/rdma-server client_bin=build/client/rdma-client
+fi
 
 work=$(mktemp -d /tmp/rdma-sync-demo.XXXXXX)
 pids=()
@@ -53,10 +71,16 @@ start_redis() {  # name port
 }
 
 master=$(free_port); replica=$(free_port); sidecar=$(free_port)
-step "master Redis on 127.0.0.1:$master with $keys keys x $value_size random bytes, plus every other type"
+what="random bytes"
+[ -z "$bin_dir" ] || what="bytes (DEBUG POPULATE: zero-padded)"
+step "master Redis on 127.0.0.1:$master with $keys keys x $value_size $what, plus every other type"
 start_redis master "$master"
 t=$(now)
-build/bench/gen_dataset --redis "127.0.0.1:$master" --keys "$keys" --value-size "$value_size" >/dev/null
+if [ -n "$bin_dir" ]; then
+  redis-cli -p "$master" debug populate "$keys" key "$value_size" >/dev/null
+else
+  build/bench/gen_dataset --redis "127.0.0.1:$master" --keys "$keys" --value-size "$value_size" >/dev/null
+fi
 r() { redis-cli -p "$master" "$@" >/dev/null; }
 r HSET user:1 name Ada lang C++ ; r RPUSH queue a b c d ; r SADD tags red green blue
 r ZADD board 1 alice 2 bob +inf top -inf bottom ; r XADD events '*' type login user 1
@@ -67,9 +91,17 @@ r FUNCTION LOAD "#!lua name=demo
 redis.register_function('hello', function() return 'hello' end)"
 echo "loaded in $(since "$t"): $(redis-cli -p "$master" info keyspace | grep '^db' | tr '\r\n' '  ')"
 
-step "rdma-server takes the master's own full sync (PSYNC), parses the RDB into its table, serves it on 127.0.0.1:$sidecar"
+# Off loopback the sidecar serves only clients that hold its shared secret.
+secret_args=()
+if [ "$listen" != 127.0.0.1 ]; then
+  head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/secret"
+  chmod 600 "$work/secret"
+  secret_args=(--auth-file "$work/secret")
+fi
+step "rdma-server takes the master's own full sync (PSYNC), parses the RDB into its table, serves it on $listen:$sidecar"
 t=$(now)
-build/server/rdma-server --redis "127.0.0.1:$master" --port "$sidecar" >"$work/server.out" 2>"$work/server.err" &
+"$server_bin" --redis "127.0.0.1:$master" --listen "$listen" --port "$sidecar" --transport "$transport" \
+  "${secret_args[@]}" >"$work/server.out" 2>"$work/server.err" &
 pids+=($!)
 until grep -q ready "$work/server.out" 2>/dev/null; do
   kill -0 "${pids[-1]}" 2>/dev/null || { cat "$work/server.err" >&2; exit 1; }
@@ -93,8 +125,8 @@ before=$(synced_counts)
 writes during 20000 &
 writer=$!
 t=$(now)
-build/client/rdma-client 127.0.0.1 "$sidecar" --redis "127.0.0.1:$replica" --mode replica \
-  --handoff --master "127.0.0.1:$master" --quiet >"$work/client.out" 2>"$work/client.err" ||
+"$client_bin" "$listen" "$sidecar" --redis "127.0.0.1:$replica" --mode replica \
+  --transport "$transport" "${secret_args[@]}" --handoff --master "127.0.0.1:$master" --quiet >"$work/client.out" 2>"$work/client.err" ||
   { echo "demo: rdma-client exited $?" >&2; cat "$work/client.err" >&2; exit 1; }
 grep -E '^(synced|stopped|handoff)' "$work/client.out"
 echo "full sync, catch-up and handoff took $(since "$t") (wall, including process start)"

@@ -13,6 +13,16 @@
 // All bytes come from one xoshiro256** stream seeded from --seed, so the same
 // flags give the same data set byte for byte.
 //
+// --binary-keys K names every K-th key (index % K == 0) `<prefix>:\0\xff\r\n <10 digits>`
+// instead: key names with a NUL, a byte above 0x7f and CR LF, which a copy must
+// keep byte for byte.
+//
+// --slots RANGES loads only the keys whose Redis Cluster hash slot
+// (proto/hash_slot.h) is in RANGES (`0-5460,10923-16383`), into one master of
+// a cluster. Every key is still generated, so the random stream advances as
+// without --slots: loading each master with its own ranges gives, together,
+// exactly the data set one unfiltered run loads into a standalone server.
+//
 // Two ways out:
 //   default   pipelined commands over one hiredis connection, two batches in flight;
 //   --resp    the same commands as RESP on stdout, for `redis-cli --pipe`.
@@ -28,12 +38,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/base/status.h"
 #include "common/cli/exit_codes.h"
+#include "proto/hash_slot.h"
+#include "proto/slot_ranges.h"
 
 namespace {
 
@@ -50,8 +63,10 @@ struct Config {
   size_t elements = 10;                // --elements: members per non-string key (--type mixed)
   int db = 0;                          // --db: logical database to SELECT first
   uint64_t seed = 1;                   // --seed: same seed, same bytes
-  size_t batch = 0;          // --batch: keys per pipelined write, two in flight; 0: by size
-  bool resp_stdout = false;  // --resp: print RESP for `redis-cli --pipe` instead of connecting
+  size_t batch = 0;           // --batch: keys per pipelined write, two in flight; 0: by size
+  bool resp_stdout = false;   // --resp: print RESP for `redis-cli --pipe` instead of connecting
+  uint64_t binary_every = 0;  // --binary-keys K: every K-th key gets a binary name; 0: none
+  std::optional<rrs::SlotRanges> slots;  // --slots: only keys of these hash slots
 };
 
 // Upper bounds that keep one batch buffer reasonable (and sizes in int range).
@@ -112,9 +127,41 @@ class Xoshiro256ss {
 class Encoder {
  public:
   explicit Encoder(const Config& cfg)
-      : type_(cfg.type), value_size_(cfg.value_size), elements_(cfg.elements), rng_(cfg.seed) {}
+      : type_(cfg.type),
+        value_size_(cfg.value_size),
+        elements_(cfg.elements),
+        binary_every_(cfg.binary_every),
+        rng_(cfg.seed) {
+    if (cfg.slots) {
+      wanted_.assign(rrs::kHashSlots, false);
+      for (const rrs::SlotRange& r : cfg.slots->ranges())
+        for (uint32_t s = r.first; s <= r.last; ++s) wanted_[s] = true;
+    }
+  }
 
-  void append(std::string& out, std::vector<const char*>& names, uint64_t index) {
+  // Appends key `index`'s commands unless --slots leaves its hash slot out;
+  // either way its random bytes are drawn. Returns whether it was appended.
+  bool append(std::string& out, std::vector<const char*>& names, uint64_t index) {
+    const size_t at = out.size(), named = names.size();
+    const uint64_t payload = payload_bytes_;
+    append_all(out, names, index);
+    if (wanted_.empty() || wanted_[rrs::hash_slot(last_key_)]) {
+      ++keys_;
+      return true;
+    }
+    out.resize(at);
+    names.resize(named);
+    payload_bytes_ = payload;
+    return false;
+  }
+
+  // Random bytes written so far: values, fields and members (not scores or IDs).
+  uint64_t payload_bytes() const { return payload_bytes_; }
+  // Keys appended so far (with --slots, only those in its slots).
+  uint64_t keys() const { return keys_; }
+
+ private:
+  void append_all(std::string& out, std::vector<const char*>& names, uint64_t index) {
     if (type_ == DataType::kStrings) return append_set(out, names, "key", index);
     switch (index % 6) {
       case 0: return append_set(out, names, "string", index);
@@ -126,10 +173,6 @@ class Encoder {
     }
   }
 
-  // Random bytes written so far: values, fields and members (not scores or IDs).
-  uint64_t payload_bytes() const { return payload_bytes_; }
-
- private:
   void append_set(std::string& out, std::vector<const char*>& names, const char* prefix,
                   uint64_t index) {
     head(out, 3, "SET", names);
@@ -182,11 +225,15 @@ class Encoder {
   // Element j's part of --value-size; the remainder goes to the first elements.
   size_t share(size_t j) const { return value_size_ / elements_ + (j < value_size_ % elements_); }
 
-  static std::string key(const char* prefix, uint64_t index) {
+  // The key's name, also kept as last_key_ for the --slots filter.
+  const std::string& key(const char* prefix, uint64_t index) {
     char k[48];
-    const int n = std::snprintf(k, sizeof k, "%s:%010llu", prefix,
+    const bool binary = binary_every_ != 0 && index % binary_every_ == 0;
+    const int n = std::snprintf(k, sizeof k, binary ? "%s:0\xff\r\n%010llu" : "%s:%010llu", prefix,
                                 static_cast<unsigned long long>(index));
-    return {k, static_cast<size_t>(n)};
+    if (binary) k[std::strlen(prefix) + 1] = '\0';  // the '0' after the colon becomes a NUL
+    last_key_.assign(k, static_cast<size_t>(n));
+    return last_key_;
   }
 
   static void length(std::string& out, char kind, size_t n) {
@@ -221,8 +268,12 @@ class Encoder {
   DataType type_;
   size_t value_size_;
   size_t elements_;
+  uint64_t binary_every_;
   Xoshiro256ss rng_;
   uint64_t payload_bytes_ = 0;
+  uint64_t keys_ = 0;
+  std::string last_key_;
+  std::vector<bool> wanted_;  // per hash slot, with --slots; empty: every key
 };
 
 // Like write(2) but loops over short writes and EINTR.
@@ -325,7 +376,7 @@ void usage(FILE* out) {
   std::fprintf(out,
                "usage: gen_dataset --redis HOST:PORT [--keys N] [--value-size BYTES]\n"
                "                   [--type strings|mixed] [--elements E] [--db N] [--seed S]\n"
-               "                   [--batch N] [--resp]\n"
+               "                   [--batch N] [--binary-keys K] [--slots RANGES] [--resp]\n"
                "  --redis HOST:PORT  Redis to load (default 127.0.0.1:6379)\n"
                "  --keys N           number of keys (default 1000000)\n"
                "  --value-size B     random bytes per key (default 1000)\n"
@@ -350,6 +401,12 @@ void usage(FILE* out) {
                "  --seed S           PRNG seed; same flags, same data (default 1)\n"
                "  --batch N          keys per pipelined write, two in flight (default %zu,\n"
                "                     fewer if a write would pass %zu MiB)\n"
+               "  --binary-keys K    name every K-th key (index %% K == 0) with binary bytes:\n"
+               "                     <prefix>:\\0\\xff\\r\\n<10 digits> (default 0: none)\n"
+               "  --slots RANGES     load only keys whose cluster hash slot is in RANGES,\n"
+               "                     e.g. 0-5460,10923-16383 (every key is still generated:\n"
+               "                     one run per master, each with its slots, loads the\n"
+               "                     same keys and bytes as one run without --slots)\n"
                "  --resp             write RESP to stdout for `redis-cli --pipe` instead\n",
                kMinMember, kDefaultBatchKeys, kDefaultBatchBytes >> 20);
 }
@@ -409,6 +466,15 @@ std::string parse_flags(int argc, char** argv, Config& cfg) {
         return "--db expects a database number >= 0, got '" + std::string(v) + "'";
     } else if (flag == "--seed") {
       if (!parse_number(v, cfg.seed)) return "--seed expects an unsigned integer";
+    } else if (flag == "--binary-keys") {
+      if (!parse_number(v, cfg.binary_every))
+        return "--binary-keys expects a count, got '" + std::string(v) + "'";
+    } else if (flag == "--slots") {
+      auto slots = rrs::SlotRanges::parse(v);
+      if (!slots.ok() || slots->empty())
+        return "--slots expects hash slot ranges like 0-5460,10923-16383, got '" + std::string(v) +
+               "'";
+      cfg.slots = std::move(*slots);
     } else if (flag == "--batch") {
       if (!parse_number(v, cfg.batch) || cfg.batch == 0)
         return "--batch expects a count >= 1, got '" + std::string(v) + "'";
@@ -457,10 +523,14 @@ int main(int argc, char** argv) {
                                : "mixed elements=" + std::to_string(cfg.elements);
   std::fprintf(out,
                "loaded keys=%llu value_size=%zu type=%s db=%d seed=%llu payload_bytes=%.0f "
-               "seconds=%.3f keys_per_s=%.0f MB_per_s=%.1f\n",
-               static_cast<unsigned long long>(cfg.keys), cfg.value_size, type.c_str(), cfg.db,
+               "seconds=%.3f keys_per_s=%.0f MB_per_s=%.1f generated=%llu slots=%s "
+               "binary_keys=%llu\n",
+               static_cast<unsigned long long>(enc.keys()), cfg.value_size, type.c_str(), cfg.db,
                static_cast<unsigned long long>(cfg.seed), payload, seconds,
-               seconds > 0 ? static_cast<double>(cfg.keys) / seconds : 0.0,
-               seconds > 0 ? payload / seconds / 1e6 : 0.0);
+               seconds > 0 ? static_cast<double>(enc.keys()) / seconds : 0.0,
+               seconds > 0 ? payload / seconds / 1e6 : 0.0,
+               static_cast<unsigned long long>(cfg.keys),
+               cfg.slots ? cfg.slots->to_string().c_str() : "all",
+               static_cast<unsigned long long>(cfg.binary_every));
   return rrs::exit_code::kOk;
 }

@@ -9,11 +9,20 @@
 #     python3 bench/sync_bench.py --scale 0.05 --tag vm   # adds sidecar-verbs on Soft-RoCE
 #
 # On a host with an HCA: bash bench/run.sh --device mlx5_0
+# The whole-cluster copy (bench/cluster_bench.py: rdma-client --cluster vs
+# redis-cli --cluster import vs native full syncs):
+#   bash bench/run.sh cluster                          # 3 source shards -> 4 target masters, 3 runs
+#   bash bench/run.sh cluster --target-masters 4,3 --wait-quiet 60
 # Another server version: bash bench/run.sh --server valkey-9.1 (or redis-8.0,
 # valkey-8.0: names from bash tests/servers.sh list; with --server or
 # --target-server this runs bash tests/servers.sh install first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+harness=bench/sync_bench.py
+if [ "${1:-}" = cluster ]; then
+  harness=bench/cluster_bench.py
+  shift
+fi
 bash tests/install-deps.sh
 for arg in "$@"; do
   case "$arg" in
@@ -32,4 +41,4 @@ if ! "$py" -c 'import matplotlib' 2>/dev/null; then
 fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build
-exec "$py" bench/sync_bench.py "$@"
+exec "$py" "$harness" "$@"

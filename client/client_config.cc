@@ -171,6 +171,10 @@ Options:
                           target Redis other cores: a client sharing the
                           target's core slows the load (see README, placement)
   --quiet                 no progress output
+  --log-format text|json  stderr's log lines: text (default),
+                            2026-11-25T23:46:38.123Z rdma-client WARN ...
+                          or json, one object per line:
+                            {"ts":"...","level":"warn","program":"rdma-client","msg":"..."}
   --version               the release and commit, the wire formats and RDB
                           versions it speaks, whether verbs is available
   -h, --help              this text
@@ -338,6 +342,11 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
         args.fail(cpus.status().message());
       else
         c.cpus = std::move(*cpus);
+    } else if (args.option("--log-format", v)) {
+      if (auto f = log::parse_format(v))
+        c.log_format = *f;
+      else
+        args.fail("--log-format: expected text or json, got '" + v + "'");
     } else if (args.flag("--quiet")) {
       c.quiet = true;
     } else if (args.flag("--no-load")) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/base/log_line.h"
 #include "common/base/status.h"
 #include "common/net/endpoint.h"
 
@@ -97,6 +98,8 @@ struct ClientConfig {
   // grows: the master pings its replicas, the sidecar among them, every
   // repl-ping-replica-period (10 s by default); 3 periods and a margin.
   uint32_t log_stall_s = 35;
+  // --log-format: stderr's lines as text or as one JSON object each.
+  log::Format log_format = log::Format::kText;
   bool help = false;
   bool version = false;  // --version
 };

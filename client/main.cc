@@ -52,6 +52,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     log::error(config.status().message() + " (see rdma-client --help)");
     return exit_code::kUsage;
   }
+  log::set_format(config->log_format);
   if (config->help) {
     std::fputs(client_usage(), stdout);
     return exit_code::kOk;
@@ -81,5 +82,6 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   else
     s = config->follow || config->handoff ? run_follow(*config) : sync_once(*config);
   if (!s.ok()) log::error(s.message());
+  log::flush_limited();
   return exit_code::for_status(s);
 }

@@ -347,6 +347,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     log::error(config.status().message() + " (see rdma-server --help)");
     return exit_code::kUsage;
   }
+  log::set_format(config->log_format);
   if (config->help) {
     std::fputs(server_usage(), stdout);
     return exit_code::kOk;
@@ -358,5 +359,6 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   std::signal(SIGPIPE, SIG_IGN);
   const Status s = serve(*config);
   if (!s.ok()) log::error(s.message());
+  log::flush_limited();
   return exit_code::for_status(s);
 }

@@ -84,6 +84,10 @@ Options:
                           for clients still connected to it (default 60)
   --cpu LIST              run on these CPUs only ("1", "2-3,6"): keep the
                           sidecar off the cores its master serves clients on
+  --log-format text|json  stderr's log lines: text (default),
+                            2026-11-25T23:46:38.123Z rdma-server WARN ...
+                          or json, one object per line:
+                            {"ts":"...","level":"warn","program":"rdma-server","msg":"..."}
   --version               the release and commit, the wire formats and RDB
                           versions it speaks, whether verbs is available
   -h, --help              this text
@@ -167,6 +171,11 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
         c.transport = *t;
       else
         args.fail(t.status().message());
+    } else if (args.option("--log-format", v)) {
+      if (auto f = log::parse_format(v))
+        c.log_format = *f;
+      else
+        args.fail("--log-format: expected text or json, got '" + v + "'");
     } else if (args.option("--cpu", v)) {
       auto cpus = parse_cpu_list("--cpu", v);
       if (cpus.ok())

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/base/log_line.h"
 #include "common/base/status.h"
 #include "common/net/endpoint.h"
 
@@ -53,6 +54,8 @@ struct ServerConfig {
   std::chrono::seconds retire_grace{60};
   // --cpu LIST: the CPUs every thread of the sidecar runs on (empty: any).
   std::vector<int> cpus;
+  // --log-format: stderr's lines as text or as one JSON object each.
+  log::Format log_format = log::Format::kText;
   bool help = false;
   bool version = false;  // --version
 };

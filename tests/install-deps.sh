@@ -8,6 +8,9 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libhiredis-dev libevent-dev libibverbs-dev librdmacm-dev libgtest-dev libssl-dev
   redis-server redis-tools python3 iproute2
+  # tests/packaging: systemd-analyze verify on the units, cpack's
+  # dpkg-shlibdeps for the .deb's Depends, man -l (and groff) on the pages.
+  systemd dpkg-dev man-db
   "$@"
 )
 

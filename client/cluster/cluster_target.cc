@@ -161,14 +161,20 @@ Status ClusterTarget::prepare_once(const TableInfo& info) {
 // failover while the sidecars were awaited).
 Status ClusterTarget::prepare_masters(const TableInfo& info) {
   RRS_ASSIGN_OR_RETURN(SlotMap now, refresh_map());
+  // Every master reached and checked before any is changed: one that is
+  // down leaves the whole target untouched.
+  std::vector<RedisClient> masters;
   for (const Endpoint& m : now.masters()) {
     const std::string step = "prepare target cluster master " + m.to_string();
     auto c = RedisClient::connect(m, creds_, io_timeout_);
     if (!c.ok()) return c.status().wrap(step).as(ErrorKind::kUnavailable);
     RRS_ASSIGN_OR_RETURN(ServerVersion v, target_server(*c));
     RRS_RETURN_IF_ERROR(check_target_reads(*c, v, info));
-    RRS_RETURN_IF_ERROR(prepare_master(*c, info).wrap(step));
+    masters.push_back(std::move(*c));
   }
+  for (RedisClient& c : masters)
+    RRS_RETURN_IF_ERROR(
+        prepare_master(c, info).wrap("prepare target cluster master " + c.endpoint().to_string()));
   return {};
 }
 

@@ -110,8 +110,9 @@ void ReplicaLink::accept_pending(std::vector<PendingPeer>& pending) {
     }
     const std::string host = peer_host(c.get());
     if (host != target_ip_) {
-      log::warn("refused a connection from " + host + " to the replica link (only the target, " +
-                target_ip_ + ", may connect)");
+      log::warn_limited("replica link refused", "refused a connection from " + host +
+                                                    " to the replica link (only the target, " +
+                                                    target_ip_ + ", may connect)");
       continue;
     }
     if (pending.size() >= kMaxPendingPeers) {
@@ -122,9 +123,10 @@ void ReplicaLink::accept_pending(std::vector<PendingPeer>& pending) {
                                      [](const PendingPeer& a, const PendingPeer& b) {
                                        return a.last_heard < b.last_heard;
                                      });
-      log::warn("dropped " + idlest->name +
-                " from the replica link: " + std::to_string(kMaxPendingPeers) +
-                " connections were pending and it had been silent longest");
+      log::warn_limited("replica link dropped",
+                        "dropped " + idlest->name +
+                            " from the replica link: " + std::to_string(kMaxPendingPeers) +
+                            " connections were pending and it had been silent longest");
       pending.erase(idlest);
     }
     disable_nagle(c.get());
@@ -202,8 +204,10 @@ Status ReplicaLink::accept_full_sync(std::string_view replid, uint64_t offset,
     // silent for the I/O timeout is not (or no longer) one: free its slot.
     std::erase_if(pending, [&](const PendingPeer& p) {
       if (now - p.last_heard < io_timeout_) return false;
-      log::warn("dropped " + p.name + " from the replica link: silent for " +
-                std::to_string(io_timeout_.count()) + " ms; still waiting for the target");
+      log::warn_limited("replica link dropped", "dropped " + p.name +
+                                                    " from the replica link: silent for " +
+                                                    std::to_string(io_timeout_.count()) +
+                                                    " ms; still waiting for the target");
       return true;
     });
     if (now >= deadline)
@@ -240,7 +244,8 @@ Status ReplicaLink::accept_full_sync(std::string_view replid, uint64_t offset,
       }
       if (won.ok()) continue;
       if (won.status().kind() != ErrorKind::kUnavailable) return won.status();
-      log::warn(won.status().message() + "; still waiting for the target");
+      log::warn_limited("replica link refused",
+                        won.status().message() + "; still waiting for the target");
       peer.fd.reset();
     }
     std::erase_if(pending, [](const PendingPeer& p) { return !p.fd; });

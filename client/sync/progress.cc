@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <string>
+
+#include "common/base/log.h"
 
 namespace rrs {
 
@@ -10,7 +13,8 @@ Progress::Progress(uint64_t total_records, uint64_t total_bytes, bool quiet)
     : total_records_(total_records),
       total_bytes_(total_bytes),
       quiet_(quiet),
-      tty_(isatty(STDERR_FILENO) == 1) {}
+      // The redrawn bar is for a person; JSON lines are for a log shipper.
+      tty_(isatty(STDERR_FILENO) == 1 && log::format() == log::Format::kText) {}
 
 void Progress::update(uint64_t records_done, uint64_t bytes_read, bool final) {
   if (quiet_) return;
@@ -30,11 +34,12 @@ void Progress::update(uint64_t records_done, uint64_t bytes_read, bool final) {
                  static_cast<unsigned long long>(total_records_), mb,
                  static_cast<double>(total_bytes_) / 1e6, elapsed, final ? "\n" : "");
   } else {
-    std::fprintf(stderr,
-                 "rdma-client: progress %.1f%%: %llu/%llu keys, %.0f/%.0f MB read, %.1f s\n", pct,
-                 static_cast<unsigned long long>(records_done),
-                 static_cast<unsigned long long>(total_records_), mb,
-                 static_cast<double>(total_bytes_) / 1e6, elapsed);
+    char line[160];
+    std::snprintf(line, sizeof line, "progress %.1f%%: %llu/%llu keys, %.0f/%.0f MB read, %.1f s",
+                  pct, static_cast<unsigned long long>(records_done),
+                  static_cast<unsigned long long>(total_records_), mb,
+                  static_cast<double>(total_bytes_) / 1e6, elapsed);
+    log::info(line);
   }
 }
 

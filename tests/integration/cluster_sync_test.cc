@@ -7,12 +7,14 @@
 // What cannot go into a cluster is refused before anything is touched.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "common/cli/exit_codes.h"
 #include "tests/support/cluster_dataset.h"
+#include "tests/support/eventually.h"
 #include "tests/support/ports.h"
 #include "tests/support/redis_cluster.h"
 #include "tests/support/sidecar.h"
@@ -29,7 +31,7 @@ class ClusterSyncTest : public SidecarTest {
   void SetUp() override {
     SidecarTest::SetUp();
     if (IsSkipped()) return;
-    source_ = std::make_unique<RedisCluster>(ClusterOptions().with_masters(3));
+    source_ = std::make_unique<RedisCluster>(ClusterOptions().with_masters(3).with_replicas(1));
     ASSERT_TRUE(source_->started()) << source_->start_error();
     fill_ = fill_cluster(*source_, kKeys);
     for (RedisProcess* m : source_->masters())
@@ -38,13 +40,15 @@ class ClusterSyncTest : public SidecarTest {
               "return 1 end)"});
   }
 
-  // An rdma-server beside every source master, on `ports` if given.
-  void start_sidecars(const std::vector<uint16_t>& ports = {}) {
-    const auto masters = source_->masters();
-    for (size_t i = 0; i < masters.size(); ++i) {
+  // An rdma-server beside every source master (or every node of `beside`),
+  // on `ports` if given.
+  void start_sidecars(const std::vector<uint16_t>& ports = {},
+                      std::vector<RedisProcess*> beside = {}) {
+    if (beside.empty()) beside = source_->masters();
+    for (size_t i = 0; i < beside.size(); ++i) {
       std::vector<std::string> extra;
       if (!ports.empty()) extra = {"--port", std::to_string(ports[i])};
-      sidecars_.push_back(std::make_unique<SidecarServer>(masters[i]->address(), extra));
+      sidecars_.push_back(std::make_unique<SidecarServer>(beside[i]->address(), extra));
     }
     for (auto& s : sidecars_) ASSERT_TRUE(s->wait_ready()) << s->describe();
   }
@@ -72,11 +76,28 @@ class ClusterSyncTest : public SidecarTest {
   }
 
   // The target holds exactly the source's keys, in the same slots, and
-  // every master has the functions.
-  void expect_equal(RedisCluster& target) {
+  // every master has the functions. `from`: the source nodes the sidecars
+  // read, when not the masters (a Redis 7.0 replica's stream groups can
+  // differ from its master's: entries-read is not replicated).
+  void expect_equal(RedisCluster& target, const std::vector<RedisProcess*>& from = {}) {
     EXPECT_EQ(target.total_keys(), fill_.keys);
     EXPECT_EQ(target.keys_per_slot(), fill_.keys_per_slot);
-    EXPECT_EQ(target.logical_state(), source_->logical_state());
+    const auto got = target.logical_state();
+    std::map<std::string, std::string> want;
+    if (from.empty()) want = source_->logical_state();
+    for (RedisProcess* node : from) {
+      node->run({"READONLY"});  // a cluster replica answers reads only after it
+      want.merge(node->client().logical_state());
+    }
+    EXPECT_EQ(got.size(), want.size());
+    for (const auto& [key, value] : want) {
+      auto it = got.find(key);
+      if (it == got.end()) {
+        ADD_FAILURE() << "missing in the target: " << key;
+      } else {
+        EXPECT_EQ(it->second, value) << key;
+      }
+    }
   }
 
   std::unique_ptr<RedisCluster> source_;
@@ -170,6 +191,147 @@ TEST_F(ClusterSyncTest, RedirectionsFromAStaleSlotMapAreFollowed) {
   EXPECT_GT(sum_over_shards(out, "asked"), 0u) << out;
   ASSERT_TRUE(target.migrate_slot(asked, 0)) << target.describe();
   expect_equal(target);
+}
+
+// A target master that dies after the client read the slot map and
+// connected to it, and stays down (no replica to take over): the client
+// finds it unreachable when it prepares the masters, before it changes any,
+// and every shard stops with exit 3; the other masters are untouched.
+TEST_F(ClusterSyncTest, ATargetMasterDownBeforeTheLoadLeavesTheTargetUntouched) {
+  RedisCluster target(ClusterOptions().with_masters(3));
+  ASSERT_TRUE(target.started()) << target.start_error();
+  const std::vector<uint16_t> ports = {free_loopback_port(), free_loopback_port(),
+                                       free_loopback_port()};
+  std::vector<std::string> argv = cluster_args(ports, target);
+  argv.insert(argv.end(), {"--connect-timeout", "60", "--io-timeout", "3"});
+  Process client(argv);
+  ASSERT_TRUE(client.wait_for_line("target cluster:", 30s, Process::Stream::kStderr))
+      << client.describe();
+  const std::string dead = target.master(2).address();
+  target.master(2).kill();
+  start_sidecars(ports);
+  EXPECT_EQ(client.wait(90s), exit_code::kUnavailable) << client.describe();
+  EXPECT_NE(client.stdout_text().find("cluster-incomplete "), std::string::npos)
+      << client.describe();
+  EXPECT_NE(client.stderr_text().find(dead), std::string::npos) << client.describe();
+  for (size_t shard = 0; shard < 2; ++shard) {
+    EXPECT_EQ(total_keys(target.master(shard).keyspace()), 0u);
+    EXPECT_EQ(target.master(shard).run({"FUNCTION", "LIST"})->elements, 0u);
+  }
+}
+
+// The keys the fill put in the slots of target shards other than `shard`.
+uint64_t keys_outside(RedisCluster& target, const ClusterFill& fill, size_t shard) {
+  uint64_t n = 0;
+  for (uint16_t slot = 0; slot < kHashSlots; ++slot)
+    if (target.shard_for_slot(slot) != shard) n += fill.keys_per_slot[slot];
+  return n;
+}
+
+// Writes to target master 2 are paused (CLIENT PAUSE WRITE) during the load,
+// so its RESTOREs wait unanswered while the other masters take theirs.
+// Without functions the preparation writes nothing, so it is not held up.
+class StalledMasterTest : public ClusterSyncTest {
+ protected:
+  void SetUp() override {
+    ClusterSyncTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    for (RedisProcess* m : source_->masters()) m->run({"FUNCTION", "FLUSH"});
+    target_ = std::make_unique<RedisCluster>(ClusterOptions().with_masters(3));
+    ASSERT_TRUE(target_->started()) << target_->start_error();
+    target_->master(2).run({"CLIENT", "PAUSE", "60000", "WRITE"});
+    start_sidecars();
+  }
+  void TearDown() override {
+    if (target_) target_->master(2).run({"CLIENT", "UNPAUSE"});
+  }
+  // Until masters 0 and 1 hold every key of their slots.
+  bool others_loaded() {
+    return eventually(
+        [&] {
+          uint64_t held = 0;
+          for (size_t shard = 0; shard < 2; ++shard)
+            held += total_keys(target_->master(shard).keyspace());
+          return held == keys_outside(*target_, fill_, 2);
+        },
+        30s);
+  }
+  std::unique_ptr<RedisCluster> target_;
+};
+
+// Its connections lost mid-load (CLIENT KILL, then it answers again): every
+// unanswered RESTORE is sent again by a fresh slot map, and the end state
+// is equal.
+TEST_F(StalledMasterTest, ALostConnectionMidLoadIsResentAndEndsEqual) {
+  std::vector<std::string> argv = cluster_args(sidecar_ports(), *target_);
+  Process client(argv);
+  ASSERT_TRUE(others_loaded()) << client.describe();
+  target_->master(2).run({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+  target_->master(2).run({"CLIENT", "UNPAUSE"});
+  EXPECT_EQ(client.wait(60s), 0) << client.describe();
+  EXPECT_GT(sum_over_shards(client.stdout_text(), "resent"), 0u) << client.describe();
+  expect_equal(*target_);
+}
+
+// A master that stays silent past --io-timeout: each shard stops with exit
+// 3, an `incomplete` line and, on stderr, what each master acknowledged;
+// the other masters hold every key of their slots.
+TEST_F(StalledMasterTest, AMasterSilentPastTheIoTimeoutEndsTheRunWithExit3) {
+  std::vector<std::string> argv = cluster_args(sidecar_ports(), *target_);
+  argv.insert(argv.end(), {"--io-timeout", "2"});
+  Process client(argv);
+  EXPECT_EQ(client.wait(60s), exit_code::kUnavailable) << client.describe();
+  const std::string out = client.stdout_text();
+  EXPECT_NE(out.find("cluster-incomplete "), std::string::npos) << out;
+  EXPECT_NE(out.find("incomplete keys="), std::string::npos) << out;
+  EXPECT_NE(client.stderr_text().find("by master: "), std::string::npos) << client.describe();
+  EXPECT_TRUE(others_loaded());
+}
+
+// A sidecar beside each shard's replica (chained replication: the replica
+// serves the sidecar's PSYNC with the master's replication ID and offsets):
+// the whole copy forks no source master.
+TEST_F(ClusterSyncTest, SidecarsOnReplicasForkNoSourceMaster) {
+  std::vector<std::string> forks;
+  for (RedisProcess* m : source_->masters()) forks.push_back(m->info_field("stats", "total_forks"));
+  // The replicas hold everything written before their sidecars snapshot them.
+  for (size_t shard = 0; shard < source_->shard_count(); ++shard) {
+    RedisProcess* replica = source_->replicas_of(shard).front();
+    const std::string want = source_->master(shard).info_field("replication", "master_repl_offset");
+    ASSERT_TRUE(eventually(
+        [&] { return replica->info_field("replication", "slave_repl_offset") == want; }, 30s))
+        << "shard " << shard << " replica behind";
+  }
+  start_sidecars({}, source_->replicas());
+  for (size_t i = 0; i < sidecars_.size(); ++i)
+    EXPECT_EQ(sidecars_[i]->ready_fields().at("hash_slots"), source_->slots(i).to_string())
+        << sidecars_[i]->ready_line();
+  RedisCluster target(ClusterOptions().with_masters(3));
+  ASSERT_TRUE(target.started()) << target.start_error();
+  ClientRun run = sync_into(target);
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  expect_equal(target, source_->replicas());
+  std::vector<std::string> after;
+  for (RedisProcess* m : source_->masters()) after.push_back(m->info_field("stats", "total_forks"));
+  EXPECT_EQ(after, forks) << "a source master forked";
+}
+
+// Two sidecars of one shard (its master and its replica) and none of
+// another: the tables' slots overlap and leave a gap; refused untouched.
+TEST_F(ClusterSyncTest, SidecarsThatDoNotCoverEverySlotOnceAreRefused) {
+  start_sidecars({}, {&source_->master(0), source_->replicas_of(0).front(), &source_->master(1)});
+  RedisCluster target(ClusterOptions().with_masters(2));
+  ASSERT_TRUE(target.started()) << target.start_error();
+  ClientRun run = sync_into(target);
+  EXPECT_EQ(run.exit_code, exit_code::kRefused) << run.describe();
+  EXPECT_NE(run.err.find("in more than one shard's table"), std::string::npos) << run.describe();
+  EXPECT_EQ(target.total_keys(), 0u);
+  sidecars_.erase(sidecars_.begin() + 1);  // the replica's
+  run = sync_into(target);
+  EXPECT_EQ(run.exit_code, exit_code::kRefused) << run.describe();
+  EXPECT_NE(run.err.find("are in no shard's table"), std::string::npos) << run.describe();
+  EXPECT_NE(run.err.find(source_->slots(2).to_string()), std::string::npos) << run.describe();
+  EXPECT_EQ(target.total_keys(), 0u);
 }
 
 TEST_F(ClusterSyncTest, WhatTheTargetCannotTakeIsRefusedUntouched) {

@@ -27,7 +27,8 @@ ALLOWED = {
     BASE: [],
     PROTO: [BASE],
     NET: [BASE],
-    REDIS: [BASE, NET],
+    # A shard's cluster slots (redis/cluster_slots.h) are proto's SlotRanges.
+    REDIS: [BASE, NET, PROTO],
     TABLE: [BASE, PROTO],
     AUTH: [BASE, PROTO],
     # The control session (transport/control_session.h) checks AUTH proofs.

@@ -10,7 +10,8 @@
 # TTLs, DBs, big values, digests equal; targets; auth and the shared secret;
 # four clients at once; a sidecar killed mid-transfer (and --atomic); the
 # master and the target killed mid-transfer; psync tables; follow mode;
-# replica mode and handoff; the soak. RRS_REQUIRE_VERBS=1 turns "no RDMA device" skips into failures: here
+# replica mode and handoff; the soak; the .deb installed and the demo run
+# with its binaries (deb-demo.sh). RRS_REQUIRE_VERBS=1 turns "no RDMA device" skips into failures: here
 # a skip would hide a broken setup.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -55,6 +56,17 @@ run "$build/tests/integration/follow_test"
 # Replica mode: the table as an RDB down a replica link, the log forwarded
 # verbatim, and the handoff to the master with a partial resync.
 run "$build/tests/integration/replica_mode_test"
+# Redis Cluster: every source shard's table read over verbs into target
+# clusters of other layouts (the rest of cluster_sync_test is about the
+# target side, the same over either transport: TCP on the host covers it).
+run "$build/tests/integration/cluster_sync_test" --gtest_filter='*ThreeShardsIntoFour*'
+# The package as an operator gets it: the .deb built (cpack) and installed
+# in the guest (dpkg -i, into the throw-away overlay), its units verified,
+# and bench/demo.sh run with /usr/bin's binaries over verbs.
+echo "== tests/vm/deb-demo.sh"
+t0=$SECONDS
+timeout 900 bash tests/vm/deb-demo.sh "$build" || failed+=("deb-demo.sh")
+echo "   ($((SECONDS - t0)) s)"
 # The soak, shorter: sidecar, targets and master link failing at random
 # under a writer, followers in both modes, a handoff at the end.
 export RRS_SOAK_SECONDS=40

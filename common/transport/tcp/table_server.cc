@@ -173,9 +173,11 @@ class TcpTableServer::Client {
     const auto limit = server_.limits_.reply_timeout;
     const auto waited = Clock::now() - answers_.front().queued_at;
     if (waited < limit) return arm_reply_timer();
-    log::warn("client " + peer_ + " has not taken an answer for " +
-              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(limit).count()) +
-              " ms (it stopped reading); disconnecting it");
+    log::warn_limited(
+        "client stopped reading",
+        "client " + peer_ + " has not taken an answer for " +
+            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(limit).count()) +
+            " ms (it stopped reading); disconnecting it");
     server_.drop(this);
   }
   void arm_reply_timer() {
@@ -303,10 +305,12 @@ class TcpTableServer::Client {
   }
 
   // Answers with an error and closes once it is flushed: a peer that sends
-  // garbage gets told why, and nothing more.
+  // garbage gets told why, and nothing more. Rate-limited: any peer can
+  // cause one per connection.
   void reject(uint32_t request_id, const Refusal& r) {
-    log::warn("client " + peer_ + ": " + control::error_code_name(r.code) + ": " + r.why +
-              "; disconnecting it");
+    log::warn_limited("client refused", "client " + peer_ + ": " +
+                                            control::error_code_name(r.code) + ": " + r.why +
+                                            "; disconnecting it");
     send_frame([&](std::string& o) { control::append_error(o, request_id, {r.code, r.why}); });
     closing_ = true;
     bufferevent_disable(bev_, EV_READ);

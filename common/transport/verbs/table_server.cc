@@ -139,8 +139,9 @@ void VerbsTableServer::handle(rdma_cm_event& ev) {
     case RDMA_CM_EVENT_ESTABLISHED:
       if (auto it = connections_.find(ev.id); it != connections_.end()) {
         it->second->established = true;
-        log::info("verbs client " + it->second->peer + " connected (epoch " +
-                  std::to_string(it->second->epoch) + ")");
+        log::info_limited("verbs client connected", "verbs client " + it->second->peer +
+                                                        " connected (epoch " +
+                                                        std::to_string(it->second->epoch) + ")");
       } else if (early_drops_.count(ev.id)) {
         rdma_disconnect(ev.id);
         early_drops_.erase(ev.id);
@@ -171,8 +172,9 @@ void VerbsTableServer::handle(rdma_cm_event& ev) {
 }
 
 void VerbsTableServer::reject(rdma_cm_id* id, const Refusal& r) {
-  log::warn("verbs client " + peer_of(id) + ": " + control::error_code_name(r.code) + ": " + r.why +
-            "; rejecting it");
+  log::warn_limited("verbs client refused", "verbs client " + peer_of(id) + ": " +
+                                                control::error_code_name(r.code) + ": " + r.why +
+                                                "; rejecting it");
   std::string data = control::encode_reject({r.code, r.why});
   rdma_reject(id, data.data(), static_cast<uint8_t>(data.size()));
   rdma_destroy_id(id);
@@ -248,7 +250,7 @@ void VerbsTableServer::drop(rdma_cm_id* id, const char* reason) {
   early_drops_.erase(id);  // an error instead of ESTABLISHED: the id may go
   auto it = connections_.find(id);
   if (it == connections_.end()) return;
-  log::info("verbs client " + it->second->peer + " " + reason);
+  log::info_limited("verbs client gone", "verbs client " + it->second->peer + " " + reason);
   connections_.erase(it);
   prune_retired();
 }

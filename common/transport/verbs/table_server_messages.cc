@@ -85,8 +85,9 @@ std::string VerbsTableServer::answer_auth(Connection& c, const control::Proof& s
 }
 
 void VerbsTableServer::close_with(Connection& c, const Refusal& r) {
-  log::warn("verbs client " + c.peer + ": " + control::error_code_name(r.code) + ": " + r.why +
-            "; disconnecting it");
+  log::warn_limited("verbs client refused", "verbs client " + c.peer + ": " +
+                                                control::error_code_name(r.code) + ": " + r.why +
+                                                "; disconnecting it");
   c.send(control::encode_error_message({r.code, r.why}));
   c.closing_since = Clock::now();
   arm_handshake_timer();

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The systemd units as installed (ExecStart= names the installed binaries,
+# which systemd-analyze verify needs to exist), checked by systemd-analyze
+# verify as instances, with the Redis-password drop-in of
+# redis-auth.conf.example applied to one of them: any message fails.
+# Usage: units_test.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$1
+src=$2
+# shellcheck source=tests/packaging/lib.sh
+. "$(dirname "$0")/lib.sh"
+need systemd-analyze
+
+tmp=$(mktemp -d /tmp/rrs-units-test.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/usr
+cmake --install "$build" --prefix "$prefix" >"$tmp/install.log"
+units=$tmp/units
+mkdir -p "$units/rdma-server@main.service.d"
+cp "$prefix"/lib/systemd/system/*.service "$units/"
+cp "$src/contrib/systemd/redis-auth.conf.example" "$units/rdma-server@main.service.d/redis-auth.conf"
+
+verify() {  # instance: no message at all (an unknown key is only a warning)
+  local out
+  out=$(SYSTEMD_UNIT_PATH="$units:" MANPATH="$prefix/share/man" \
+    systemd-analyze verify "$1" 2>&1) || { echo "$out" >&2; return 1; }
+  [ -z "$out" ] || { echo "$out" >&2; return 1; }
+}
+check "systemd-analyze verify rdma-server@main.service (with the redis-auth drop-in)" \
+  verify rdma-server@main.service
+check "systemd-analyze verify rdma-client@cache1.service" verify rdma-client@cache1.service
+
+for u in rdma-server@.service rdma-client@.service; do
+  f=$units/$u
+  check "$u: LimitMEMLOCK=infinity" grep -qx 'LimitMEMLOCK=infinity' "$f"
+  check "$u: Restart=on-failure" grep -qx 'Restart=on-failure' "$f"
+  check "$u: no restart on usage errors (2) or refusals (5)" \
+    grep -qE '^RestartPreventExitStatus=.*\b2\b.*\b5\b' "$f"
+  check "$u: the secret as a credential" grep -qE '^LoadCredential=secret:' "$f"
+  # shellcheck disable=SC2016 # the literal text in the unit
+  check "$u: --auth-file from the credentials directory" \
+    grep -qF -- '--auth-file ${CREDENTIALS_DIRECTORY}/secret' "$f"
+  check "$u: /dev/infiniband stays visible (no PrivateDevices=yes)" \
+    bash -c "! grep -qx 'PrivateDevices=yes' '$f'"
+  check "$u: no device allow-list (ProtectClock= implies one) that would deny /dev/infiniband" \
+    bash -c "! grep -qE '^(ProtectClock=yes|DevicePolicy=(closed|strict)|DeviceAllow=)' '$f'"
+  check "$u: netlink allowed (device discovery, rdmacm)" \
+    grep -qE '^RestrictAddressFamilies=.*AF_NETLINK' "$f"
+done
+finish
