@@ -193,13 +193,6 @@ Status ClusterSink::step(Clock::time_point& last_answer) {
     for (RoutedCommand& c : now_due) route(std::move(c));
   }
 
-  std::vector<pollfd> fds;
-  std::vector<std::string> names;
-  for (const auto& [name, p] : pipelines_) {
-    if (p.in_flight() == 0 && p.unsent_bytes() == 0) continue;
-    fds.push_back({p.fd(), p.events(), 0});
-    names.push_back(name);
-  }
   auto wait = target_.io_timeout() -
               std::chrono::duration_cast<std::chrono::milliseconds>(now - last_answer);
   if (!later_.empty()) wait = std::min(wait, kRetryAfter);
@@ -210,24 +203,13 @@ Status ClusterSink::step(Clock::time_point& last_answer) {
                              std::to_string(in_flight()) + " RESTOREs unanswered")
         .as(ErrorKind::kUnavailable);
   }
-  if (fds.empty()) {
-    std::this_thread::sleep_for(wait);
-    return {};
-  }
-  const int n = ::poll(fds.data(), fds.size(), static_cast<int>(wait.count()));
-  if (n < 0 && errno != EINTR) return Status::from_errno("poll the target cluster's masters");
-  if (n <= 0) return {};
-  for (size_t i = 0; i < fds.size(); ++i) {
-    if (fds[i].revents == 0) continue;
-    std::vector<CommandOutcome> outcomes;
-    Status s = pipelines_.at(names[i]).on_events(fds[i].revents, outcomes);
-    if (!outcomes.empty()) last_answer = Clock::now();
-    for (CommandOutcome& o : outcomes) on_outcome(names[i], std::move(o));
-    if (s.ok()) continue;
-    if (s.kind() != ErrorKind::kUnavailable) return s;
-    drop_pipeline(names[i], s);
-  }
-  return {};
+  bool answered = false;
+  Status s = poll_pipelines(
+      pipelines_, wait,
+      [this](const std::string& node, CommandOutcome o) { on_outcome(node, std::move(o)); },
+      [this](const std::string& node, const Status& why) { drop_pipeline(node, why); }, answered);
+  if (answered) last_answer = Clock::now();
+  return s;
 }
 
 Status ClusterSink::pump(size_t max_in_flight, size_t max_held) {

@@ -4,6 +4,8 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <thread>
+
 #include "client/restore/restore_command.h"
 #include "proto/resp_writer.h"
 
@@ -220,6 +222,37 @@ std::vector<RoutedCommand> NodePipeline::take_unanswered() {
   }
   pending_.clear();
   return out;
+}
+
+Status poll_pipelines(PipelineMap& pipelines, std::chrono::milliseconds wait,
+                      const std::function<void(const std::string&, CommandOutcome)>& on_outcome,
+                      const std::function<void(const std::string&, const Status&)>& on_lost,
+                      bool& answered) {
+  std::vector<pollfd> fds;
+  std::vector<std::string> names;
+  for (const auto& [name, p] : pipelines) {
+    if (p.in_flight() == 0 && p.unsent_bytes() == 0) continue;
+    fds.push_back({p.fd(), p.events(), 0});
+    names.push_back(name);
+  }
+  if (fds.empty()) {
+    if (wait.count() > 0) std::this_thread::sleep_for(wait);
+    return {};
+  }
+  const int n = ::poll(fds.data(), fds.size(), static_cast<int>(wait.count()));
+  if (n < 0 && errno != EINTR) return Status::from_errno("poll the target cluster's masters");
+  if (n <= 0) return {};
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if (fds[i].revents == 0) continue;
+    std::vector<CommandOutcome> outcomes;
+    Status s = pipelines.at(names[i]).on_events(fds[i].revents, outcomes);
+    answered = answered || !outcomes.empty();
+    for (CommandOutcome& o : outcomes) on_outcome(names[i], std::move(o));
+    if (s.ok()) continue;
+    if (s.kind() != ErrorKind::kUnavailable) return s;
+    on_lost(names[i], s);
+  }
+  return {};
 }
 
 }  // namespace rrs

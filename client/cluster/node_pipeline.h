@@ -15,6 +15,8 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -106,5 +108,16 @@ class NodePipeline {
   uint64_t appended_ = 0, written_ = 0;
   std::deque<Pending> pending_;
 };
+
+// One poll over every pipeline with something to send or to hear (sleeps
+// `wait` if none has): each answered command goes to `on_outcome(node, o)`,
+// and a pipeline whose connection failed to `on_lost(node, why)`, which may
+// remove it. `answered` is set when any reply came. An error: one that stops
+// every load (stopping_error), or poll itself failing.
+using PipelineMap = std::map<std::string, NodePipeline>;  // by "host:port"
+Status poll_pipelines(PipelineMap& pipelines, std::chrono::milliseconds wait,
+                      const std::function<void(const std::string&, CommandOutcome)>& on_outcome,
+                      const std::function<void(const std::string&, const Status&)>& on_lost,
+                      bool& answered);
 
 }  // namespace rrs
