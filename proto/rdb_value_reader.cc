@@ -59,7 +59,7 @@ bool ValueReader::length(uint64_t& out, const char* what) {
 }
 
 bool ValueReader::string(std::string_view* encoded, std::string_view* content, std::string& scratch,
-            const char* what) {
+                         const char* what) {
   if (!ok()) return false;
   const size_t start = pos_;
   if (pos_ >= v_.size()) return fail(what + std::string(": a string past the end"));
@@ -68,8 +68,7 @@ bool ValueReader::string(std::string_view* encoded, std::string_view* content, s
     uint64_t n = 0;
     if (!length(n, what)) return false;
     if (n > v_.size() - pos_)
-      return fail(what + std::string(": a string of ") + std::to_string(n) +
-                  " bytes past the end");
+      return fail(what + std::string(": a string of ") + std::to_string(n) + " bytes past the end");
     if (content) *content = v_.substr(pos_, n);
     pos_ += n;
   } else {
@@ -87,7 +86,8 @@ bool ValueReader::string(std::string_view* encoded, std::string_view* content, s
   return true;
 }
 
-void ValueReader::integer(size_t bytes, std::string_view* content, std::string& scratch, const char* what) {
+void ValueReader::integer(size_t bytes, std::string_view* content, std::string& scratch,
+                          const char* what) {
   uint64_t raw = 0;
   if (!fixed_le(bytes, raw, what) || !content) return;
   const unsigned shift = static_cast<unsigned>(64 - 8 * bytes);  // sign-extend

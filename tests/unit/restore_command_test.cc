@@ -42,7 +42,8 @@ TEST(RestoreCommandTest, SetCarriesAnAbsoluteTtl) {
   EXPECT_EQ(out, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n");
   out.clear();
   append_set(out, "k\r\n", 1700000000123, "");
-  EXPECT_EQ(out, "*5\r\n$3\r\nSET\r\n$3\r\nk\r\n\r\n$0\r\n\r\n$4\r\nPXAT\r\n$13\r\n1700000000123\r\n");
+  EXPECT_EQ(out,
+            "*5\r\n$3\r\nSET\r\n$3\r\nk\r\n\r\n$0\r\n\r\n$4\r\nPXAT\r\n$13\r\n1700000000123\r\n");
 }
 
 TEST(RestoreCommandTest, RecordsPickTheirCommand) {
