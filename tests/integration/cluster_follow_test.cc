@@ -122,22 +122,28 @@ TEST_F(ClusterFollowTest, ThreeShardsFollowedIntoFourMasters) {
   source_->master(1).run({"FLUSHALL"});
   before = writer.rounds();
   while (writer.rounds() < before + 100 && follower.running()) std::this_thread::sleep_for(10ms);
-  // A command for every master, from each source master's stream: the
-  // second and third find the library there and replace it.
-  for (RedisProcess* m : source_->masters())
+  // Commands for every master, from each source master's stream: the
+  // second and third LOAD find the library there and replace it; the second
+  // and third DELETE find it gone already, which is what they want.
+  for (RedisProcess* m : source_->masters()) {
     m->run({"FUNCTION", "LOAD",
             "#!lua name=followed\nredis.register_function('g', function() return 2 end)"});
+    m->run({"FUNCTION", "LOAD",
+            "#!lua name=gone\nredis.register_function('h', function() return 3 end)"});
+  }
+  for (RedisProcess* m : source_->masters()) m->run({"FUNCTION", "DELETE", "gone"});
   writer.stop();
   EXPECT_EQ(writer.errors(), "");
 
   EXPECT_TRUE(converged(target, 30s)) << follower.describe();
   EXPECT_NE(target.logical_state().count("function library followed"), 0u);
+  EXPECT_EQ(target.logical_state().count("function library gone"), 0u);
   EXPECT_TRUE(follower.running()) << follower.describe();
 
   follower.signal(SIGTERM);
   EXPECT_EQ(follower.wait(30s), 0) << follower.describe();
   // Each shard says where it stopped; together they applied the writer's
-  // commands, and each broadcast its FUNCTION LOAD.
+  // commands, and each broadcast its FUNCTION LOADs and DELETE.
   static const std::regex stopped(
       R"(stopped source=\S+ offset=\d+ .*commands=(\d+) .*all_masters=(\d+) flushes=(\d+))");
   const std::string out = follower.stdout_text();
@@ -151,7 +157,7 @@ TEST_F(ClusterFollowTest, ThreeShardsFollowedIntoFourMasters) {
   EXPECT_EQ(flushes, 1u) << follower.describe();
   EXPECT_EQ(lines, 3u) << follower.describe();
   EXPECT_GT(commands, 300u * 10) << follower.describe();
-  EXPECT_EQ(broadcasts, 3u) << follower.describe();
+  EXPECT_EQ(broadcasts, 9u) << follower.describe();
 }
 
 // A field summed over the last status line of every shard.
