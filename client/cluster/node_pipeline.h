@@ -36,7 +36,8 @@ struct RoutedCommand {
   uint64_t bytes = 0;  // key + payload
   uint32_t hops = 0;   // redirections and resends so far
   std::string key;
-  std::string wire;  // the RESP bytes; filled only when handed back
+  std::string wire;        // the RESP bytes; filled only when handed back
+  bool multi_key = false;  // a stream unit with several keys (stream_units.h)
 };
 
 // What became of a command, from its reply.

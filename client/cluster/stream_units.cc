@@ -93,6 +93,7 @@ Result<UnitRoute> route_unit(const StreamUnit& unit, CommandKeys& keys) {
     return route;
   }
   std::optional<uint16_t> slot;
+  std::optional<std::string> first_key;
   bool all_masters = false;
   for (const auto& command : unit.commands) {
     const std::vector<std::string_view> args(command.begin(), command.end());
@@ -105,6 +106,10 @@ Result<UnitRoute> route_unit(const StreamUnit& unit, CommandKeys& keys) {
                                  std::to_string(s) +
                                  ", which no one master of the target cluster holds together");
       slot = s;
+      if (!first_key)
+        first_key = k;
+      else if (*first_key != k)
+        route.multi_key = true;
     }
   }
   if (all_masters && (unit.commands.size() > 1 || slot))

@@ -69,6 +69,9 @@ run "$build/tests/integration/replica_mode_test"
 # clusters of other layouts (the rest of cluster_sync_test is about the
 # target side, the same over either transport: TCP on the host covers it).
 run "$build/tests/integration/cluster_sync_test" --gtest_filter='*ThreeShardsIntoFour*'
+# And followed: each shard's change log read over verbs, its stream routed
+# by slot into four masters under a writer.
+run "$build/tests/integration/cluster_follow_test" --gtest_filter='*ThreeShardsFollowed*'
 # The package as an operator gets it: the .deb built (cpack) and installed
 # in the guest (dpkg -i, into the throw-away overlay), its units verified,
 # and bench/demo.sh run with /usr/bin's binaries over verbs.
