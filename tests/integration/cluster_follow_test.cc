@@ -266,5 +266,27 @@ TEST_F(ClusterFollowTest, FallingBehindOneShardsRingStopsWithExit3) {
   EXPECT_NE(err.find("--flush"), std::string::npos) << follower.describe();
 }
 
+// The source cluster resharded while followed: a key moving into another
+// source shard comes as RESTORE-ASKING in that shard's stream and as a DEL in
+// its old shard's, which nothing orders on the target. Every follower stops
+// (exit 5) naming it, rather than lose the key.
+TEST_F(ClusterFollowTest, ASourceSlotMigrationStopsTheFollowersWithExit5) {
+  RedisProcess& owner = *source_->node_for_slot(hash_slot("moving"));
+  owner.run({"SET", "moving", "v"});
+  start_sidecars();
+  RedisCluster target(ClusterOptions().with_masters(2));
+  ASSERT_TRUE(target.started()) << target.start_error();
+  Process follower = start_follower(target);
+  ASSERT_TRUE(eventually([&] { return shards_following(follower.stdout_text()) == 3; }, 90s))
+      << follower.describe();
+  const uint16_t slot = hash_slot("moving");
+  ASSERT_TRUE(source_->migrate_slot(slot, (source_->shard_for_slot(slot) + 1) % 3))
+      << source_->describe();
+  EXPECT_EQ(follower.wait(60s), exit_code::kRefused) << follower.describe();
+  const std::string err = follower.stderr_text();
+  EXPECT_NE(err.find("being resharded"), std::string::npos) << follower.describe();
+  EXPECT_NE(err.find("--flush"), std::string::npos) << follower.describe();
+}
+
 }  // namespace
 }  // namespace rrs::test
