@@ -277,6 +277,7 @@ With --verify, a line per difference (the first --max-differences):
 Status check_combinations(const ClientConfig& c) {
   const auto bad = [](std::string why) { return Status::error("arguments", std::move(why)); };
   const bool replica = c.mode == IngestMode::kReplica;
+  if (c.verify) return {};  // check_verify()
   if (c.follow && c.no_load) return bad("--follow needs a target: drop --no-load");
   if (c.follow && c.policy == TargetPolicy::kMerge)
     return bad("--follow replaces the target's data when it must resync, which --merge "
@@ -344,6 +345,8 @@ Status check_verify(const ClientConfig& c, const std::vector<std::string>& posit
 // The positional arguments: <server-ip> <server-port>, or with --cluster
 // one HOST:PORT per sidecar.
 Status take_sidecars(const std::vector<std::string>& positional, ClientConfig& c) {
+  RRS_RETURN_IF_ERROR(check_verify(c, positional));
+  if (c.verify) return {};
   if (c.cluster) {
     if (positional.empty())
       return Status::error("arguments", "--cluster needs the sidecars, HOST:PORT each");
@@ -390,8 +393,7 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
                args.number("--in-flight", 1, 1024, c.in_flight) ||
                args.number("--retries", 0, 1000, c.retries) ||
                args.number("--status-interval", 0, 86400, c.status_interval_s) ||
-               args.number("--log-stall", 0, 86400, c.log_stall_s)) {
-    } else if (take_verify_flag(args, c)) {
+               args.number("--log-stall", 0, 86400, c.log_stall_s) || take_verify_flag(args, c)) {
     } else if (args.flag("--flush") || args.flag("--merge")) {
       TargetPolicy p = args.previous() == "--flush" ? TargetPolicy::kFlush : TargetPolicy::kMerge;
       if (c.policy != TargetPolicy::kRequireEmpty && c.policy != p)
@@ -445,8 +447,6 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
   c.connect_timeout = std::chrono::seconds(connect_s);
   c.io_timeout = std::chrono::seconds(io_s);
   if (c.help || c.version) return c;
-  RRS_RETURN_IF_ERROR(check_verify(c, positional));
-  if (c.verify) return c;
   RRS_RETURN_IF_ERROR(check_combinations(c));
   RRS_RETURN_IF_ERROR(take_sidecars(positional, c));
   return c;

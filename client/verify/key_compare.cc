@@ -11,8 +11,8 @@ namespace {
 // and lag; 7.2 changed seen-time and added active-time): compared where both
 // sides have them, not missed where one side lacks them.
 constexpr std::array<std::string_view, 7> kVersionedStreamFields = {
-    "entries-added", "max-deleted-entry-id", "recorded-first-entry-id", "entries-read",
-    "lag",           "seen-time",            "active-time"};
+    "entries-added", "max-deleted-entry-id", "recorded-first-entry-id", "entries-read", "lag",
+    "seen-time",     "active-time"};
 
 bool versioned(std::string_view path) {
   const size_t dot = path.rfind('.');
@@ -48,9 +48,7 @@ std::optional<Difference> compare_values(const KeyState& s, const KeyState& t) {
   return std::nullopt;
 }
 
-bool close(int64_t a, int64_t b, int64_t tolerance) {
-  return (a > b ? a - b : b - a) <= tolerance;
-}
+bool close(int64_t a, int64_t b, int64_t tolerance) { return (a > b ? a - b : b - a) <= tolerance; }
 
 std::string ttl_text(int64_t pttl) { return pttl == kNoExpiry ? "none" : std::to_string(pttl); }
 
@@ -72,14 +70,15 @@ std::optional<Difference> compare_field_expiry(const KeyState& s, const KeyState
 
 }  // namespace
 
-std::optional<Difference> compare_key(const KeyState& s, const KeyState& t, int64_t tolerance) {
+std::optional<Difference> compare_key(const KeyState& s, const KeyState& t,
+                                      int64_t ttl_tolerance_ms) {
   if (!t.exists()) return Difference{"missing", s.type, "none"};
   if (s.type != t.type) return Difference{"type", s.type, t.type};
   if (auto d = compare_values(s, t)) return d;
   const bool s_ttl = s.pttl >= 0, t_ttl = t.pttl >= 0;
-  if (s_ttl != t_ttl || (s_ttl && !close(s.pttl, t.pttl, tolerance)))
+  if (s_ttl != t_ttl || (s_ttl && !close(s.pttl, t.pttl, ttl_tolerance_ms)))
     return Difference{"ttl", ttl_text(s.pttl), ttl_text(t.pttl)};
-  return compare_field_expiry(s, t, tolerance);
+  return compare_field_expiry(s, t, ttl_tolerance_ms);
 }
 
 }  // namespace rrs::verify

@@ -16,11 +16,11 @@ struct Difference {
   std::string target;  // what the target holds there
 };
 
-// nullopt when they are the same. The source key must exist (one that went
-// between SCAN and the read is the caller's to skip). TTLs (PTTL, read on the
-// two sides moments apart) and hash field expiries may differ by up to
-// `ttl_tolerance_ms`.
-std::optional<Difference> compare_key(const KeyState& source, const KeyState& target,
+// nullopt when the source's `s` and the target's `t` are the same. `s` must
+// exist (one that went between SCAN and the read is the caller's to skip).
+// TTLs (PTTL, read on the two sides moments apart) and hash field expiries
+// may differ by up to `ttl_tolerance_ms`.
+std::optional<Difference> compare_key(const KeyState& s, const KeyState& t,
                                       int64_t ttl_tolerance_ms);
 
 }  // namespace rrs::verify

@@ -13,8 +13,7 @@ Result<bool> KeyScan::next(std::vector<std::string>& batch) {
     if (!r.ok()) return r.status().wrap("SCAN " + client_.endpoint().to_string());
     const redisReply& reply = **r;
     if (reply.type != REDIS_REPLY_ARRAY || reply.elements != 2 ||
-        reply.element[0]->type != REDIS_REPLY_STRING ||
-        reply.element[1]->type != REDIS_REPLY_ARRAY)
+        reply.element[0]->type != REDIS_REPLY_STRING || reply.element[1]->type != REDIS_REPLY_ARRAY)
       return Status::error("SCAN " + client_.endpoint().to_string(), "unexpected reply")
           .as(ErrorKind::kBadData);
     cursor_.assign(reply.element[0]->str, reply.element[0]->len);
@@ -54,9 +53,8 @@ uint64_t sample_share(uint64_t sample, uint64_t db_keys, uint64_t total) {
   if (total == 0) return 0;
   // In floating point: sample * db_keys may not fit 64 bits; a key more or
   // less in a share does not matter.
-  const auto share = static_cast<uint64_t>(
-      std::ceil(static_cast<double>(sample) * static_cast<double>(db_keys) /
-                static_cast<double>(total)));
+  const auto share = static_cast<uint64_t>(std::ceil(
+      static_cast<double>(sample) * static_cast<double>(db_keys) / static_cast<double>(total)));
   return std::min(share, db_keys);
 }
 

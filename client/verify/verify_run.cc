@@ -10,6 +10,7 @@
 #include "client/verify/key_source.h"
 #include "client/verify/report.h"
 #include "common/base/clock.h"
+#include "common/base/log.h"
 
 namespace rrs {
 namespace {
@@ -23,6 +24,14 @@ Result<std::map<uint32_t, uint64_t>> db_sizes(RedisClient& client) {
   std::map<uint32_t, uint64_t> dbs;
   for (const KeyspaceDb& db : parse_keyspace(info)) dbs[db.db] = db.keys;
   return dbs;
+}
+
+// "0:N,3:M" ("-" for none), as the sync's summary writes dbs=.
+std::string db_list(const std::map<uint32_t, uint64_t>& dbs) {
+  std::string out;
+  for (const auto& [db, keys] : dbs)
+    out += (out.empty() ? "" : ",") + std::to_string(db) + ":" + std::to_string(keys);
+  return out.empty() ? "-" : out;
 }
 
 Result<KeyReader> open_side(const Endpoint& at, const std::string& auth_file, const char* env,
@@ -126,6 +135,8 @@ Status Verifier::run() {
   uint64_t total = 0;
   for (const auto& [db, keys] : source_dbs) total += keys;
   counts_.keys = c_.verify_sample > 0 ? std::min(c_.verify_sample, total) : total;
+  if (!c_.quiet)
+    log::info("keys per DB: source " + db_list(source_dbs) + ", target " + db_list(target_dbs));
   progress_.emplace(counts_.keys, 0, c_.quiet);
   // A full run also walks the DBs only the target has, for their extras.
   std::set<uint32_t> dbs;
@@ -141,9 +152,9 @@ Status Verifier::run() {
 
 Status run_verify(const ClientConfig& config) {
   const Clock::time_point start = Clock::now();
-  RRS_ASSIGN_OR_RETURN(KeyReader source, open_side(config.source_redis,
-                                                   config.source_redis_auth_file,
-                                                   kSourceAuthEnv, config, "source"));
+  RRS_ASSIGN_OR_RETURN(KeyReader source,
+                       open_side(config.source_redis, config.source_redis_auth_file, kSourceAuthEnv,
+                                 config, "source"));
   RRS_ASSIGN_OR_RETURN(KeyReader target, open_side(config.redis, config.redis_auth_file,
                                                    kClientAuthEnv, config, "target"));
   Verifier v(config, std::move(source), std::move(target));

@@ -173,7 +173,8 @@ TEST_F(VerifyTest, AnUnreachableSideCannotBeCompared) {
 // "redis-8.0" -> "redis_8_0": a test name.
 std::string test_name(const ::testing::TestParamInfo<const char*>& p) {
   std::string n = p.param;
-  std::replace_if(n.begin(), n.end(), [](char c) { return !std::isalnum(c); }, '_');
+  std::replace_if(
+      n.begin(), n.end(), [](char c) { return !std::isalnum(c); }, '_');
   return n;
 }
 
@@ -206,7 +207,7 @@ TEST_P(VerifyFieldTtls, AChangedFieldTtlIsADifference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Servers, VerifyFieldTtls, ::testing::Values("redis-8.0", "valkey-9.1"),
-test_name);
+                         test_name);
 
 // Across versions: a Redis 7.0 source synced into each newer server compares
 // equal (values and stream fields as each version reports them), and a
@@ -236,8 +237,7 @@ TEST_P(VerifyAcrossVersions, EqualAfterASync) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Servers, VerifyAcrossVersions,
-                         ::testing::Values("valkey-8.0", "redis-8.0", "valkey-9.1"),
-test_name);
+                         ::testing::Values("valkey-8.0", "redis-8.0", "valkey-9.1"), test_name);
 
 }  // namespace
 }  // namespace rrs::test

@@ -111,8 +111,8 @@ TEST(VerifyCompare, FieldTtlsWithinTheTolerance) {
 // a group only one side has is.
 TEST(VerifyCompare, StreamFieldsByVersion) {
   const std::string consumer7 = array({bulk("name"), bulk("c"), bulk("seen-time"), ":5\r\n"});
-  const std::string consumer9 = array({bulk("name"), bulk("c"), bulk("seen-time"), ":5\r\n",
-                                       bulk("active-time"), ":9\r\n"});
+  const std::string consumer9 = array(
+      {bulk("name"), bulk("c"), bulk("seen-time"), ":5\r\n", bulk("active-time"), ":9\r\n"});
   auto group = [](const std::string& consumer) {
     return array({array({bulk("name"), bulk("g"), bulk("consumers"), array({consumer})})});
   };
@@ -121,8 +121,8 @@ TEST(VerifyCompare, StreamFieldsByVersion) {
   KeyState new_server = state_of("stream", array({bulk("length"), ":0\r\n", bulk("entries-added"),
                                                   ":0\r\n", bulk("groups"), group(consumer9)}));
   EXPECT_FALSE(compare_key(old_server, new_server, 0));
-  KeyState no_group = state_of("stream", array({bulk("length"), ":0\r\n", bulk("groups"),
-                                                "*0\r\n"}));
+  KeyState no_group = state_of("stream",
+                               array({bulk("length"), ":0\r\n", bulk("groups"), "*0\r\n"}));
   auto d = compare_key(old_server, no_group, 0);
   ASSERT_TRUE(d);
   EXPECT_EQ(d->what, "value");
