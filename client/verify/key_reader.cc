@@ -1,5 +1,7 @@
 #include "client/verify/key_reader.h"
 
+#include <string_view>
+
 namespace rrs::verify {
 namespace {
 
@@ -66,6 +68,13 @@ Status KeyReader::take_values(std::vector<KeyState>& states) {
     // Gone since TYPE (expired, deleted by a writer): as if never seen.
     if (r->type == REDIS_REPLY_NIL) {
       s = KeyState{};
+      continue;
+    }
+    // WRONGTYPE: written as another type since TYPE; a difference that the
+    // second look at differing keys reads again.
+    if (r->type == REDIS_REPLY_ERROR && std::string_view(r->str, r->len).starts_with("WRONGTYPE")) {
+      s.type = "(changed during the read)";
+      s.value.clear();
       continue;
     }
     RRS_RETURN_IF_ERROR(take_value(*r, s).wrap("on the " + side_));
