@@ -64,8 +64,10 @@ hash's fields and values, and each field's TTL where a server has field TTLs,
 "none" where it has not; a stream's entries, last id, groups, consumers and
 pending entries, with the counters both servers report), and its PTTL within
 --ttl-tolerance-ms; a full run also reports keys only the target holds.
-Reads are pipelined, a batch of keys per round trip. Prints the first
-differences and a summary (see Output below); changes nothing on either side.
+Reads are pipelined, a batch of keys per round trip; a key that differs is
+read once more before it is reported (a replica a moment behind). Function
+libraries are not compared. Prints the first differences and a summary (see
+Output below); changes nothing on either side.
 
 Options:
   --redis HOST:PORT       Redis to load into (default 127.0.0.1:6379); with

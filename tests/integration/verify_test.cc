@@ -224,6 +224,9 @@ TEST_P(VerifyAcrossVersions, EqualAfterASync) {
   ASSERT_TRUE(target.started()) << target.start_error();
   fill_all_types(source);
   source.run({"ZADD", "scores", "0.1", "tenth", "3.3", "x"});
+  source.run({"XADD", "cv-stream", "1-1", "f", "v"});
+  source.run({"XGROUP", "CREATE", "cv-stream", "g", "0"});
+  source.run({"XREADGROUP", "GROUP", "g", "c1", "COUNT", "1", "STREAMS", "cv-stream", ">"});
   ASSERT_FALSE(HasFailure());
   ASSERT_NO_FATAL_FAILURE(sync(source, target));
   ClientRun run = verify(source, target);
@@ -231,9 +234,12 @@ TEST_P(VerifyAcrossVersions, EqualAfterASync) {
   EXPECT_TRUE(says(run, "verify: equal")) << run.describe();
 
   target.run({"ZADD", "scores", "0.2", "tenth"});
+  target.run({"XACK", "cv-stream", "g", "1-1"});  // the group's pending entry
   run = verify(source, target);
   EXPECT_EQ(run.exit_code, 1) << run.describe();
   EXPECT_TRUE(says(run, "different key=scores db=0 what=value")) << run.describe();
+  EXPECT_TRUE(says(run, "different key=cv-stream db=0 what=value")) << run.describe();
+  EXPECT_EQ(field_u64(summary(run), "different"), 2u) << run.describe();
 }
 
 INSTANTIATE_TEST_SUITE_P(Servers, VerifyAcrossVersions,
