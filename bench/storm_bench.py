@@ -59,11 +59,11 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from benchlib import (add_server_args, built_binary, children_of, choose_pinning, cpu_seconds,
-                      CLK_TCK,
                       exited_unreaped, free_port, load_dataset, master_idle, peak_rss_mb,
-                      percentile, private_dirty_mb, reap, replica_synced, reset_peak_rss,
-                      resolve_servers, run_harness, tail, thread_cpu_seconds, wait_until,
-                      LOOPBACK, POLL_S, BenchError, Disturbance, Procs, RedisServer, Resp)
+                      percentile, pin_prefix, private_dirty_mb, reap, replica_synced,
+                      reset_peak_rss, resolve_servers, run_harness, tail, thread_cpu_seconds,
+                      wait_until, CLK_TCK, LOOPBACK, POLL_S, BenchError, Disturbance, Procs,
+                      RedisServer, Resp)
 import storm_report
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -314,6 +314,16 @@ def master_counters(master):
             "sync_full": int(st["sync_full"]), "sync_partial_ok": int(st["sync_partial_ok"])}
 
 
+def bytes_in_mb(server):
+    """What a server read from the network, replication included (INFO stats):
+    a fresh replica's is what its master (or rdma-client) sent it. The master's
+    own counters miss what a fork child writes to a socket itself (Valkey's
+    RDB channel)."""
+    st = server.info("stats")
+    return (int(st.get("total_net_repl_input_bytes", 0)) +
+            int(st["total_net_input_bytes"])) / 1e6
+
+
 def counters_delta(before, after):
     return {("master_" + k if not k.startswith("sync") else k): after[k] - before[k]
             for k in before}
@@ -415,7 +425,7 @@ class Storm:
         retry until its table is published."""
         port = free_port()
         out = os.path.join(self.work, f"{tag}-rdma-server.log")
-        argv = ([] if self.a.master_cpu is None else ["taskset", "-c", str(self.a.replica_cpu)]) + [
+        argv = pin_prefix(self.cpu("other")) + [
             self.binary("server/rdma-server"), "--redis", f"{LOOPBACK}:{source.port}",
             "--listen", LOOPBACK, "--port", str(port), "--source", "psync",
             "--transport", "tcp", "--log-size", str(self.a.log_size)]
@@ -431,8 +441,8 @@ class Storm:
                 "--redis", f"{LOOPBACK}:{replica.port}", "--transport", "tcp",
                 "--mode", "replica", "--handoff", "--master", f"{LOOPBACK}:{self.master.port}",
                 "--connect-timeout", str(int(self.timeout_s())), "--quiet"]
-        if self.a.master_cpu is not None:
-            argv += ["--cpu", str(self.a.replica_cpu)]
+        if self.cpu("other") is not None:
+            argv += ["--cpu", str(self.cpu("other"))]
         with open(log + ".out", "w") as out, open(log, "w") as err:
             proc = self.procs.start("rdma-client", argv, stdout=out, stderr=err)
         return {"proc": proc, "log": log, "cpu_s": None, "rss_mb": None}
@@ -454,7 +464,7 @@ class Storm:
 
     def start_latency(self, tag):
         out = os.path.join(self.work, f"{tag}-latency.bin")
-        argv = ([] if self.a.master_cpu is None else ["taskset", "-c", str(self.a.master_cpu)]) + [
+        argv = pin_prefix(self.cpu("master")) + [
             sys.executable, os.path.abspath(__file__), "_latency", "--port",
             str(self.master.port), "--rate", str(self.a.load_rate), "--out", out]
         with open(out + ".log", "w") as log:
@@ -527,6 +537,7 @@ class Storm:
                 return replica_synced(replicas[i])
         done = self.drive(n, arrival, t0, arrive, synced)
         t1 = max(done)
+        received = sum(bytes_in_mb(r) for r in replicas)
         cost = sampler.finish()
         latency = self.stop_latency(lat, t0, t1)
         # A fork child's CPU is in its master's account once it is reaped.
@@ -534,6 +545,7 @@ class Storm:
             "persistence")["rdb_bgsave_in_progress"] == "0", self.timeout_s())
         row = {"system": system, "arrival": arrival, "replicas": n, "run": run + 1,
                "synced_s": t1 - t0, "first_synced_s": min(done) - t0, "busy_before": busy,
+               "replicas_in_mb": received,
                "others_cores": self.quiet.during("storm"), **latency, **cost,
                **counters_delta(before, master_counters(self.master)),
                "master_peak_rss_mb": peak_rss_mb(self.master.proc.pid),
@@ -668,7 +680,7 @@ class Storm:
         a = self.a
         batch = max(1, a.write_rate // 1000)
         interval_ns = batch * 1e9 / a.write_rate
-        argv = ([] if a.master_cpu is None else ["taskset", "-c", str(a.master_cpu)]) + [
+        argv = pin_prefix(self.cpu("master")) + [
             sys.executable, os.path.join(BENCH_DIR, "lag_bench.py"), "_writer",
             "--port", str(self.master.port), "--batch", str(batch),
             "--batches", str(int(seconds * 1e9 / interval_ns)),

@@ -15,7 +15,8 @@ STORM_FIELDS = [
     "master_forks", "master_main_cpu_s", "master_threads_cpu_s", "master_children_cpu_s",
     "cow_info_max_mb", "fork_perc_max", "cow_dirty_max_mb", "cow_dirty_sum_mb", "children_seen",
     "master_peak_rss_mb", "used_memory_max_mb", "fork_usec", "p50_us", "p99_us", "p999_us",
-    "max_us", "requests", "master_repl_out_mb", "master_bytes_out_mb", "sync_full",
+    "max_us", "requests", "master_repl_out_mb", "master_bytes_out_mb", "replicas_in_mb",
+    "sync_full",
     "sync_partial_ok", "standing_forks", "sidecar_cpu_s", "sidecar_rss_mb", "clients_cpu_s",
     "client_rss_mb", "sidecar_tables", "build_s", "busy_before", "others_cores"]
 LOOP_FIELDS = ["system", "run", "seconds", "sync_full", "sync_partial_ok", "master_forks",
@@ -31,7 +32,8 @@ COLUMNS = [
     ("master_peak_rss_mb", "master peak RSS MiB", 0), ("used_memory_max_mb",
                                                        "used_memory max MiB", 0),
     ("p50_us", "p50 us", 0), ("p99_us", "p99 us", 0), ("p999_us", "p99.9 us", 0),
-    ("max_us", "max us", 0), ("master_bytes_out_mb", "bytes out MB", 1),
+    ("max_us", "max us", 0), ("master_bytes_out_mb", "master bytes out MB (INFO)", 1),
+    ("replicas_in_mb", "replicas' bytes in MB", 1),
     ("sidecar_cpu_s", "rdma-server CPU s", 2), ("sidecar_rss_mb", "rdma-server peak RSS MiB", 0),
     ("clients_cpu_s", "rdma-clients CPU s", 2)]
 TARGET_P99 = 1.2  # the issue: p99 during a staggered storm of 8, sidecar-replica, <= 1.2x baseline
@@ -112,10 +114,13 @@ def results(a, bench):
           "/proc/PID/task/PID/stat (main thread) and cutime+cstime (fork children, reaped). "
           "COW: INFO current_cow_size, its largest sample; the fork children's Private_Dirty "
           "(smaps_rollup, sampled every 100 ms), each child's largest, summed over the storm's "
-          "forks. Latency: the steady client's requests due during the storm. repl bytes: "
-          "INFO total_net_repl_output_bytes + total_net_output_bytes (an RDB channel is an ordinary "
-          "connection, not counted as replication; the latency client's replies are in it: "
-          "about 0.1 MB/s).", ""]
+          "forks. Latency: the steady client's requests due during the storm. Master bytes "
+          "out: INFO total_net_repl_output_bytes + total_net_output_bytes (an RDB channel is an "
+          "ordinary connection, not counted as replication; the latency client's replies are in "
+          "it: about 0.1 MB/s); Valkey's RDB channel is written by the fork child itself, "
+          "which no INFO counts: the replicas' bytes in (their INFO total_net_input_bytes + "
+          "total_net_repl_input_bytes, summed) is then the figure for what native sent; for "
+          "the sidecar it is what the rdma-clients sent.", ""]
     base = bench.baselines
     if base:
         md.append(f"Baseline (no sync): p50 {cell(med(base, 'p50_us'), 0)} us, p99 "
@@ -185,15 +190,28 @@ def loop_section(a, bench):
                   f"{cell(r['first_synced_s'], 2)} | {r['synced_at_end']} | "
                   f"{r['bytes_out_mb']:.1f} | {cell(r['standing_sync_full'], 0)} | "
                   f"{cell(r['sidecar_tables'], 0)} |")
-    md += ["", "What the RDB channel already solves, and what it does not: with "
-           "repl-rdb-channel / dual-channel replication the replica buffers the stream while it "
-           "loads, so the master's output buffer no longer overflows and the loop of full "
-           "resyncs ends, as the sidecar's change log ends it. It still forks the master once "
-           "per full sync (once per replica in a staggered storm), pays that fork's "
-           "copy-on-write under writes, and sends one RDB stream per sync from the master; the "
-           "sidecar on a replica forks the master never, and on the master once per epoch, "
-           "whatever the number of replicas. Compare the rows above and the storm tables.", ""]
+    md += ["", "Read off:", ""] + [loop_verdict(r) for r in bench.loops]
+    md += ["", "What the RDB channel solves and what it does not: it moves the buffering of the "
+           "stream during a full sync from the master to the replica, which is what ends the "
+           "loop when it works (the rows above say whether it did here: Valkey 8.0.1's main "
+           "channel was still cut at the master's limit while the replica loaded, Redis "
+           "8.0.6's was not, in the smoke runs). It does not remove the fork: the master "
+           "still forks once per full sync (once per replica in a staggered storm), pays that "
+           "fork's copy-on-write under the writes, and sends one RDB per replica. The sidecar "
+           "on a replica forks the master never; on the master once per epoch, whatever the "
+           "number of replicas; but that snapshot is itself a full sync of its source, so the "
+           "source's own limit must cover the writes during one table build (sidecar-master "
+           "under the master's tight limit loops like native).", ""]
     return md
+
+
+def loop_verdict(r):
+    """One line per loop: did the replica converge, after how many full syncs."""
+    what = (f"- {r['system']} (run {r['run']}): {r['sync_full']} full sync(s) of the master, "
+            f"{r['obuf_disconnects']} output-buffer disconnect(s); ")
+    if r["synced_at_end"] == "yes":
+        return what + f"synced at {r['first_synced_s']:.2f} s and still at the end: **converged**"
+    return what + "**never synced for good** in the window (the loop)"
 
 
 def scaling(a, bench):
