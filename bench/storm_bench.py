@@ -128,10 +128,12 @@ def parse_args(argv):
     p.add_argument("--obuf-limit", type=size_arg, default=None,
                    help="--loop: client-output-buffer-limit replica hard limit (soft 0) on the "
                         "master and the standing replica (default: the data set's size / 16, "
-                        "at least 1M: Redis' 256mb scaled to a 4 GB master). The master's "
-                        "repl-backlog-size is set to it too during the loop: since Redis 7 a "
-                        "replica's buffer within the backlog is never cut, so the limit in "
-                        "effect is the larger of the two")
+                        "at least 1M: Redis' 256mb scaled to a 4 GB master)")
+    p.add_argument("--loop-backlog", type=size_arg, default=None,
+                   help="--loop: the master's repl-backlog-size (default: the larger of "
+                        "--obuf-limit and 2 s of the write stream, which the sidecar's handoff "
+                        "needs). Since Redis 7 a replica's buffer within the backlog is never "
+                        "cut, so the limit in effect is the larger of the two")
     p.add_argument("--standing-obuf-limit", type=size_arg, default=None,
                    help="--loop: the standing replica's limit for its one consumer, the "
                         "sidecar, whose snapshot is a full sync of that replica (default: "
@@ -183,6 +185,8 @@ def check_args(p, a):
         a.backlog_size = a.log_size
     if a.obuf_limit is None:
         a.obuf_limit = max(1 << 20, a.data_bytes // 16)
+    if a.loop_backlog is None:
+        a.loop_backlog = max(a.obuf_limit, 2 * write_bps)
     if a.standing_obuf_limit is None:
         a.standing_obuf_limit = a.log_size
     a.no_pin = not a.pin
@@ -307,21 +311,19 @@ def master_counters(master):
             "threads_cpu_s": (ticks[0] + ticks[1]) / CLK_TCK,
             "children_cpu_s": (ticks[2] + ticks[3]) / CLK_TCK,
             "repl_out_mb": int(st.get("total_net_repl_output_bytes", 0)) / 1e6,
-            # Redis counts the replication links apart; an RDB channel is an ordinary
-            # connection, so only the sum is every byte the master sent.
-            "bytes_out_mb": (int(st.get("total_net_repl_output_bytes", 0)) +
-                             int(st["total_net_output_bytes"])) / 1e6,
+            # Every connection's, replication included (Redis 7.0, Valkey 8, 9); what
+            # a fork child writes to a socket itself is in no INFO field: Redis
+            # 8.0's diskless RDB, Valkey's RDB channel (bench/README.md).
+            "bytes_out_mb": int(st["total_net_output_bytes"]) / 1e6,
             "sync_full": int(st["sync_full"]), "sync_partial_ok": int(st["sync_partial_ok"])}
 
 
 def bytes_in_mb(server):
     """What a server read from the network, replication included (INFO stats):
-    a fresh replica's is what its master (or rdma-client) sent it. The master's
-    own counters miss what a fork child writes to a socket itself (Valkey's
-    RDB channel)."""
+    a fresh replica's is what its master (or rdma-client) sent it, counted
+    where the master's own counters cannot see a fork child's writes."""
     st = server.info("stats")
-    return (int(st.get("total_net_repl_input_bytes", 0)) +
-            int(st["total_net_input_bytes"])) / 1e6
+    return int(st["total_net_input_bytes"]) / 1e6
 
 
 def counters_delta(before, after):
@@ -629,7 +631,7 @@ class Storm:
         args = self.configure(system)
         self.master.call("CONFIG", "SET", "client-output-buffer-limit",
                          f"replica {a.obuf_limit} 0 0")
-        self.master.call("CONFIG", "SET", "repl-backlog-size", str(a.obuf_limit))
+        self.master.call("CONFIG", "SET", "repl-backlog-size", str(a.loop_backlog))
         extra = ["--client-output-buffer-limit", f"replica {a.standing_obuf_limit} 0 0"]
         standing = self.standing_replica(tag, extra) if system == "sidecar-replica" else None
         sfull0 = int(standing.info("stats")["sync_full"]) if standing else 0
@@ -645,13 +647,17 @@ class Storm:
             client = self.start_client(tag, sidecar, replica)
         else:
             replica.call("REPLICAOF", LOOPBACK, self.master.port)
-        first = None
+        first, failed = None, None
         while time.monotonic() - t0 < a.loop_seconds:
-            if first is None and (client is None or self.client_done(client)) \
-                    and replica_synced(replica):
-                first = time.monotonic() - t0
+            try:
+                if first is None and (client is None or self.client_done(client)) \
+                        and replica_synced(replica):
+                    first = time.monotonic() - t0
+            except BenchError as e:  # a handoff refused is this loop's result, not the run's
+                failed = str(e).splitlines()[-1]
+                break
             time.sleep(POLL_S * 10)
-        synced_end = replica_synced(replica) and (client is None or self.client_done(client))
+        synced_end = not failed and replica_synced(replica) and first is not None
         after = master_counters(self.master)
         self.procs.stop(writer)
         with open(self.master.log, errors="replace") as f:
@@ -665,7 +671,8 @@ class Storm:
                "bytes_out_mb": after["bytes_out_mb"] - before["bytes_out_mb"],
                "standing_sync_full": (int(standing.info("stats")["sync_full"]) - sfull0
                                       if standing else None),
-               "sidecar_tables": len(self.tables(sidecar)) if sidecar else None}
+               "sidecar_tables": len(self.tables(sidecar)) if sidecar else None,
+               "failed": failed}
         self.teardown([replica], standing, sidecar)
         self.master.call("CONFIG", "SET", "client-output-buffer-limit",
                          "replica 268435456 67108864 60")  # Redis' default again

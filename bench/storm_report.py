@@ -21,7 +21,7 @@ STORM_FIELDS = [
     "client_rss_mb", "sidecar_tables", "build_s", "busy_before", "others_cores"]
 LOOP_FIELDS = ["system", "run", "seconds", "sync_full", "sync_partial_ok", "master_forks",
                "obuf_disconnects", "first_synced_s", "synced_at_end", "bytes_out_mb",
-               "standing_sync_full", "sidecar_tables"]
+               "standing_sync_full", "sidecar_tables", "failed"]
 # (CSV field, column heading, digits): the summary tables' columns, and the plots'.
 COLUMNS = [
     ("synced_s", "all synced s", 2), ("master_forks", "master forks", 0),
@@ -115,12 +115,11 @@ def results(a, bench):
           "COW: INFO current_cow_size, its largest sample; the fork children's Private_Dirty "
           "(smaps_rollup, sampled every 100 ms), each child's largest, summed over the storm's "
           "forks. Latency: the steady client's requests due during the storm. Master bytes "
-          "out: INFO total_net_repl_output_bytes + total_net_output_bytes (an RDB channel is an "
-          "ordinary connection, not counted as replication; the latency client's replies are in "
-          "it: about 0.1 MB/s); Valkey's RDB channel is written by the fork child itself, "
-          "which no INFO counts: the replicas' bytes in (their INFO total_net_input_bytes + "
-          "total_net_repl_input_bytes, summed) is then the figure for what native sent; for "
-          "the sidecar it is what the rdma-clients sent.", ""]
+          "out: INFO total_net_output_bytes, every connection's (the latency client's replies, "
+          "about 0.1 MB/s, included); what a fork child writes to a socket itself is in no "
+          "INFO field (Redis 8.0's diskless RDB, Valkey's RDB channel): the replicas' bytes in "
+          "(their total_net_input_bytes, summed) is the figure for what native sent them; "
+          "for the sidecar it is what the rdma-clients sent.", ""]
     base = bench.baselines
     if base:
         md.append(f"Baseline (no sync): p50 {cell(med(base, 'p50_us'), 0)} us, p99 "
@@ -173,9 +172,11 @@ def loop_section(a, bench):
     md = ["## The loop under writes", "",
           f"{a.write_rate:,} SET/s of {a.write_value_size} B values (lag_bench's open-loop "
           f"writer) to the master; on the master `client-output-buffer-limit replica "
-          f"{a.obuf_limit} 0 0` and `repl-backlog-size {a.obuf_limit}` (since Redis 7 replicas "
-          "share the backlog's buffer and one within the backlog is never cut: the limit in "
-          "effect is the larger of the two); on the standing replica (sidecar-replica) "
+          f"{a.obuf_limit} 0 0` and `repl-backlog-size {a.loop_backlog}` (since Redis 7 "
+          "replicas share the backlog's buffer and one within the backlog is never cut: the "
+          f"limit in effect is the larger of the two, {max(a.obuf_limit, a.loop_backlog)} "
+          "bytes; the backlog must hold the writes during the sidecar's handoff); on the "
+          "standing replica (sidecar-replica) "
           f"`client-output-buffer-limit replica {a.standing_obuf_limit} 0 0`, sized once for "
           "its one consumer, the sidecar, whose snapshot is a full sync of it. One replica "
           f"arrives 1 s into the load; counted over {a.loop_seconds:g} s. The sidecar's change "
@@ -209,6 +210,8 @@ def loop_verdict(r):
     """One line per loop: did the replica converge, after how many full syncs."""
     what = (f"- {r['system']} (run {r['run']}): {r['sync_full']} full sync(s) of the master, "
             f"{r['obuf_disconnects']} output-buffer disconnect(s); ")
+    if r.get("failed"):
+        return what + f"**failed**: {r['failed']}"
     if r["synced_at_end"] == "yes":
         return what + f"synced at {r['first_synced_s']:.2f} s and still at the end: **converged**"
     return what + "**never synced for good** in the window (the loop)"
