@@ -311,9 +311,8 @@ def master_counters(master):
             "threads_cpu_s": (ticks[0] + ticks[1]) / CLK_TCK,
             "children_cpu_s": (ticks[2] + ticks[3]) / CLK_TCK,
             "repl_out_mb": int(st.get("total_net_repl_output_bytes", 0)) / 1e6,
-            # Every connection's, replication included (Redis 7.0, Valkey 8, 9); what
-            # a fork child writes to a socket itself is in no INFO field: Redis
-            # 8.0's diskless RDB, Valkey's RDB channel (bench/README.md).
+            # Every connection's, replication included (Redis 7.0, Valkey 8, 9); not
+            # the RDB channel (Redis 8.0, Valkey), which the fork child writes.
             "bytes_out_mb": int(st["total_net_output_bytes"]) / 1e6,
             "sync_full": int(st["sync_full"]), "sync_partial_ok": int(st["sync_partial_ok"])}
 

@@ -117,7 +117,7 @@ def results(a, bench):
           "forks. Latency: the steady client's requests due during the storm. Master bytes "
           "out: INFO total_net_output_bytes, every connection's (the latency client's replies, "
           "about 0.1 MB/s, included); what a fork child writes to a socket itself is in no "
-          "INFO field (Redis 8.0's diskless RDB, Valkey's RDB channel): the replicas' bytes in "
+          "INFO field (the RDB channel of Redis 8.0 and Valkey): the replicas' bytes in "
           "(their total_net_input_bytes, summed) is the figure for what native sent them; "
           "for the sidecar it is what the rdma-clients sent.", ""]
     base = bench.baselines
@@ -194,9 +194,8 @@ def loop_section(a, bench):
     md += ["", "Read off:", ""] + [loop_verdict(r) for r in bench.loops]
     md += ["", "What the RDB channel solves and what it does not: it moves the buffering of the "
            "stream during a full sync from the master to the replica, which is what ends the "
-           "loop when it works (the rows above say whether it did here: Valkey 8.0.1's main "
-           "channel was still cut at the master's limit while the replica loaded, Redis "
-           "8.0.6's was not, in the smoke runs). It does not remove the fork: the master "
+           "loop when it works (the native-rdb-channel row above says whether it did here). "
+           "It does not remove the fork: the master "
            "still forks once per full sync (once per replica in a staggered storm), pays that "
            "fork's copy-on-write under the writes, and sends one RDB per replica. The sidecar "
            "on a replica forks the master never; on the master once per epoch, whatever the "
@@ -226,7 +225,8 @@ def scaling(a, bench):
     if not one or gb <= 0:
         return md + ["(needs a native-diskless storm of 1 replica)", ""]
     fork_ms = med(one, "fork_usec") / 1000
-    sync_s = med(one, "synced_s")
+    # The replica waits repl-diskless-sync-delay before the fork: not transfer time.
+    sync_s = max(0.1, med(one, "synced_s") - a.diskless_delay)
     cow = med(one, "cow_dirty_sum_mb") or 0.0
     mbps = gb * 1024 / sync_s if sync_s else 0
     cow_rate = cow / sync_s if sync_s else 0  # MiB dirtied per second of a fork child's life
@@ -236,7 +236,8 @@ def scaling(a, bench):
     cow64 = min(big * 1024, cow_rate * sync64)
     md += [f"Measured here, one native diskless sync of a {gb:.2f} GiB master (used_memory): "
            f"fork {fork_ms:.1f} ms (INFO latest_fork_usec) = **{fork_ms / gb:.1f} ms per GiB**; "
-           f"sync {sync_s:.2f} s = {mbps:.0f} MiB/s; the fork child's copy-on-write "
+           f"sync {sync_s:.2f} s after the {a.diskless_delay} s diskless delay = {mbps:.0f} "
+           f"MiB/s; the fork child's copy-on-write "
            f"{cow:.1f} MiB over the sync under the latency client's {a.load_rate // 2:,} SET/s "
            f"= {cow_rate:.2f} MiB/s.", "",
            f"Extrapolated linearly to a **{big} GB master with {n} replicas**, the same write "
@@ -275,11 +276,12 @@ def plot(a, rows, stem):
         fig, axes = plt.subplots(1, len(a.arrivals), figsize=(5.5 * len(a.arrivals), 4),
                                  squeeze=False)
         for ax, arrival in zip(axes[0], a.arrivals):
-            for s in systems:
+            for i, s in enumerate(systems):
                 pts = [(n, med(group(rows, s, arrival, n), key)) for n in a.replicas]
                 pts = [p for p in pts if p[1] is not None]
-                if pts:
-                    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=s)
+                if pts:  # markers and dashes apart: equal figures (forks) overlap
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="os^Dv"[i % 5],
+                            linestyle=("-", "--", ":", "-.")[i % 4], label=s)
             ax.set_title(f"{label}, {arrival}")
             ax.set_xlabel("replicas (N)")
             ax.set_xticks(a.replicas)
