@@ -82,6 +82,8 @@ def write(a, bench, command, date, host):
 
 def header(a, bench, command, date, host):
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    client = ("bench/paced_load, C++" if bench.latency_client
+              else "storm_bench.py's own, Python: bench/paced_load is not built")
     md = [f"# Replication storm: {a.server.describe()}, native vs the sidecar, on {host}, "
           f"{date}", "", f"Command: `{command}`", "", "## Machine", "", "| | |", "|---|---|"]
     md += [f"| {k} | {v} |" for k, v in report.machine(repo, [("server", a.server)])]
@@ -90,7 +92,8 @@ def header(a, bench, command, date, host):
            f"- data: {a.keys:,} keys x {a.value_size:,} random bytes (gen_dataset) = "
            f"{a.data_bytes / 1e6:,.0f} MB of values; master used_memory "
            f"{cell(bench.used_memory_mb, 0)} MiB; loaded in {cell(bench.load_s, 1)} s",
-           f"- latency client: {a.load_rate:,} requests/s, GET and SET in turn (100 B) on "
+           f"- latency client ({client}): "
+           f"{a.load_rate:,} requests/s, GET and SET in turn (100 B) on "
            f"{1000} keys, open loop from each request's due time (a stall counts for every "
            f"request it delays); baseline: {a.baseline_seconds:g} s of the same load with no "
            "sync, once per run", f"- arrivals: {', '.join(a.arrivals)}; staggered: one replica "
