@@ -350,9 +350,20 @@ class Storm:
         self.loadavg_start = storm_report.loadavg()
         self.master = None
         self.load_s = self.used_memory_mb = None
+        self.memory_check()
         paced = os.path.join(a.build_dir, "bench", "paced_load")
         # The C++ client keeps its own overhead out of the tail; Python's stands in.
         self.latency_client = paced if os.access(paced, os.X_OK) else None
+
+    def memory_check(self):
+        """Warns when the run may not fit: the master, N replicas, the standing
+        replica and the sidecar's table each hold the data (about 1.15x it)."""
+        need = (max(self.a.replicas) + 3) * self.a.data_bytes * 1.15
+        with open("/proc/meminfo") as f:
+            avail = next(int(ln.split()[1]) * 1024 for ln in f if ln.startswith("MemAvailable"))
+        if need > avail:
+            print(f"warning: this run needs about {need / 2**30:.1f} GiB, "
+                  f"{avail / 2**30:.1f} GiB are available: lower --scale", flush=True)
 
     def binary(self, rel):
         return built_binary(self.a.build_dir, rel,
