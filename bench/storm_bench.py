@@ -150,7 +150,7 @@ def parse_args(argv):
     p.add_argument("--replica-cpu", type=int, default=1)
     p.add_argument("--wait-quiet", type=float, default=0, metavar="S",
                    help=f"before each storm wait up to S s for the machine to be under "
-                        f"{QUIET:.0%} busy (default: only record how busy)")
+                        f"{QUIET * 100:.0f}%% busy (default: only record how busy)")
     p.add_argument("--results-dir", default=os.path.join(BENCH_DIR, "results"))
     p.add_argument("--tag", default="", help="appended to the results file name")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
