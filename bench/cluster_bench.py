@@ -538,9 +538,8 @@ class Bench:
         with open(log, "w") as out:
             p = self.procs.start("redis-cli", argv, stdout=out, stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL)
-        wait_until("redis-cli --cluster import", lambda: os.waitid(
-            os.P_PID, p.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None,
-            self.timeout_s(60))
+        wait_until("redis-cli --cluster import", lambda: exited_unreaped(p),
+                   self.timeout_s(60))
         wall = time.monotonic() - t0
         cli_cpu, cli_rss = reap(p)
         others = self.others_cores()
