@@ -528,30 +528,11 @@ class Storm:
         busy = self.quiet.before("storm")
         before = master_counters(self.master)
         sforks0 = int(standing.info("stats")["total_forks"]) if standing else 0
-        sfull0 = int(standing.info("stats")["sync_full"]) if standing else 0
         reset_peak_rss(self.master.proc.pid)
         sampler = Sampler(self.master)
         sampler.start()
-        sidecar = None
         t0 = time.monotonic()
-        if system.startswith("sidecar"):
-            sidecar = self.start_sidecar(tag, standing or self.master)
-            clients = [None] * n
-
-            def arrive(i):
-                clients[i] = self.start_client(f"{tag}-{i}", sidecar, replicas[i])
-
-            def synced(i):
-                return self.client_done(clients[i]) and replica_synced(replicas[i])
-        else:
-            def arrive(i):
-                replicas[i].call("REPLICAOF", LOOPBACK, self.master.port)
-
-            def synced(i):
-                failure = replicas[i].load_failure()
-                if failure:
-                    raise failure
-                return replica_synced(replicas[i])
+        sidecar, clients, arrive, synced = self.arrival(system, tag, replicas, standing)
         done = self.drive(n, arrival, t0, arrive, synced)
         t1 = max(done)
         received = sum(bytes_in_mb(r) for r in replicas)
@@ -569,11 +550,35 @@ class Storm:
                "fork_usec": int(self.master.info("stats")["latest_fork_usec"]),
                "standing_forks": (int(standing.info("stats")["total_forks"]) - sforks0
                                   if standing else None)}
-        row.update(self.sidecar_cost(sidecar, clients if sidecar else []))
+        row.update(self.sidecar_cost(sidecar, clients))
         row["equal"] = self.verify(replicas, tag)
         self.teardown(replicas, standing, sidecar)
         self.rows.append(row)
         self.progress(row)
+
+    def arrival(self, system, tag, replicas, standing):
+        """(sidecar, rdma-clients, arrive(i), synced(i)) for `system`: a sidecar
+        starts at once, and replica i arrives through its own rdma-client; a
+        native replica arrives by REPLICAOF."""
+        if not system.startswith("sidecar"):
+            def arrive(i):
+                replicas[i].call("REPLICAOF", LOOPBACK, self.master.port)
+
+            def synced(i):
+                failure = replicas[i].load_failure()
+                if failure:
+                    raise failure
+                return replica_synced(replicas[i])
+            return None, [], arrive, synced
+        sidecar = self.start_sidecar(tag, standing or self.master)
+        clients = [None] * len(replicas)
+
+        def arrive(i):
+            clients[i] = self.start_client(f"{tag}-{i}", sidecar, replicas[i])
+
+        def synced(i):
+            return self.client_done(clients[i]) and replica_synced(replicas[i])
+        return sidecar, clients, arrive, synced
 
     def drive(self, n, arrival, t0, arrive, synced):
         """Starts replica i at its arrival time and polls until all are synced;
