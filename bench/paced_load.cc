@@ -27,9 +27,9 @@
 
 namespace {
 
-constexpr int kKeys = 1000;                // storm_bench.py's LOAD_KEYS
-constexpr size_t kValueSize = 100;         // bytes per SET value
-constexpr size_t kMaxReply = size_t{1} << 20;  // a longer bulk reply is not ours: give up
+constexpr int kKeys = 1000;                     // storm_bench.py's LOAD_KEYS
+constexpr size_t kValueSize = 100;              // bytes per SET value
+constexpr size_t kMaxReply = size_t{1} << 20;   // a longer bulk reply is not ours: give up
 constexpr size_t kReadSize = size_t{64} << 10;  // bytes per recv
 volatile std::sig_atomic_t g_stop = 0;
 
@@ -166,10 +166,14 @@ struct Args {
 bool parse(int argc, char** argv, Args& a) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--port") a.port = std::atoi(argv[i + 1]);
-    else if (flag == "--rate") a.rate = std::atol(argv[i + 1]);
-    else if (flag == "--out") a.out = argv[i + 1];
-    else return false;
+    if (flag == "--port")
+      a.port = std::atoi(argv[i + 1]);
+    else if (flag == "--rate")
+      a.rate = std::atol(argv[i + 1]);
+    else if (flag == "--out")
+      a.out = argv[i + 1];
+    else
+      return false;
   }
   return argc % 2 == 1 && a.port > 0 && a.port < 65536 && a.rate > 0 && a.out != nullptr;
 }
