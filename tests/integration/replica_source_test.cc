@@ -121,6 +121,7 @@ TEST_P(ReplicaSourceTest, HandoffsToTheMasterNeverMakeItFork) {
   wait_rounds(writer, 30);
   const uint64_t forks = master_stat("total_forks");
   const uint64_t full = master_stat("sync_full"), partial = master_stat("sync_partial_ok");
+  const std::string replica_forks = replica_->info_field("stats", "total_forks");
 
   SidecarServer server(replica_->address());
   ASSERT_TRUE(server.wait_ready()) << server.describe();
@@ -128,6 +129,7 @@ TEST_P(ReplicaSourceTest, HandoffsToTheMasterNeverMakeItFork) {
   EXPECT_EQ(ready.at("source_role"), "replica") << server.ready_line();
   EXPECT_EQ(ready.at("source_master"), master_->address()) << server.ready_line();
   EXPECT_EQ(ready.at("replid"), master_->info_field("replication", "master_replid"));
+  const uint64_t table_offset = field_u64(ready, "offset").value_or(UINT64_MAX);
 
   std::vector<std::unique_ptr<RedisProcess>> targets;
   for (int i = 0; i < 3; ++i) {
@@ -139,6 +141,8 @@ TEST_P(ReplicaSourceTest, HandoffsToTheMasterNeverMakeItFork) {
     ASSERT_EQ(run.exit_code, 0) << run.describe();
     const std::string handoff = line_starting(run.out, "handoff ");
     EXPECT_EQ(parse_fields(handoff)["partial_resync"], "yes") << run.describe();
+    // It caught up from the change log, past the table, before handing off.
+    EXPECT_GT(field_u64(parse_fields(handoff), "offset").value_or(0), table_offset) << handoff;
   }
   writer.stop();
   EXPECT_EQ(writer.errors(), "");
@@ -149,6 +153,9 @@ TEST_P(ReplicaSourceTest, HandoffsToTheMasterNeverMakeItFork) {
   EXPECT_EQ(master_stat("sync_partial_ok"), partial + 3);
   EXPECT_EQ(master_stat("sync_full"), full);
   EXPECT_EQ(master_stat("total_forks"), forks) << "the master forked for a sync";
+  // The replica forked once, for the sidecar's one epoch.
+  EXPECT_EQ(std::stoull(replica_->info_field("stats", "total_forks")),
+            std::stoull(replica_forks) + 1);
 }
 
 TEST_P(ReplicaSourceTest, RestoreModeFollowerKeepsUpWithTheWriter) {
@@ -178,6 +185,21 @@ TEST_P(ReplicaSourceTest, ReadyLineNamesAMasterSource) {
   ASSERT_TRUE(server.wait_ready()) << server.describe();
   EXPECT_EQ(server.ready_fields().at("source_role"), "master") << server.ready_line();
   EXPECT_EQ(server.ready_fields().count("source_master"), 0u) << server.ready_line();
+}
+
+// A user with a replica's rights but no +info: the role is unknown ("-"),
+// said at info level, and the snapshot is taken all the same.
+TEST_P(ReplicaSourceTest, UserWithoutInfoStillSnapshotsTheReplica) {
+  fill_strings(*master_, 0, "k:", 100);
+  ASSERT_TRUE(eventually([&] { return replica_->client().total_keys() == 100; }, 30s, kPoll));
+  replica_->run(
+      {"ACL", "SETUSER", "sidecar", "on", ">side-pw", "-@all", "+psync", "+replconf", "+ping"});
+  SidecarServer server(replica_->address(), {}, {{"RDMA_SERVER_REDIS_AUTH", "sidecar side-pw"}});
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  EXPECT_EQ(server.ready_fields().at("source_role"), "-") << server.ready_line();
+  EXPECT_EQ(server.ready_fields().at("records"), "100") << server.ready_line();
+  EXPECT_NE(server.process().stderr_text().find("give the sidecar's user +info"), std::string::npos)
+      << server.describe();
 }
 
 // At start: exit 3 naming the replica, its master, the link, and the fix.
@@ -253,6 +275,8 @@ TEST_P(ReplicaSourceTest, PromotedSourceBecomesANewHistory) {
 
   fill_strings(*replica_, 0, "promoted:", 100);
   EXPECT_TRUE(converged(*replica_, target)) << follower.describe() << "\n" << server.describe();
+  // The follower's log was superseded: it reloaded the new table.
+  EXPECT_TRUE(follower.wait_for_line("resyncs=1", 30s)) << follower.describe();
   EXPECT_TRUE(server.process().running()) << server.describe();
 }
 
