@@ -22,7 +22,8 @@ SourceRole parse_source_role(std::string_view info) {
     role.kind = SourceRole::kMaster;
   } else if (r == "slave") {
     role.kind = SourceRole::kReplica;
-    role.master = info_field(info, "master_host") + ":" + info_field(info, "master_port");
+    const std::string host = info_field(info, "master_host");
+    role.master = host.empty() ? "?" : host + ":" + info_field(info, "master_port");
     role.link_status = info_field(info, "master_link_status");
     role.syncing = info_field(info, "master_sync_in_progress") == "1";
   }
@@ -54,11 +55,12 @@ Status check_snapshot_source(const Endpoint& source, const SourceRole& role) {
               "the master does not fork for it");
     return {};
   }
-  const std::string state = "master_link_status:" + (role.link_status.empty() ? "?" : role.link_status) +
+  const std::string state = "master_link_status:" +
+                            (role.link_status.empty() ? "?" : role.link_status) +
                             (role.syncing ? ", still syncing with its master" : "");
   return Status::error("snapshot the source " + source.to_string(),
-                       "it is a replica of " + role.master + " and its link to that master is not up (" +
-                           state +
+                       "it is a replica of " + role.master +
+                           " and its link to that master is not up (" + state +
                            "), so it has no current copy to give; wait for the replica's link, "
                            "or point --redis at the master")
       .as(ErrorKind::kUnavailable);

@@ -232,8 +232,8 @@ TEST_P(ReplicaSourceTest, LinkDownAfterTheFirstTableIsWaitedFor) {
   point_replica_at(closed_loopback_port());
   ASSERT_TRUE(link_is("down"));
   server.process().signal(SIGUSR1);
-  EXPECT_TRUE(server.process().wait_for_line("master_link_status:down", 30s,
-                                             Process::Stream::kStderr))
+  EXPECT_TRUE(
+      server.process().wait_for_line("master_link_status:down", 30s, Process::Stream::kStderr))
       << server.describe();
   EXPECT_TRUE(server.process().running()) << server.describe();
   EXPECT_EQ(server.process().stdout_text().find("published "), std::string::npos)
