@@ -15,6 +15,20 @@ const char* SourceRole::name() const {
   return "-";
 }
 
+namespace {
+
+// The master's address goes into the ready line as one key=value token: a
+// peer's bytes that are not plain printable ASCII, or a space, become '?'.
+constexpr size_t kMaxAddress = 300;
+std::string printable_token(std::string text) {
+  if (text.size() > kMaxAddress) text.resize(kMaxAddress);
+  for (char& c : text)
+    if (c <= ' ' || c > '~') c = '?';
+  return text;
+}
+
+}  // namespace
+
 SourceRole parse_source_role(std::string_view info) {
   SourceRole role;
   const std::string r = info_field(info, "role");
@@ -23,7 +37,8 @@ SourceRole parse_source_role(std::string_view info) {
   } else if (r == "slave") {
     role.kind = SourceRole::kReplica;
     const std::string host = info_field(info, "master_host");
-    role.master = host.empty() ? "?" : host + ":" + info_field(info, "master_port");
+    role.master = printable_token(host.empty() ? "?"
+                                               : host + ":" + info_field(info, "master_port"));
     role.link_status = info_field(info, "master_link_status");
     role.syncing = info_field(info, "master_sync_in_progress") == "1";
   }

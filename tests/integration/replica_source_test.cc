@@ -119,6 +119,7 @@ class ReplicaSourceTest : public SidecarTest, public ::testing::WithParamInterfa
 TEST_P(ReplicaSourceTest, HandoffsToTheMasterNeverMakeItFork) {
   WriteLoad writer(*master_);
   wait_rounds(writer, 30);
+  // The replica's own full sync (SetUp) was the master's last fork.
   const uint64_t forks = master_stat("total_forks");
   const uint64_t full = master_stat("sync_full"), partial = master_stat("sync_partial_ok");
   const std::string replica_forks = replica_->info_field("stats", "total_forks");

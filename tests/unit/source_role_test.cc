@@ -40,6 +40,16 @@ TEST(SourceRole, ReplicaWithItsLinkDownIsRefusedWithTheReason) {
     EXPECT_NE(s.message().find(said), std::string::npos) << said << "\n" << s.message();
 }
 
+// The address goes into the ready line as one key=value token.
+TEST(SourceRole, HostileMasterAddressStaysOneToken) {
+  SourceRole r = parse_source_role(
+      "role:slave\r\nmaster_host:evil host=x\x01\xff\r\nmaster_port:1\r\n" +
+      std::string("master_link_status:up\r\n"));
+  EXPECT_EQ(r.master, "evil?host=x??:1");
+  SourceRole longer = parse_source_role("role:slave\r\nmaster_host:" + std::string(5000, 'h'));
+  EXPECT_LE(longer.master.size(), 300u);
+}
+
 TEST(SourceRole, ReplicaStillSyncingIsRefused) {
   // The link reads up only once the sync is done; both are checked anyway.
   Status s = check_snapshot_source(kSource, parse_source_role(replica_info("up", "1")));
