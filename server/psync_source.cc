@@ -1,5 +1,6 @@
 #include "server/psync_source.h"
 
+#include <charconv>
 #include <thread>
 
 #include "common/base/clock.h"
@@ -8,6 +9,28 @@
 #include "server/rdb_table_sink.h"
 
 namespace rrs {
+
+namespace {
+
+// The DB the source's stream has selected at the RDB's offset: a master's
+// stream after a full sync begins with a SELECT, but a replica passes its
+// master's stream on as it is, in whatever DB that had selected, which the
+// replica's RDB names (repl-stream-db). 0 when absent, of another history,
+// or not a DB number.
+uint32_t stream_db_of(const RdbReplAux& aux, const PsyncReply& reply) {
+  if (aux.stream_db.empty() || aux.replid != reply.replid) return 0;
+  uint32_t db = 0;
+  const char* end = aux.stream_db.data() + aux.stream_db.size();
+  auto [p, ec] = std::from_chars(aux.stream_db.data(), end, db);
+  if (ec != std::errc() || p != end || db >= table::kMaxDbCount) {
+    log::warn("the source's RDB names repl-stream-db '" + log::printable(aux.stream_db) +
+              "', not a DB number; taking DB 0");
+    return 0;
+  }
+  return db;
+}
+
+}  // namespace
 
 void PsyncSource::back_off(const std::string& why, const std::atomic<bool>& stop) {
   backoff_ = backoff_.count() == 0 ? opts_.retry_first : std::min(backoff_ * 2, opts_.retry_max);
@@ -90,7 +113,9 @@ Result<SnapshotStats> PsyncSource::receive(MasterLink& link, const PsyncReply& r
                     std::to_string(sink.stats().keys) + " keys");
     return s;
   }
-  SnapshotStats stats = sink.finish({{}, table::SourceKind::kPsync, reply.offset, reply.replid});
+  SourceInfo source{{}, table::SourceKind::kPsync, reply.offset, reply.replid};
+  source.stream_db = stream_db_of(sink.repl_aux(), reply);
+  SnapshotStats stats = sink.finish(std::move(source));
   stats.source_role = role;
   // Read once the RDB is in: the slots the shard serves now. A slot moved
   // between the fork and this question goes unnoticed (docs/cluster.md:

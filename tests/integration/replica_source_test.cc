@@ -181,6 +181,31 @@ TEST_P(ReplicaSourceTest, RestoreModeFollowerKeepsUpWithTheWriter) {
   EXPECT_EQ(follower.wait(30s), 0) << follower.describe();
 }
 
+// A master's stream after a full sync begins with a SELECT; a replica passes
+// its master's stream on as it is, so after the replica's RDB the stream
+// goes on in whatever DB the master had selected (the RDB's repl-stream-db,
+// which the table carries): both modes must start there.
+TEST_P(ReplicaSourceTest, StreamGoesOnInTheDbTheMasterHadSelected) {
+  master_->run({"SELECT", "3"});
+  master_->run({"SET", "before", "1"});
+  ASSERT_TRUE(eventually([&] { return replica_->client().total_keys() == 1; }, 30s, kPoll));
+  SidecarServer server(replica_->address());
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  RedisProcess restored(options());
+  ASSERT_TRUE(restored.started()) << restored.start_error();
+  Process follower = start_follower(server.port(), restored);
+  ASSERT_TRUE(follower.wait_for_line("following", 60s)) << follower.describe();
+
+  master_->run({"SET", "after", "2"});  // still DB 3: the master sends no SELECT
+  EXPECT_TRUE(converged(*master_, restored)) << follower.describe();
+  auto target = new_target();
+  ASSERT_TRUE(target->started()) << target->start_error();
+  ClientRun run = sync_to(server.port(), *target,
+                          {"--mode", "replica", "--handoff", "--master", master_->address()});
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_TRUE(converged(*master_, *target)) << run.describe();
+}
+
 TEST_P(ReplicaSourceTest, ReadyLineNamesAMasterSource) {
   SidecarServer server(master_->address());
   ASSERT_TRUE(server.wait_ready()) << server.describe();
