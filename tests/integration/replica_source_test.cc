@@ -143,7 +143,10 @@ TEST_P(ReplicaSourceTest, HandoffsToTheMasterNeverMakeItFork) {
     const std::string handoff = line_starting(run.out, "handoff ");
     EXPECT_EQ(parse_fields(handoff)["partial_resync"], "yes") << run.describe();
     // It caught up from the change log, past the table, before handing off.
-    EXPECT_GT(field_u64(parse_fields(handoff), "offset").value_or(0), table_offset) << handoff;
+    EXPECT_GT(field_u64(parse_fields(handoff), "offset").value_or(0), table_offset)
+        << handoff << "\n"
+        << server.describe() << "\n"
+        << replica_->log();
   }
   writer.stop();
   EXPECT_EQ(writer.errors(), "");
