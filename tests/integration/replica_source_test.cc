@@ -51,6 +51,17 @@ class ReplicaSourceTest : public SidecarTest, public ::testing::WithParamInterfa
     ASSERT_TRUE(replica_->started()) << replica_->start_error();
     point_replica_at(master_->port());
     ASSERT_TRUE(link_is("up")) << replica_->log();
+    // The link reads up before the master streams to it (a master may wait
+    // for the replica's first ACK, up to a second): wait for a propagated
+    // PUBLISH, which leaves no key behind, so every test starts streaming.
+    master_->run({"PUBLISH", "setup", "x"});
+    ASSERT_TRUE(eventually(
+        [&] {
+          return replica_->fresh_info_field("replication", "master_repl_offset") ==
+                 master_->fresh_info_field("replication", "master_repl_offset");
+        },
+        30s, kPoll))
+        << replica_->log();
   }
 
   RedisOptions options() const { return RedisOptions().with_server(server_); }
