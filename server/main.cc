@@ -128,6 +128,10 @@ void print_table_line(const char* what, const table::Header& h, const SnapshotSt
                                 : stats.hash_slots->empty()
                                     ? "none"
                                     : stats.hash_slots->to_string().c_str());
+  // A replica as source: the table is its master's history (docs/snapshot-sources.md).
+  std::printf(" source_role=%s", stats.source_role.name());
+  if (stats.source_role.kind == SourceRole::kReplica)
+    std::printf(" source_master=%s", stats.source_role.master.c_str());
 }
 
 // Who may read the table: the shared secret (or loopback only without one).
