@@ -100,6 +100,11 @@ Result<SnapshotStats> PsyncSource::receive(MasterLink& link, const PsyncReply& r
                                            const rdb::Limits& limits, const SourceRole& role) {
   log::info("master " + master_.to_string() + " began a full resync: replid " + reply.replid +
             " offset " + std::to_string(reply.offset) + "; parsing its RDB as it streams in");
+  // The shard's slots as the master takes its snapshot (it forks for a
+  // diskless sync after this answer, for a disk-based one an instant
+  // before), and again once the RDB is in: the table carries them only if
+  // no slot moved in between.
+  const std::optional<SlotRanges> slots_before = read_shard_slots(master_, creds_);
   rdb::RdbParser parser(limits);
   RdbTableSink sink(into, parser,
                     {"the master's RDB", "a snapshot is taken once the migration has finished",
@@ -117,10 +122,14 @@ Result<SnapshotStats> PsyncSource::receive(MasterLink& link, const PsyncReply& r
   source.stream_db = stream_db_of(sink.repl_aux(), reply);
   SnapshotStats stats = sink.finish(std::move(source));
   stats.source_role = role;
-  // Read once the RDB is in: the slots the shard serves now. A slot moved
-  // between the fork and this question goes unnoticed (docs/cluster.md:
-  // copy a cluster that is not being resharded).
   stats.hash_slots = read_shard_slots(master_, creds_);
+  if (stats.hash_slots != slots_before)
+    return Status::error("snapshot " + master_.to_string(),
+                         "the shard's slots changed while its RDB streamed in (from " +
+                             slots_text(slots_before) + " to " + slots_text(stats.hash_slots) +
+                             "): a slot migration is under way, so the table could hold keys "
+                             "its shard no longer serves; a snapshot is taken again")
+        .as(ErrorKind::kUnavailable);
   into.set_hash_slots(stats.hash_slots);
   log::info("snapshot: RDB complete: " + mib(stats.rdb_bytes) + ", " + std::to_string(stats.keys) +
             " keys in " + std::to_string(sink.seconds()).substr(0, 5) +
