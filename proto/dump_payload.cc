@@ -7,6 +7,14 @@
 
 namespace rrs::dump {
 
+bool crc_ok(std::string_view payload) {
+  if (payload.size() < kTrailerSize) return false;
+  const size_t body = payload.size() - 8;
+  uint64_t want = 0;
+  for (size_t i = 8; i-- > 0;) want = (want << 8) | static_cast<uint8_t>(payload[body + i]);
+  return crc64(0, payload.data(), body) == want;
+}
+
 std::optional<uint16_t> rdb_version(std::string_view payload) {
   if (payload.size() < kTrailerSize) return std::nullopt;
   auto b = [&](size_t i) { return static_cast<uint16_t>(static_cast<unsigned char>(payload[i])); };

@@ -26,6 +26,10 @@ void write_payload(uint8_t type, std::string_view value, uint16_t rdb_version, c
 // than a trailer is left as it is.
 void restamp(std::span<char> payload, uint16_t rdb_version);
 
+// Whether the payload's trailer CRC-64 matches the bytes before it (what
+// RESTORE checks first); false for a payload shorter than a trailer.
+bool crc_ok(std::string_view payload);
+
 // The RDB version in the payload's trailer, or nullopt if it is too short.
 std::optional<uint16_t> rdb_version(std::string_view payload);
 

@@ -24,7 +24,10 @@ void append_restore(std::string& out, std::string_view key, int64_t expire_at_ms
 }
 
 std::optional<std::string_view> plain_string(std::string_view payload, std::string& scratch) {
-  if (payload.size() <= 1 + dump::kTrailerSize || static_cast<uint8_t>(payload[0]) != rdb::kString)
+  // A payload RESTORE would refuse (its CRC-64 is wrong) stays a RESTORE, so
+  // the target names it: the value is not trusted as a string either.
+  if (payload.size() <= 1 + dump::kTrailerSize ||
+      static_cast<uint8_t>(payload[0]) != rdb::kString || !dump::crc_ok(payload))
     return std::nullopt;
   const std::string_view value = payload.substr(1, payload.size() - 1 - dump::kTrailerSize);
   return rdb::string_value(value, scratch, kPlainStringMax);
@@ -42,13 +45,22 @@ void append_set(std::string& out, std::string_view key, int64_t expire_at_ms,
                              std::string_view(at, static_cast<size_t>(end - at))});
 }
 
+// MSET with an odd argument count and SET with a PXAT that is no number
+// pass the arity and ACL checks, then fail their own parsing.
+constexpr std::string_view kProbeKey = "rdma-client:probe";
+const std::vector<std::string_view> kMsetProbe = {"MSET", kProbeKey, "x", kProbeKey};
+const std::vector<std::string_view> kSetProbe = {"SET", kProbeKey, "x", "PXAT", "x"};
+
+size_t append_plain_string_probes(std::string& out) {
+  resp::append_command(out, std::span<const std::string_view>(kMsetProbe));
+  resp::append_command(out, std::span<const std::string_view>(kSetProbe));
+  return 2;
+}
+
+bool probe_refused(std::string_view error) { return starts_with(error, "NOPERM"); }
+
 Result<bool> may_write_plain_strings(RedisClient& redis) {
-  // MSET with an odd argument count and SET with a PXAT that is no number
-  // pass the arity and ACL checks, then fail their own parsing.
-  constexpr std::string_view kProbeKey = "rdma-client:probe";
-  for (const std::vector<std::string_view>& probe :
-       {std::vector<std::string_view>{"MSET", kProbeKey, "x", kProbeKey},
-        std::vector<std::string_view>{"SET", kProbeKey, "x", "PXAT", "x"}}) {
+  for (const std::vector<std::string_view>& probe : {kMsetProbe, kSetProbe}) {
     auto r = redis.command(probe);  // an error reply comes back as a Status
     if (r.ok()) continue;
     if (r.status().message().find("NOPERM") != std::string::npos) return false;

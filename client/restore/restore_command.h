@@ -30,9 +30,10 @@ void append_restore(std::string& out, std::string_view key, int64_t expire_at_ms
 // small beside their bytes, and LZF ones travel compressed.
 inline constexpr uint64_t kPlainStringMax = uint64_t{512} * 1024;
 
-// The value of a DUMP `payload` of a string of at most kPlainStringMax bytes,
-// viewed in place or decoded into `scratch`; nullopt for any other payload
-// (another type, or malformed: then RESTORE lets the target judge it).
+// The value of a DUMP `payload` of a string of at most kPlainStringMax bytes
+// whose CRC-64 is right, viewed in place or decoded into `scratch`; nullopt
+// for any other payload (another type, or malformed: then RESTORE lets the
+// target judge it, and say so).
 std::optional<std::string_view> plain_string(std::string_view payload, std::string& scratch);
 
 // Whether the user `redis` is logged in as may run SET and MSET (on a key
@@ -41,6 +42,12 @@ std::optional<std::string_view> plain_string(std::string_view payload, std::stri
 // RESTORE. The probes write nothing: each is refused after the ACL check,
 // by the command's own argument check.
 Result<bool> may_write_plain_strings(RedisClient& redis);
+// The same probes for a pipeline (a write blocks while the target is paused,
+// so a loader sends them ahead of its records instead of waiting): appends
+// them to `out` and returns how many replies they get. A reply that
+// probe_refused() is a NOPERM: no plain strings.
+size_t append_plain_string_probes(std::string& out);
+bool probe_refused(std::string_view error);
 
 // Appends SET key value [PXAT expire_at_ms] (RESP); a negative expiry is none.
 // Like RESTORE ... REPLACE ABSTTL it replaces any key of that name, and is

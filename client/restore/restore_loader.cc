@@ -70,11 +70,6 @@ Status RestoreLoader::prepare(const TableInfo& info, TargetPolicy policy, bool s
           .as(ErrorKind::kRefused);
   }
 
-  RRS_ASSIGN_OR_RETURN(plain_strings_, may_write_plain_strings(redis_));
-  if (!plain_strings_)
-    log::info("the target's user may not run SET and MSET: strings go as RESTORE too (grant "
-              "+set +mset for a faster load of small values)");
-
   if (!staged) RRS_RETURN_IF_ERROR(apply_functions(info.scripts, policy));
   // Lua scripts are a cache (SCRIPT LOAD is idempotent), not data: loaded
   // up front in both cases.
@@ -85,6 +80,14 @@ Status RestoreLoader::prepare(const TableInfo& info, TargetPolicy policy, bool s
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   reader_ = redisReaderCreate();
   if (!reader_) return Status::error("prepare loader", "out of memory");
+  // Strings go as RESTORE until the probes' replies say the user may SET
+  // and MSET (restore_command.h); they lead the pipeline, so a paused
+  // target holds them like everything else instead of blocking prepare.
+  probes_sent_ = append_plain_string_probes(out_);
+  probe_bytes_ = out_.size();
+  appended_ += probe_bytes_;
+  for (size_t i = 0; i < probes_sent_; ++i)
+    pending_.push_back({kProbe, 0, 0, 0, {}, 0, false, appended_});
   return {};
 }
 
@@ -320,11 +323,26 @@ Status RestoreLoader::pump(size_t max_pending, size_t max_out) {
   return {};
 }
 
+void RestoreLoader::on_probe_reply(const redisReply* reply) {
+  if (reply->type == REDIS_REPLY_ERROR && probe_refused({reply->str, reply->len})) {
+    if (!probe_refused_)
+      log::info("the target's user may not run SET and MSET: strings go as RESTORE too (grant "
+                "+set +mset for a faster load of small values)");
+    probe_refused_ = true;
+    return;
+  }
+  if (++probes_passed_ == probes_sent_ && !probe_refused_) plain_strings_ = true;
+}
+
 Status RestoreLoader::handle_reply(const redisReply* reply) {
   if (pending_.empty())
     return Status::error("read target Redis reply", "reply to no command").as(ErrorKind::kBadData);
   Pending p = std::move(pending_.front());
   pending_.pop_front();
+  if (p.command == kProbe) {
+    on_probe_reply(reply);
+    return {};
+  }
   if (reply->type != REDIS_REPLY_ERROR) {
     if (p.keys > 0) {
       stats_.keys += p.keys;

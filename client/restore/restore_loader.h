@@ -77,7 +77,8 @@ class RestoreLoader {
   // Whether the target was changed at all: flushed, functions or scripts
   // loaded, or any RESTORE written.
   bool touched() const {
-    return flushed_ || stats_.function_libraries > 0 || stats_.scripts > 0 || written_ > 0;
+    return flushed_ || stats_.function_libraries > 0 || stats_.scripts > 0 ||
+           written_ > probe_bytes_;
   }
   bool flushed() const { return flushed_; }
   // CLIENT ID of the loading connection (0 if unknown), so a failed --atomic
@@ -113,6 +114,7 @@ class RestoreLoader {
   // the output buffer is below `max_out` bytes.
   Status pump(size_t max_pending, size_t max_out);
   Status handle_reply(const redisReply* reply);
+  void on_probe_reply(const redisReply* reply);
 
   RedisClient redis_;
   redisReader* reader_ = nullptr;
@@ -124,8 +126,12 @@ class RestoreLoader {
   uint64_t mset_index_ = 0;  // its first record's index and key
   std::string mset_key_;
   uint64_t mset_bytes_ = 0;
-  std::string scratch_;        // a decompressed string value
-  bool plain_strings_ = true;  // the user may run SET and MSET
+  std::string scratch_;         // a decompressed string value
+  bool plain_strings_ = false;  // the user may run SET and MSET: the probes said so
+  bool probe_refused_ = false;
+  size_t probes_passed_ = 0, probes_sent_ = 0;
+  uint64_t probe_bytes_ = 0;                      // the probes lead the stream; they change nothing
+  static constexpr const char* kProbe = "probe";  // Pending::command of a probe
   int64_t current_db_ = -1;
   std::map<uint32_t, uint32_t> staging_;  // table DB -> DB to RESTORE into
   uint64_t appended_ = 0;                 // bytes ever appended to out_

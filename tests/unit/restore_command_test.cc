@@ -30,6 +30,9 @@ TEST(RestoreCommandTest, OnlySmallWellFormedStringsArePlain) {
   EXPECT_FALSE(plain_string(payload(rdb::kList, test::str("v")), scratch));
   EXPECT_FALSE(plain_string(payload(rdb::kString, test::str("v") + "x"), scratch));
   EXPECT_FALSE(plain_string("\x00"s, scratch));  // no trailer
+  std::string broken = payload(rdb::kString, test::str("v"));
+  broken.back() ^= 1;  // RESTORE would refuse it: so does this
+  EXPECT_FALSE(plain_string(broken, scratch));
   const std::string big(kPlainStringMax + 1, 'b');
   EXPECT_FALSE(plain_string(payload(rdb::kString, test::str(big)), scratch));
   const std::string largest(kPlainStringMax, 'b');
