@@ -4,6 +4,7 @@
 
 #include "common/cli/args.h"
 #include "common/cli/cpu_list.h"
+#include "common/metrics/http_endpoint.h"
 
 namespace rrs {
 
@@ -84,6 +85,9 @@ Options:
                           for clients still connected to it (default 60)
   --cpu LIST              run on these CPUs only ("1", "2-3,6"): keep the
                           sidecar off the cores its master serves clients on
+  --metrics [ADDR:]PORT   serve Prometheus metrics (text format) at
+                          http://ADDR:PORT/metrics; ADDR defaults to
+                          127.0.0.1. Off by default. A port in use exits 2
   --log-format text|json  stderr's log lines: text (default),
                             2026-11-25T23:46:38.123Z rdma-server WARN ...
                           or json, one object per line:
@@ -176,6 +180,12 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
         c.log_format = *f;
       else
         args.fail("--log-format: expected text or json, got '" + v + "'");
+    } else if (args.option("--metrics", v)) {
+      auto at = metrics::parse_metrics_address(v);
+      if (at.ok())
+        c.metrics = *at;
+      else
+        args.fail(at.status().message());
     } else if (args.option("--cpu", v)) {
       auto cpus = parse_cpu_list("--cpu", v);
       if (cpus.ok())
