@@ -4,6 +4,7 @@
 
 #include "common/cli/args.h"
 #include "common/cli/cpu_list.h"
+#include "common/metrics/http_endpoint.h"
 #include "proto/control.h"
 
 namespace rrs {
@@ -171,6 +172,10 @@ Options:
                           target Redis other cores: a client sharing the
                           target's core slows the load (see README, placement)
   --quiet                 no progress output
+  --metrics [ADDR:]PORT   serve Prometheus metrics (text format) at
+                          http://ADDR:PORT/metrics while running; ADDR
+                          defaults to 127.0.0.1. Off by default. A port in
+                          use exits 2
   --log-format text|json  stderr's log lines: text (default),
                             2026-11-25T23:46:38.123Z rdma-client WARN ...
                           or json, one object per line:
@@ -342,6 +347,12 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
         args.fail(cpus.status().message());
       else
         c.cpus = std::move(*cpus);
+    } else if (args.option("--metrics", v)) {
+      auto at = metrics::parse_metrics_address(v);
+      if (at.ok())
+        c.metrics = *at;
+      else
+        args.fail(at.status().message());
     } else if (args.option("--log-format", v)) {
       if (auto f = log::parse_format(v))
         c.log_format = *f;

@@ -98,6 +98,9 @@ struct ClientConfig {
   // grows: the master pings its replicas, the sidecar among them, every
   // repl-ping-replica-period (10 s by default); 3 periods and a margin.
   uint32_t log_stall_s = 35;
+  // --metrics ADDR:PORT (or PORT, on loopback): serve Prometheus metrics at
+  // http://ADDR:PORT/metrics while running. Off when empty.
+  std::optional<Endpoint> metrics;
   // --log-format: stderr's lines as text or as one JSON object each.
   log::Format log_format = log::Format::kText;
   bool help = false;

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "client/client_config.h"
+#include "client/client_metrics.h"
 #include "client/cluster/cluster_follow.h"
 #include "client/cluster/cluster_sync.h"
 #include "client/follow/follow.h"
@@ -18,6 +19,7 @@
 #include "common/cli/cpu_list.h"
 #include "common/cli/exit_codes.h"
 #include "common/cli/version.h"
+#include "common/metrics/http_endpoint.h"
 #include "common/transport/verbs/device.h"
 
 using namespace rrs;
@@ -72,6 +74,16 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     return exit_code::kUsage;
   }
   config->secret = *secret;
+  std::unique_ptr<metrics::HttpEndpoint> metrics_endpoint;
+  if (config->metrics) {
+    client_metrics();  // every name registered before the first scrape
+    auto started = metrics::HttpEndpoint::start(*config->metrics, metrics::global());
+    if (!started.ok()) {
+      log::error(started.status().message());
+      return exit_code::for_status(started.status());
+    }
+    metrics_endpoint = std::move(*started);
+  }
   if (config->atomic && config->mode == IngestMode::kReplica)
     log::info("--atomic: nothing to add in replica mode: the target loads the table as a full "
               "sync, which keeps its old data until the new copy is complete (a transfer that "
@@ -82,6 +94,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   else
     s = config->follow || config->handoff ? run_follow(*config) : sync_once(*config);
   if (!s.ok()) log::error(s.message());
+  client_metrics().failed(s);
   log::flush_limited();
   return exit_code::for_status(s);
 }

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "client/client_metrics.h"
 #include "client/follow/follower.h"
 #include "client/follow/stream_sink.h"
 #include "client/replica/handoff.h"
@@ -91,6 +92,7 @@ Status run_follow(const ClientConfig& config) {
   }
   int failed_rounds = 0;
   for (uint64_t resyncs = 0;; ++resyncs) {
+    if (resyncs > 0) client_metrics().resyncs.add();
     catch_stop_signals(false);
     Round round;
     Status synced = sync_round(sync_config, creds, round);
