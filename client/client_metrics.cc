@@ -34,8 +34,8 @@ ClientMetrics::ClientMetrics()
                              "how: reencoded (their bytes changed) or all (restamped included).",
                              {"how"})
                     .counter({"all"})),
-      reencoded(r().counters("rrs_client_converted_records_total", "", {"how"})
-                    .counter({"reencoded"})),
+      reencoded(
+          r().counters("rrs_client_converted_records_total", "", {"how"}).counter({"reencoded"})),
       syncs(r().counter("rrs_client_syncs_total", "Full syncs that finished.")),
       follow_offset(r().gauge("rrs_client_follow_offset_bytes",
                               "The master's replication offset the target has been given.")),
@@ -49,8 +49,8 @@ ClientMetrics::ClientMetrics()
       resyncs(r().counter("rrs_client_resyncs_total",
                           "Full syncs again while following (the log no longer continued the "
                           "table).")),
-      reconnects(r().counter("rrs_client_reconnects_total",
-                             "Reconnects to the sidecar while following.")),
+      reconnects(
+          r().counter("rrs_client_reconnects_total", "Reconnects to the sidecar while following.")),
       loaded_records_(r().counter("rrs_client_loaded_records_total",
                                   "Records (keys) the target took, counted when a sync ends.")),
       loaded_bytes_(r().counter("rrs_client_loaded_bytes_total",
@@ -61,8 +61,8 @@ ClientMetrics::ClientMetrics()
                                    "or refused (by the target).",
                                    {"reason"})
                           .counter({"invalid"})),
-      failed_refused_(r().counters("rrs_client_failed_records_total", "", {"reason"})
-                          .counter({"refused"})),
+      failed_refused_(
+          r().counters("rrs_client_failed_records_total", "", {"reason"}).counter({"refused"})),
       skipped_expired_(r().counter("rrs_client_skipped_expired_records_total",
                                    "Records not loaded because their TTL had passed.")),
       errors_(r().counters("rrs_client_errors_total",

@@ -5,8 +5,8 @@
 #include "common/base/clock.h"
 #include "common/base/log.h"
 #include "server/cluster_shard.h"
-#include "server/server_metrics.h"
 #include "server/rdb_table_sink.h"
+#include "server/server_metrics.h"
 
 namespace rrs {
 

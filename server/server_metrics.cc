@@ -25,21 +25,19 @@ ServerMetrics::ServerMetrics()
       heap_bytes_(metrics::global().gauge(
           "rrs_server_table_heap_bytes",
           "Bytes of the published table's heap (records too big for their slot).")),
-      snapshots_(metrics::global().counter(
-          "rrs_server_snapshots_total", "Tables built and published (first and later epochs).")),
+      snapshots_(metrics::global().counter("rrs_server_snapshots_total",
+                                           "Tables built and published (first and later epochs).")),
       snapshot_seconds_(metrics::global().gauge(
           "rrs_server_snapshot_last_duration_seconds",
           "How long the last published table took to build, snapshot included for the first.")),
-      snapshot_seconds_total_(
-          metrics::global()
-              .counters("rrs_server_snapshot_duration_seconds_total",
-                        "Time spent building the tables published, in all.")
-              .fractional_counter()) {
+      snapshot_seconds_total_(metrics::global()
+                                  .counters("rrs_server_snapshot_duration_seconds_total",
+                                            "Time spent building the tables published, in all.")
+                                  .fractional_counter()) {
   serving_metrics();
   auto& log = metrics::global().gauges(
       "rrs_server_change_log_offset_bytes",
-      "The change log's held stream positions: start (oldest byte still held) and end.",
-      {"edge"});
+      "The change log's held stream positions: start (oldest byte still held) and end.", {"edge"});
   log.gauge_fn({"start"}, [this] {
     std::lock_guard lock(mu_);
     return log_ ? static_cast<double>(log_->start()) : 0.0;
@@ -48,14 +46,14 @@ ServerMetrics::ServerMetrics()
     std::lock_guard lock(mu_);
     return log_ ? static_cast<double>(log_->end()) : 0.0;
   });
-  metrics::global().gauges("rrs_server_change_log_bytes",
-                           "Stream bytes the change log holds now (end - start).")
+  metrics::global()
+      .gauges("rrs_server_change_log_bytes", "Stream bytes the change log holds now (end - start).")
       .gauge_fn({}, [this] {
         std::lock_guard lock(mu_);
         return log_ ? static_cast<double>(log_->end() - log_->start()) : 0.0;
       });
-  metrics::global().gauges("rrs_server_change_log_capacity_bytes",
-                           "The change log's ring size (--log-size).")
+  metrics::global()
+      .gauges("rrs_server_change_log_capacity_bytes", "The change log's ring size (--log-size).")
       .gauge_fn({}, [this] {
         std::lock_guard lock(mu_);
         return log_ ? static_cast<double>(log_->capacity()) : 0.0;
@@ -71,7 +69,8 @@ void ServerMetrics::published(const Table& table, double build_s) {
   snapshots_.add();
   snapshot_seconds_.set(build_s);
   snapshot_seconds_total_.add(build_s);
-  auto dbs = table::decode_db_directory(h, table.bytes.span().subspan(h.dbdir_offset, h.dbdir_size));
+  auto dbs = table::decode_db_directory(h,
+                                        table.bytes.span().subspan(h.dbdir_offset, h.dbdir_size));
   std::lock_guard lock(mu_);
   // A DB the new table no longer holds shows 0, not its old count.
   for (uint32_t db : dbs_) records_.gauge({std::to_string(db)}).set(0);

@@ -34,7 +34,7 @@ class ServerMetrics {
   metrics::Gauge& snapshot_seconds_;
   metrics::Gauge& snapshot_seconds_total_;
   std::mutex mu_;
-  ChangeLogPtr log_;       // the current table's, read at each scrape
+  ChangeLogPtr log_;        // the current table's, read at each scrape
   std::set<uint32_t> dbs_;  // every DB a table has held
 };
 

@@ -64,8 +64,8 @@ std::string write_text(std::span<const FamilySnapshot> families) {
       if (!s.labels.empty()) {
         out += '{';
         for (size_t i = 0; i < s.labels.size(); ++i)
-          out += (i ? ",": "") + s.labels[i].first + "=\"" + escape_label_value(s.labels[i].second) +
-                 "\"";
+          out += (i ? "," : "") + s.labels[i].first + "=\"" +
+                 escape_label_value(s.labels[i].second) + "\"";
         out += '}';
       }
       out += " " + format_value(s.value) + "\n";

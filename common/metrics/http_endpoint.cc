@@ -38,8 +38,9 @@ std::string bound_address(evutil_socket_t fd) {
 Result<Endpoint> parse_metrics_address(std::string_view text) {
   if (text.find(':') == std::string_view::npos) {
     auto port = parse_port(text);
-    if (!port.ok()) return Status::error("--metrics", "expected PORT or ADDR:PORT, got '" +
-                                                          std::string(text) + "'");
+    if (!port.ok())
+      return Status::error("--metrics",
+                           "expected PORT or ADDR:PORT, got '" + std::string(text) + "'");
     return Endpoint{"127.0.0.1", *port};
   }
   auto at = parse_endpoint(text);
@@ -69,7 +70,8 @@ Status HttpEndpoint::listen(const Endpoint& at) {
   evhttp_set_timeout(http_.get(), kRequestTimeoutS);
   evhttp_set_gencb(http_.get(), on_request, this);
   errno = 0;
-  evhttp_bound_socket* bound = evhttp_bind_socket_with_handle(http_.get(), at.host.c_str(), at.port);
+  evhttp_bound_socket* bound = evhttp_bind_socket_with_handle(http_.get(), at.host.c_str(),
+                                                              at.port);
   if (!bound) {
     const int err = errno;
     if (err == EADDRINUSE)

@@ -22,8 +22,7 @@ Gauge& Family::gauge(const std::vector<std::string>& label_values) {
   return *s.gauge;
 }
 
-void Family::gauge_fn(const std::vector<std::string>& label_values,
-                      std::function<double()> read) {
+void Family::gauge_fn(const std::vector<std::string>& label_values, std::function<double()> read) {
   std::lock_guard lock(mu_);
   series(label_values).read = std::move(read);
 }

@@ -68,8 +68,8 @@ TEST_F(MetricsEndpointTest, ServerAndFollowerDuringSyncAndFollow) {
                     test_transport(), "--quiet", "--metrics",
                     "127.0.0.1:" + std::to_string(client_metrics)});
   std::string last;
-  ASSERT_TRUE(sample_becomes(client_metrics, "rrs_client_loaded_records_total",
-                             [](double v) { return v == 1700; }, last))
+  ASSERT_TRUE(sample_becomes(
+      client_metrics, "rrs_client_loaded_records_total", [](double v) { return v == 1700; }, last))
       << last << follower.describe();
   EXPECT_EQ(sample_value(last, "rrs_client_table_records"), 1700);
   EXPECT_EQ(sample_value(last, "rrs_client_fetched_records_total"), 1700);
@@ -77,15 +77,15 @@ TEST_F(MetricsEndpointTest, ServerAndFollowerDuringSyncAndFollow) {
   EXPECT_EQ(sample_value(last, "rrs_client_failed_records_total{reason=\"refused\"}"), 0);
 
   for (int i = 0; i < 50; ++i) master_.run({"SET", "f:" + std::to_string(i), "v"});
-  ASSERT_TRUE(sample_becomes(client_metrics, "rrs_client_commands_applied_total",
-                             [](double v) { return v >= 50; }, last))
+  ASSERT_TRUE(sample_becomes(
+      client_metrics, "rrs_client_commands_applied_total", [](double v) { return v >= 50; }, last))
       << last << follower.describe();
-  ASSERT_TRUE(sample_becomes(client_metrics, "rrs_client_follow_lag_bytes",
-                             [](double v) { return v == 0; }, last))
+  ASSERT_TRUE(sample_becomes(
+      client_metrics, "rrs_client_follow_lag_bytes", [](double v) { return v == 0; }, last))
       << last;
   // The link's thread starts after the ready line.
-  ASSERT_TRUE(sample_becomes(server_metrics, "rrs_server_master_link_up",
-                             [](double v) { return v == 1; }, last))
+  ASSERT_TRUE(sample_becomes(
+      server_metrics, "rrs_server_master_link_up", [](double v) { return v == 1; }, last))
       << last;
   const std::string s = scrape(server_metrics);
   EXPECT_EQ(sample_value(s, "rrs_server_clients{transport=\"tcp\",state=\"authenticated\"}"), 1)

@@ -33,8 +33,8 @@ std::string find_prometheus() {
 
 std::string scrape_config(uint16_t server, uint16_t client) {
   auto job = [](const char* name, uint16_t port) {
-    return std::string("  - job_name: ") + name + "\n    static_configs:\n      - targets: ['127.0.0.1:" +
-           std::to_string(port) + "']\n";
+    return std::string("  - job_name: ") + name +
+           "\n    static_configs:\n      - targets: ['127.0.0.1:" + std::to_string(port) + "']\n";
   };
   return "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n" +
          job("rdma-server", server) + job("rdma-client", client);
@@ -71,7 +71,8 @@ TEST_F(PrometheusTest, ScrapesBothProgramsThroughSyncAndFollow) {
   const uint16_t server_port = free_loopback_port(), client_port = free_loopback_port(),
                  prom_port = free_loopback_port();
   TempDir dir("prometheus");
-  const std::string config = dir.write_file("prometheus.yml", scrape_config(server_port, client_port));
+  const std::string config = dir.write_file("prometheus.yml",
+                                            scrape_config(server_port, client_port));
   Process prometheus({binary_, "--config.file=" + config, "--storage.tsdb.path=" + dir.file("data"),
                       "--web.listen-address=127.0.0.1:" + std::to_string(prom_port),
                       "--log.level=warn"});
@@ -91,8 +92,8 @@ TEST_F(PrometheusTest, ScrapesBothProgramsThroughSyncAndFollow) {
           return got == want;
         },
         60s, 500ms);
-    EXPECT_TRUE(ok) << promql << " = " << (got ? std::to_string(*got) : "none") << ", want "
-                    << want << "\n"
+    EXPECT_TRUE(ok) << promql << " = " << (got ? std::to_string(*got) : "none") << ", want " << want
+                    << "\n"
                     << follower.describe() << prometheus.describe();
   };
   stored("up{job=\"rdma-server\"}", 1);

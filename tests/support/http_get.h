@@ -10,8 +10,8 @@
 namespace rrs::test {
 
 struct HttpReply {
-  int status = 0;        // 0: no answer (refused, timed out, not HTTP)
-  std::string headers;   // the header block, as sent
+  int status = 0;       // 0: no answer (refused, timed out, not HTTP)
+  std::string headers;  // the header block, as sent
   std::string body;
 };
 

@@ -19,14 +19,13 @@ TEST(Exposition, HelpTypeAndSamples) {
       {"rrs_x_total", "Things done.", Type::kCounter, {{{}, 3}}},
       {"rrs_y", "A level.", Type::kGauge, {{{{"db", "0"}}, 1.5}, {{{"db", "3"}}, 0}}},
   };
-  EXPECT_EQ(write_text(f),
-            "# HELP rrs_x_total Things done.\n"
-            "# TYPE rrs_x_total counter\n"
-            "rrs_x_total 3\n"
-            "# HELP rrs_y A level.\n"
-            "# TYPE rrs_y gauge\n"
-            "rrs_y{db=\"0\"} 1.5\n"
-            "rrs_y{db=\"3\"} 0\n");
+  EXPECT_EQ(write_text(f), "# HELP rrs_x_total Things done.\n"
+                           "# TYPE rrs_x_total counter\n"
+                           "rrs_x_total 3\n"
+                           "# HELP rrs_y A level.\n"
+                           "# TYPE rrs_y gauge\n"
+                           "rrs_y{db=\"0\"} 1.5\n"
+                           "rrs_y{db=\"3\"} 0\n");
 }
 
 TEST(Exposition, FamilyWithoutSeriesStillNamed) {
@@ -77,12 +76,11 @@ TEST(Registry, CountersGaugesAndCallbacks) {
   lag.add(-0.5);
   r.gauges("t_fn", "Read at scrape.", {"edge"}).gauge_fn({"end"}, [] { return 7.0; });
   r.counters("t_none_total", "Nothing yet.", {"kind"});
-  EXPECT_EQ(r.scrape(),
-            "# HELP t_fn Read at scrape.\n# TYPE t_fn gauge\nt_fn{edge=\"end\"} 7\n"
-            "# HELP t_lag_seconds Lag.\n# TYPE t_lag_seconds gauge\nt_lag_seconds 1.5\n"
-            "# HELP t_none_total Nothing yet.\n# TYPE t_none_total counter\n"
-            "# HELP t_reads_total Reads.\n# TYPE t_reads_total counter\n"
-            "t_reads_total{transport=\"tcp\"} 5\n");
+  EXPECT_EQ(r.scrape(), "# HELP t_fn Read at scrape.\n# TYPE t_fn gauge\nt_fn{edge=\"end\"} 7\n"
+                        "# HELP t_lag_seconds Lag.\n# TYPE t_lag_seconds gauge\nt_lag_seconds 1.5\n"
+                        "# HELP t_none_total Nothing yet.\n# TYPE t_none_total counter\n"
+                        "# HELP t_reads_total Reads.\n# TYPE t_reads_total counter\n"
+                        "t_reads_total{transport=\"tcp\"} 5\n");
 }
 
 TEST(Registry, SameSeriesForSameLabels) {
