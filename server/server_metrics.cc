@@ -35,6 +35,12 @@ ServerMetrics::ServerMetrics()
                                             "Time spent building the tables published, in all.")
                                   .fractional_counter()) {
   serving_metrics();
+  metrics::global()
+      .gauges("rrs_server_epoch_age_seconds", "How long ago the published table was built.")
+      .gauge_fn({}, [this] {
+        const double created = epoch_created_.value();
+        return created > 0 ? static_cast<double>(unix_ms()) / 1000.0 - created : 0.0;
+      });
   auto& log = metrics::global().gauges(
       "rrs_server_change_log_offset_bytes",
       "The change log's held stream positions: start (oldest byte still held) and end.", {"edge"});

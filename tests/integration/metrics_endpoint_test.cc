@@ -55,6 +55,8 @@ TEST_F(MetricsEndpointTest, ServerAndFollowerDuringSyncAndFollow) {
             static_cast<double>(*field_u64(server.ready_fields(), "epoch")));
   EXPECT_EQ(sample_value(r.body, "rrs_server_table_bytes"),
             static_cast<double>(*field_u64(server.ready_fields(), "bytes")));
+  const double age = sample_value(r.body, "rrs_server_epoch_age_seconds").value_or(-1);
+  EXPECT_TRUE(age >= 0 && age < 600) << age;
   // Named before anything happened to them.
   for (const char* name : {"rrs_server_refusals_total", "rrs_server_reads_served_total",
                            "rrs_server_change_log_bytes", "rrs_server_clients"})

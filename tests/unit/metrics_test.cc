@@ -95,6 +95,7 @@ TEST(Registry, ConcurrentAddsAreAllCounted) {
   Registry r;
   Counter& c = r.counter("t_adds_total", "Adds.");
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&] {
       for (int i = 0; i < 100000; ++i) c.add();
