@@ -302,6 +302,18 @@ Status take_sidecars(const std::vector<std::string>& positional, ClientConfig& c
   return {};
 }
 
+// --metrics [ADDR:]PORT, if it is the current argument.
+bool metrics_option(ArgReader& args, std::optional<Endpoint>& out) {
+  std::string v;
+  if (!args.option("--metrics", v)) return false;
+  auto at = metrics::parse_metrics_address(v);
+  if (at.ok())
+    out = *at;
+  else
+    args.fail(at.status().message());
+  return true;
+}
+
 }  // namespace
 
 const char* client_usage() { return kUsage; }
@@ -327,7 +339,8 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
                args.number("--in-flight", 1, 1024, c.in_flight) ||
                args.number("--retries", 0, 1000, c.retries) ||
                args.number("--status-interval", 0, 86400, c.status_interval_s) ||
-               args.number("--log-stall", 0, 86400, c.log_stall_s)) {
+               args.number("--log-stall", 0, 86400, c.log_stall_s) ||
+               metrics_option(args, c.metrics)) {
     } else if (args.flag("--flush") || args.flag("--merge")) {
       TargetPolicy p = args.previous() == "--flush" ? TargetPolicy::kFlush : TargetPolicy::kMerge;
       if (c.policy != TargetPolicy::kRequireEmpty && c.policy != p)
@@ -347,12 +360,6 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
         args.fail(cpus.status().message());
       else
         c.cpus = std::move(*cpus);
-    } else if (args.option("--metrics", v)) {
-      auto at = metrics::parse_metrics_address(v);
-      if (at.ok())
-        c.metrics = *at;
-      else
-        args.fail(at.status().message());
     } else if (args.option("--log-format", v)) {
       if (auto f = log::parse_format(v))
         c.log_format = *f;

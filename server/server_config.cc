@@ -120,6 +120,18 @@ log could never grow again, so it is marked superseded and the server exits),
 ...; the message names it).
 )";
 
+// --metrics [ADDR:]PORT, if it is the current argument.
+bool metrics_option(ArgReader& args, std::optional<Endpoint>& out) {
+  std::string v;
+  if (!args.option("--metrics", v)) return false;
+  auto at = metrics::parse_metrics_address(v);
+  if (at.ok())
+    out = *at;
+  else
+    args.fail(at.status().message());
+  return true;
+}
+
 // --source rdb reads a file instead of a master: it needs --rdb-file, and a
 // flag naming a master would be ignored, so it is refused; --rdb-file is
 // read by --source rdb only.
@@ -158,7 +170,8 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
                args.option("--listen", c.listen_host) || args.option("--auth-file", c.auth_file) ||
                args.number("--max-clients", 1, 100000, c.max_clients) ||
                args.number("--scan-count", 1, 1000000, c.scan_count) ||
-               args.size("--log-size", 0, uint64_t{1} << 40, c.log_size)) {
+               args.size("--log-size", 0, uint64_t{1} << 40, c.log_size) ||
+               metrics_option(args, c.metrics)) {
     } else if (uint64_t every = 0; args.size("--snapshot-every", 0, uint64_t{1} << 40, every)) {
       snapshot_every = every;
     } else if (uint64_t idle = 0; args.number("--idle-timeout", 0, uint64_t{86400} * 7, idle)) {
@@ -180,12 +193,6 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
         c.log_format = *f;
       else
         args.fail("--log-format: expected text or json, got '" + v + "'");
-    } else if (args.option("--metrics", v)) {
-      auto at = metrics::parse_metrics_address(v);
-      if (at.ok())
-        c.metrics = *at;
-      else
-        args.fail(at.status().message());
     } else if (args.option("--cpu", v)) {
       auto cpus = parse_cpu_list("--cpu", v);
       if (cpus.ok())
