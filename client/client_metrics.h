@@ -41,7 +41,8 @@ struct ClientMetrics {
   // A sync's end: what the target took, refused, and skipped; `invalid` of
   // the failures were records that failed validation.
   void loaded(const LoadCounts& counts, uint64_t invalid);
-  // A failure logged (the run's last, or a follower's before it reconnects).
+  // A failure the client carries on after (a follower reconnects, a sync
+  // starts over); the run's last ends it, and its metrics with it.
   void failed(const Status& s);
 
  private:

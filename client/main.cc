@@ -43,6 +43,14 @@ Status sync_once(const ClientConfig& config) {
   return run_sync(config, sink).status();
 }
 
+// --metrics: every name registered, then served from a thread of its own
+// while the client runs.
+Result<std::unique_ptr<metrics::HttpEndpoint>> start_metrics(const std::optional<Endpoint>& at) {
+  if (!at) return std::unique_ptr<metrics::HttpEndpoint>();
+  client_metrics();
+  return metrics::HttpEndpoint::start(*at, metrics::global());
+}
+
 }  // namespace
 
 // An exception escaping main (std::bad_alloc; the code reports errors with
@@ -74,15 +82,10 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     return exit_code::kUsage;
   }
   config->secret = *secret;
-  std::unique_ptr<metrics::HttpEndpoint> metrics_endpoint;
-  if (config->metrics) {
-    client_metrics();  // every name registered before the first scrape
-    auto started = metrics::HttpEndpoint::start(*config->metrics, metrics::global());
-    if (!started.ok()) {
-      log::error(started.status().message());
-      return exit_code::for_status(started.status());
-    }
-    metrics_endpoint = std::move(*started);
+  auto metrics_endpoint = start_metrics(config->metrics);
+  if (!metrics_endpoint.ok()) {
+    log::error(metrics_endpoint.status().message());
+    return exit_code::for_status(metrics_endpoint.status());
   }
   if (config->atomic && config->mode == IngestMode::kReplica)
     log::info("--atomic: nothing to add in replica mode: the target loads the table as a full "
@@ -94,7 +97,6 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   else
     s = config->follow || config->handoff ? run_follow(*config) : sync_once(*config);
   if (!s.ok()) log::error(s.message());
-  client_metrics().failed(s);
   log::flush_limited();
   return exit_code::for_status(s);
 }

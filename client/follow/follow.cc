@@ -101,6 +101,7 @@ Status run_follow(const ClientConfig& config) {
     // a newer table mid-transfer.
     if (!synced.ok() && unavailable(synced) && sync_config.policy == TargetPolicy::kFlush &&
         ++failed_rounds < kMaxFailedRounds && !stop_requested()) {
+      client_metrics().failed(synced);
       log::warn(synced.message() +
                 "; the sync did not finish; starting it over from the newest "
                 "table (attempt " +

@@ -203,7 +203,7 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
   if (!c->prepare(*pd)) return drop_new(std::move(c), "set up its queue pair");
   if (!accept(*c, **reg, *hello, param)) return drop_new(std::move(c), "rdma_accept");
   connections_.emplace(id, std::move(c));
-  serving_metrics().verbs_connected.add(1);
+  serving_metrics().verbs_connected.set(static_cast<double>(connections_.size()));
   arm_handshake_timer();
 }
 
@@ -255,7 +255,6 @@ void VerbsTableServer::drop(rdma_cm_id* id, const char* reason) {
   if (it == connections_.end()) return;
   log::info_limited("verbs client gone", "verbs client " + it->second->peer + " " + reason);
   connections_.erase(it);
-  serving_metrics().verbs_connected.add(-1);
   prune_retired();
 }
 
@@ -282,6 +281,8 @@ void VerbsTableServer::prune_retired() {
       if (c->epoch == r.table->epoch() && c->id->verbs == r.device) c->grant.reset();
   };
   auto next = registry_.prune(now, limits_.retire_grace, in_use, release);
+  // Called whenever a connection goes (drop, disconnect_all) or an epoch does.
+  serving_metrics().verbs_connected.set(static_cast<double>(connections_.size()));
   serving_metrics().verbs_registrations.set(static_cast<double>(registry_.registrations()));
   if (!next) return;
   const timeval tv = to_timeval(std::chrono::duration_cast<std::chrono::microseconds>(*next - now) +
