@@ -1,5 +1,6 @@
 #include "client/client_config.h"
 
+#include <cstdint>
 #include <vector>
 
 #include "common/cli/args.h"
@@ -13,6 +14,7 @@ namespace {
 
 constexpr const char* kUsage = R"(Usage: rdma-client <server-ip> <server-port> [options]
        rdma-client --cluster <sidecar HOST:PORT>... --redis <target node> [options]
+       rdma-client --verify --source-redis HOST:PORT --redis HOST:PORT [options]
 
 Reads the mapping table published by rdma-server and loads every key into a
 local Redis, in one of two ways:
@@ -53,6 +55,20 @@ naming it and its stream offset (exit 5). A shard that cannot be continued
 (its follower fell behind the log, or its master began a new history) stops
 them all (exit 3): a cluster cannot be resynced shard by shard; run again
 with --flush.
+
+With --verify no sidecar is read: the target (--redis) is compared with the
+Redis it was synced from (--source-redis), logically, so any two versions
+(Redis 7.0 to 8.x, Valkey 8 to 9) compare: every DB that holds keys, each
+source key (SCAN; --sample N: N random ones) by TYPE, its value by type (a
+string; a list in order; a set's members; a zset's members and scores; a
+hash's fields and values, and each field's TTL where a server has field TTLs,
+"none" where it has not; a stream's entries, last id, groups, consumers and
+pending entries, with the counters both servers report), and its PTTL within
+--ttl-tolerance-ms; a full run also reports keys only the target holds.
+Reads are pipelined, a batch of keys per round trip; a key that differs is
+read once more before it is reported (a replica a moment behind). Function
+libraries are not compared. Prints the first differences and a summary (see
+Output below); changes nothing on either side.
 
 Options:
   --redis HOST:PORT       Redis to load into (default 127.0.0.1:6379); with
@@ -180,6 +196,20 @@ Options:
                             2026-11-25T23:46:38.123Z rdma-client WARN ...
                           or json, one object per line:
                             {"ts":"...","level":"warn","program":"rdma-client","msg":"..."}
+  --verify                compare --redis with --source-redis (see above)
+  --source-redis HOST:PORT
+                          --verify: the Redis the target was synced from
+  --source-redis-auth-file FILE
+                          --verify: its credentials, as --redis-auth-file
+                          (else $RDMA_CLIENT_SOURCE_AUTH)
+  --sample N              --verify: N random source keys (RANDOMKEY, spread
+                          over the DBs by their size), not every key; does
+                          not look for keys only the target has
+  --ttl-tolerance-ms MS   --verify: TTLs this close are equal (default 2000:
+                          the two sides are read moments apart, and two hosts'
+                          clocks differ while a sync carries absolute expiries)
+  --max-differences N     --verify: difference lines to print (default 10;
+                          all are counted)
   --version               the release and commit, the wire formats and RDB
                           versions it speaks, whether verbs is available
   -h, --help              this text
@@ -239,12 +269,22 @@ otherwise); a failed sync detaches the target (REPLICAOF NO ONE). With
 replication ID, or its backlog no longer reaches the target's offset; the
 target is left untouched); 1 when the master answered with a full resync
 after all; 3 when the target's link to the master does not come up.
+With --verify, a line per difference (the first --max-differences):
+  different key=K db=N what=type|value|ttl|field-ttl|missing|extra
+            source=... target=...
+  (K and the values escaped: space, '\' and bytes outside printable ASCII
+  as \xNN; values cut at 64 bytes), then
+  verify: equal|different keys=N compared=N different=N missing=N extra=N
+          seconds=S
+  and exit 0 equal, 1 different, 2 bad usage, 3 could not compare (a side
+  unreachable, auth refused, a timeout, a reply that makes no sense).
 )";
 
 // Flags that cannot go together, or need another: the first such problem.
 Status check_combinations(const ClientConfig& c) {
   const auto bad = [](std::string why) { return Status::error("arguments", std::move(why)); };
   const bool replica = c.mode == IngestMode::kReplica;
+  if (c.verify) return {};  // check_verify()
   if (c.follow && c.no_load) return bad("--follow needs a target: drop --no-load");
   if (c.follow && c.policy == TargetPolicy::kMerge)
     return bad("--follow replaces the target's data when it must resync, which --merge "
@@ -278,9 +318,42 @@ Status check_combinations(const ClientConfig& c) {
   return {};
 }
 
+// --verify's flags; true when the current argument was one of them.
+bool take_verify_flag(ArgReader& args, ClientConfig& c) {
+  if (args.flag("--verify")) {
+    c.verify = true;
+    return true;
+  }
+  return args.endpoint("--source-redis", c.source_redis) ||
+         args.option("--source-redis-auth-file", c.source_redis_auth_file) ||
+         args.number("--sample", 1, UINT64_MAX, c.verify_sample) ||
+         args.number("--ttl-tolerance-ms", 0, 86400000, c.ttl_tolerance_ms) ||
+         args.number("--max-differences", 0, UINT64_MAX, c.max_differences);
+}
+
+// --verify reads two Redis servers and nothing else: no sidecar, no load.
+Status check_verify(const ClientConfig& c, const std::vector<std::string>& positional) {
+  const auto bad = [](std::string why) { return Status::error("arguments", std::move(why)); };
+  if (!c.verify) {
+    if (c.source_redis.port != 0 || !c.source_redis_auth_file.empty() || c.verify_sample != 0)
+      return bad("--source-redis, --source-redis-auth-file and --sample go with --verify");
+    return {};
+  }
+  if (c.source_redis.port == 0)
+    return bad("--verify needs --source-redis HOST:PORT: the Redis the target was synced from");
+  if (!positional.empty()) return bad("--verify reads no sidecar: drop the positional arguments");
+  if (c.cluster || c.follow || c.handoff || c.no_load || c.atomic || c.mode_given ||
+      c.policy != TargetPolicy::kRequireEmpty)
+    return bad("--verify only compares: drop --cluster, --follow, --handoff, --no-load, "
+               "--atomic, --mode, --flush and --merge");
+  return {};
+}
+
 // The positional arguments: <server-ip> <server-port>, or with --cluster
 // one HOST:PORT per sidecar.
 Status take_sidecars(const std::vector<std::string>& positional, ClientConfig& c) {
+  RRS_RETURN_IF_ERROR(check_verify(c, positional));
+  if (c.verify) return {};
   if (c.cluster) {
     if (positional.empty())
       return Status::error("arguments", "--cluster needs the sidecars, HOST:PORT each");
@@ -339,7 +412,7 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
                args.number("--in-flight", 1, 1024, c.in_flight) ||
                args.number("--retries", 0, 1000, c.retries) ||
                args.number("--status-interval", 0, 86400, c.status_interval_s) ||
-               args.number("--log-stall", 0, 86400, c.log_stall_s) ||
+               args.number("--log-stall", 0, 86400, c.log_stall_s) || take_verify_flag(args, c) ||
                metrics_option(args, c.metrics)) {
     } else if (args.flag("--flush") || args.flag("--merge")) {
       TargetPolicy p = args.previous() == "--flush" ? TargetPolicy::kFlush : TargetPolicy::kMerge;

@@ -98,6 +98,21 @@ struct ClientConfig {
   // grows: the master pings its replicas, the sidecar among them, every
   // repl-ping-replica-period (10 s by default); 3 periods and a margin.
   uint32_t log_stall_s = 35;
+  // --verify: compare the target (--redis) with the Redis it was synced from
+  // (--source-redis), key by key (client/verify/); no sidecar involved.
+  bool verify = false;
+  Endpoint source_redis{"", 0};
+  // --source-redis-auth-file, else $RDMA_CLIENT_SOURCE_AUTH: as --redis-auth-file.
+  std::string source_redis_auth_file;
+  // --sample N: compare N random source keys instead of all (0: all).
+  uint64_t verify_sample = 0;
+  // --ttl-tolerance-ms: how far two TTLs may be apart and still be equal.
+  // PTTL is read on the two sides moments apart (a batch's round trip, more
+  // on a loaded machine), and a sync carries absolute expiries, so two hosts'
+  // clock offset shows too: 2 s covers both without hiding a lost TTL.
+  uint64_t ttl_tolerance_ms = 2000;
+  // --max-differences: how many difference lines to print (all are counted).
+  uint64_t max_differences = 10;
   // --metrics ADDR:PORT (or PORT, on loopback): serve Prometheus metrics at
   // http://ADDR:PORT/metrics while running. Off when empty.
   std::optional<Endpoint> metrics;
@@ -109,6 +124,7 @@ struct ClientConfig {
 
 inline constexpr const char* kClientAuthEnv = "RDMA_CLIENT_REDIS_AUTH";
 inline constexpr const char* kMasterAuthEnv = "RDMA_CLIENT_MASTER_AUTH";
+inline constexpr const char* kSourceAuthEnv = "RDMA_CLIENT_SOURCE_AUTH";
 
 Result<ClientConfig> parse_client_args(int argc, char** argv);
 const char* client_usage();

@@ -14,6 +14,7 @@
 #include "client/restore/restore_sink.h"
 #include "client/sync/counting_sink.h"
 #include "client/sync/sync_driver.h"
+#include "client/verify/verify_run.h"
 #include "common/auth/auth.h"
 #include "common/base/log.h"
 #include "common/cli/cpu_list.h"
@@ -92,7 +93,9 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
               "sync, which keeps its old data until the new copy is complete (a transfer that "
               "fails leaves it as it was)");
   Status s;
-  if (config->cluster && config->follow)
+  if (config->verify)
+    s = run_verify(*config);
+  else if (config->cluster && config->follow)
     s = run_cluster_follow(*config);
   else
     s = config->follow || config->handoff ? run_follow(*config) : sync_once(*config);

@@ -6,6 +6,7 @@
 #include "proto/listpack.h"
 #include "proto/lzf.h"
 #include "proto/rdb_format.h"
+#include "proto/rdb_value_reader.h"
 
 namespace rrs::rdb {
 namespace {
@@ -30,158 +31,6 @@ std::string type_text(uint8_t type, uint16_t version) {
   const char* name = type_name(type, version);
   return std::string(name ? name : "unknown type") + " (type " + std::to_string(type) + ")";
 }
-
-// Reads RDB encodings from the front of a value. The first failure sticks:
-// later reads fail at once, so walkers check ok() once per element. Every
-// read is bounds-checked; LZF strings are decompressed (declared sizes are
-// checked against the input and `max_string` before anything is allocated).
-class In {
- public:
-  In(std::string_view v, uint64_t max_string) : v_(v), max_string_(max_string) {}
-
-  bool ok() const { return error_.empty(); }
-  size_t pos() const { return pos_; }
-  std::string_view value() const { return v_; }
-  const std::string& error() const { return error_; }
-
-  bool fail(const std::string& why) {
-    if (ok()) error_ = "at byte " + std::to_string(pos_) + " of the value: " + why;
-    return false;
-  }
-
-  bool at_end(const char* what) {
-    if (!ok()) return false;
-    if (pos_ == v_.size()) return true;
-    return fail(std::to_string(v_.size() - pos_) + " bytes after the " + what);
-  }
-
-  bool skip(uint64_t n, const char* what) {
-    if (!ok()) return false;
-    if (n > v_.size() - pos_)
-      return fail(what + std::string(" (") + std::to_string(n) + " bytes) past the end");
-    pos_ += n;
-    return true;
-  }
-
-  bool fixed_le(size_t bytes, uint64_t& out, const char* what) {
-    const size_t at = pos_;
-    if (!skip(bytes, what)) return false;
-    out = 0;
-    for (size_t i = bytes; i-- > 0;) out = (out << 8) | static_cast<uint8_t>(v_[at + i]);
-    return true;
-  }
-
-  // An RDB length (big-endian after the 32/64-bit prefixes); a string
-  // encoding byte here is malformed.
-  bool length(uint64_t& out, const char* what) {
-    if (!ok()) return false;
-    if (pos_ >= v_.size()) return fail(what + std::string(": a length past the end"));
-    const auto b = static_cast<uint8_t>(v_[pos_]);
-    switch (b >> 6) {
-      case kLen6Bit: out = b & 0x3f, ++pos_; return true;
-      case kLen14Bit:
-        if (v_.size() - pos_ < 2) return fail(what + std::string(": a length past the end"));
-        out = (uint64_t{b & 0x3fu} << 8) | static_cast<uint8_t>(v_[pos_ + 1]);
-        pos_ += 2;
-        return true;
-      case kLenEncoded:
-        return fail(what + std::string(": a string encoding (") + std::to_string(b) +
-                    ") where a length belongs");
-      default: break;
-    }
-    const size_t bytes = b == kLen32Bit ? 4 : b == kLen64Bit ? 8 : 0;
-    if (bytes == 0) return fail(what + std::string(": length prefix ") + std::to_string(b));
-    if (v_.size() - pos_ - 1 < bytes) return fail(what + std::string(": a length past the end"));
-    out = 0;
-    for (size_t i = 1; i <= bytes; ++i) out = (out << 8) | static_cast<uint8_t>(v_[pos_ + i]);
-    pos_ += 1 + bytes;
-    return true;
-  }
-
-  // An RDB string, checked: `encoded` is its bytes as they stand (to copy
-  // into another value), `content` what it holds: viewed in place when
-  // plain, decompressed into `scratch` when LZF, an integer encoding's
-  // digits in `scratch`. Either may be null; without `content` an LZF
-  // string is checked (lzf_check) but not written out, so a string that is
-  // only copied costs no memory however large it says it is.
-  bool string(std::string_view* encoded, std::string_view* content, std::string& scratch,
-              const char* what) {
-    if (!ok()) return false;
-    const size_t start = pos_;
-    if (pos_ >= v_.size()) return fail(what + std::string(": a string past the end"));
-    const auto b = static_cast<uint8_t>(v_[pos_]);
-    if (b >> 6 != kLenEncoded) {
-      uint64_t n = 0;
-      if (!length(n, what)) return false;
-      if (n > v_.size() - pos_)
-        return fail(what + std::string(": a string of ") + std::to_string(n) +
-                    " bytes past the end");
-      if (content) *content = v_.substr(pos_, n);
-      pos_ += n;
-    } else {
-      ++pos_;
-      switch (b & 0x3f) {
-        case kEncInt8: integer(1, content, scratch, what); break;
-        case kEncInt16: integer(2, content, scratch, what); break;
-        case kEncInt32: integer(4, content, scratch, what); break;
-        case kEncLzf: lzf(content, scratch, what); break;
-        default: return fail(what + std::string(": string encoding ") + std::to_string(b & 0x3f));
-      }
-      if (!ok()) return false;
-    }
-    if (encoded) *encoded = v_.substr(start, pos_ - start);
-    return true;
-  }
-
- private:
-  void integer(size_t bytes, std::string_view* content, std::string& scratch, const char* what) {
-    uint64_t raw = 0;
-    if (!fixed_le(bytes, raw, what) || !content) return;
-    const unsigned shift = static_cast<unsigned>(64 - 8 * bytes);  // sign-extend
-    char digits[listpack::kMaxIntDigits + 1];
-    const size_t n = listpack::format_int(static_cast<int64_t>(raw << shift) >> shift, digits);
-    scratch.assign(digits, n);
-    *content = scratch;
-  }
-
-  void lzf(std::string_view* content, std::string& scratch, const char* what) {
-    uint64_t clen = 0, ulen = 0;
-    if (!length(clen, what) || !length(ulen, what)) return;
-    if (ulen == 0 || ulen > max_string_) {
-      fail(what + std::string(": an LZF string of ") + std::to_string(ulen) +
-           " bytes (the limit is " + std::to_string(max_string_) + ")");
-      return;
-    }
-    if (clen > v_.size() - pos_) {
-      fail(what + std::string(": an LZF string of ") + std::to_string(clen) +
-           " compressed bytes past the end");
-      return;
-    }
-    const std::string_view compressed = v_.substr(pos_, clen);
-    if (!content) {  // only copied: checked without writing it out
-      Status st = lzf_check(compressed, ulen);
-      if (!st.ok()) {
-        fail(what + std::string(": ") + st.message());
-        return;
-      }
-      pos_ += clen;
-      return;
-    }
-    auto plain = lzf_decompress(compressed, ulen);  // checks ulen against clen first
-    if (!plain.ok()) {
-      fail(what + std::string(": ") + plain.status().message());
-      return;
-    }
-    pos_ += clen;
-    scratch = std::move(*plain);
-    *content = scratch;
-  }
-
-  std::string_view v_;
-  size_t pos_ = 0;
-  uint64_t max_string_;
-  std::string error_;
-};
 
 // The converted value, growing up to a cap. Appends past the cap are
 // dropped and remembered: walkers check over() once per element.
@@ -251,7 +100,7 @@ struct Step {
   std::string refusal;
 };
 
-bool finish(In& in, Out& out, const char* what) {
+bool finish(ValueReader& in, Out& out, const char* what) {
   if (!in.at_end(what)) return false;
   if (out.over())
     return in.fail("the converted value would pass " + std::to_string(out.cap()) +
@@ -260,7 +109,7 @@ bool finish(In& in, Out& out, const char* what) {
 }
 
 // A listpack held in an RDB string (plain or LZF), checked whole.
-bool read_listpack(In& in, std::string_view& lp, uint64_t& count, std::string& scratch,
+bool read_listpack(ValueReader& in, std::string_view& lp, uint64_t& count, std::string& scratch,
                    const char* what) {
   if (!in.string(nullptr, &lp, scratch, what)) return false;
   auto n = listpack::validate(lp);
@@ -270,7 +119,7 @@ bool read_listpack(In& in, std::string_view& lp, uint64_t& count, std::string& s
 }
 
 // Rule 2: set listpack (20) -> set (2).
-bool set_listpack_to_set(In& in, Out& out, Step& step) {
+bool set_listpack_to_set(ValueReader& in, Out& out, Step& step) {
   std::string scratch;
   std::string_view lp;
   uint64_t count = 0;
@@ -288,7 +137,7 @@ bool set_listpack_to_set(In& in, Out& out, Step& step) {
 // Rule 3: stream v3 (21) -> v2 (19): copied, less each consumer's active
 // time. Every count is walked element by element (each takes input bytes),
 // so a lying count ends at the input's end.
-bool stream_v3_to_v2(In& in, Out& out, Step& step) {
+bool stream_v3_to_v2(ValueReader& in, Out& out, Step& step) {
   step.type = kStreamListpacks2;
   const std::string_view v = in.value();
   size_t copied = 0;  // v[0, copied) is in `out` or dropped
@@ -334,7 +183,7 @@ bool stream_v3_to_v2(In& in, Out& out, Step& step) {
 }
 
 // Rule 4, listpack forms (23, 25): triplets of field, value, TTL.
-bool redis_listpack_ex(uint8_t type, In& in, Out& out, uint16_t to, Step& step) {
+bool redis_listpack_ex(uint8_t type, ValueReader& in, Out& out, uint16_t to, Step& step) {
   const char* what = "hash listpack with field TTLs";
   uint64_t min_ttl = 0;
   if (type == kHashListpackEx) in.fixed_le(8, min_ttl, "minimum field TTL");  // unused by Redis
@@ -394,7 +243,7 @@ bool redis_listpack_ex(uint8_t type, In& in, Out& out, uint16_t to, Step& step) 
 // emit(field, value, expire_at: ms, 0: none) with the field's and value's
 // RDB strings as they stand.
 template <typename OnCount, typename Emit>
-bool walk_redis_metadata(uint8_t type, In& in, OnCount&& on_count, Emit&& emit) {
+bool walk_redis_metadata(uint8_t type, ValueReader& in, OnCount&& on_count, Emit&& emit) {
   uint64_t min_ttl = 0, fields = 0;
   if (type == kHashMetadata) {
     in.fixed_le(8, min_ttl, "minimum field TTL");
@@ -421,7 +270,7 @@ bool walk_redis_metadata(uint8_t type, In& in, OnCount&& on_count, Emit&& emit) 
   return in.at_end("hash with field TTLs");
 }
 
-bool redis_metadata(uint8_t type, In& in, Out& out, uint16_t to, Step& step) {
+bool redis_metadata(uint8_t type, ValueReader& in, Out& out, uint16_t to, Step& step) {
   auto put_count = [&](uint64_t fields) { out.put_length(fields); };
   if (!is_valkey_numbering(to)) {
     // A plain hash, in one pass: the same count, fields and values.
@@ -437,7 +286,7 @@ bool redis_metadata(uint8_t type, In& in, Out& out, uint16_t to, Step& step) {
   // HASH_2 when a field has a TTL, else a plain hash: decided by a first
   // walk that checks everything, so the second cannot fail.
   bool any_ttl = false;
-  In check = in;
+  ValueReader check = in;
   if (!walk_redis_metadata(
           type, check, [](uint64_t) {},
           [&](auto, auto, uint64_t exp) { any_ttl = any_ttl || exp != 0; })) {
@@ -458,7 +307,7 @@ bool redis_metadata(uint8_t type, In& in, Out& out, uint16_t to, Step& step) {
 // field emit(field, value, expiry: ms, -1: none) with the field's and
 // value's RDB strings as they stand.
 template <typename OnCount, typename Emit>
-bool walk_valkey_hash2(In& in, OnCount&& on_count, Emit&& emit) {
+bool walk_valkey_hash2(ValueReader& in, OnCount&& on_count, Emit&& emit) {
   uint64_t fields = 0;
   if (!in.length(fields, "field count")) return false;
   on_count(fields);
@@ -477,7 +326,7 @@ bool walk_valkey_hash2(In& in, OnCount&& on_count, Emit&& emit) {
   return in.at_end("hash with field expiry");
 }
 
-bool valkey_hash2(In& in, Out& out, uint16_t to, Step& step) {
+bool valkey_hash2(ValueReader& in, Out& out, uint16_t to, Step& step) {
   const char* what = "hash with field expiry";
   auto put_count = [&](uint64_t fields) { out.put_length(fields); };
   if (to < kFirstVersionWithFieldTtls) {
@@ -495,7 +344,7 @@ bool valkey_hash2(In& in, Out& out, uint16_t to, Step& step) {
     return expiry == 0 ? uint64_t{1} : static_cast<uint64_t>(expiry);
   };
   uint64_t min_ttl = kNoMinTtl, max_ttl = 0;
-  In check = in;
+  ValueReader check = in;
   if (!walk_valkey_hash2(
           check, [](uint64_t) {},
           [&](auto, auto, int64_t expiry) {
@@ -590,7 +439,7 @@ Result<Converted> convert_value(uint8_t type, std::string_view value, uint16_t f
                   "version");
 
   // Decoded strings are bounded like the output: nothing larger goes into it.
-  In in(value, max_output_bytes);
+  ValueReader in(value, max_output_bytes);
   Out out(max_output_bytes);
   // Most conversions give about as many bytes as they take (a set's
   // integers grow into digits).

@@ -5,6 +5,7 @@
 
 #include "proto/lzf.h"
 #include "proto/rdb_format.h"
+#include "proto/rdb_value_reader.h"
 
 namespace rrs::rdb {
 namespace {
@@ -286,6 +287,15 @@ bool is_empty_collection(uint8_t type, std::string_view value, uint16_t rdb_vers
   if (rdb_version >= kFirstValkeyVersion && type == kValkeyHash2) return zero_count(r);
   // Strings, streams, modules, zipmaps, intsets, unknown types.
   return false;
+}
+
+std::optional<std::string_view> string_value(std::string_view value, std::string& scratch,
+                                             uint64_t max_bytes) {
+  ValueReader in(value, max_bytes);
+  std::string_view content;
+  if (!in.string(nullptr, &content, scratch, "string") || !in.at_end("string")) return std::nullopt;
+  if (content.size() > max_bytes) return std::nullopt;
+  return content;
 }
 
 }  // namespace rrs::rdb

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 
 namespace rrs::rdb {
@@ -50,5 +52,13 @@ namespace rrs::rdb {
 // zipmapValidateIntegrity and intsetValidateIntegrity), types 23-25 under
 // RDB >= 80 and 22-25 under RDB 13-79 (not types there), unknown types.
 bool is_empty_collection(uint8_t type, std::string_view value, uint16_t rdb_version);
+
+// What a string value (type 0: `value` is the RDB encoding without the type
+// byte) holds, as SET would take it: viewed in place when stored plain,
+// decompressed into `scratch` when LZF, an integer encoding's digits in
+// `scratch`. nullopt when the bytes are not exactly one well-formed string
+// or it would decompress past `max_bytes`.
+std::optional<std::string_view> string_value(std::string_view value, std::string& scratch,
+                                             uint64_t max_bytes);
 
 }  // namespace rrs::rdb

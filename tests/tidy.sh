@@ -45,6 +45,26 @@ EOF
 )
 [ ${#files[@]} -gt 0 ] || { echo "tidy.sh: no project sources in $db" >&2; exit 2; }
 
+# RRS_TIDY_CACHE=DIR (tests/run.sh sets it): a file found clean before is
+# not checked again while it, every header it includes (the build's own
+# dependency list, `ninja -t deps`), .clang-tidy, this script and clang-tidy
+# are the same: the key is a hash of all of them, kept in DIR once clean.
+# A file whose dependencies the build does not know (not built yet) is
+# always checked.
+declare -A key=()
+todo=("${files[@]}")
+if [ -n "${RRS_TIDY_CACHE:-}" ] && mkdir -p "$RRS_TIDY_CACHE" 2>/dev/null; then
+  while IFS=$'\t' read -r f k; do key[$f]=$k; done < <(
+    ninja -C "$build" -t deps 2>/dev/null | python3 tests/tidy_keys.py "$root" \
+      "$(clang-tidy --version | tr '\n' ' ')" "${files[@]}")
+  todo=()
+  for f in "${files[@]}"; do
+    [ -n "${key[$f]:-}" ] && [ -e "$RRS_TIDY_CACHE/${key[$f]}" ] || todo+=("$f")
+  done
+  echo "tidy.sh: $((${#files[@]} - ${#todo[@]})) of ${#files[@]} files unchanged since a clean" \
+    "check ($RRS_TIDY_CACHE)"
+fi
+
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 start=$(date +%s)
@@ -58,7 +78,7 @@ start=$(date +%s)
 # placed in a system header's macro, so the 80-line limit
 # (readability-function-size) would never see a test. The header filter
 # still keeps gtest's own warnings out.
-printf '%s\n' "${files[@]}" | xargs -P 2 -I{} sh -c '
+[ ${#todo[@]} -eq 0 ] || printf '%s\n' "${todo[@]}" | xargs -P 2 -I{} sh -c '
   log="$2/$(echo "$1" | tr / _).log"
   clang-tidy -p "$3" --quiet --extra-arg=-Wno-unknown-warning-option \
     --extra-arg=-Wno-deprecated-enum-enum-conversion \
@@ -75,4 +95,7 @@ if [ -s "$out/failed" ]; then
     "${#files[@]} files (${secs}s)" >&2
   exit 1
 fi
+for f in "${todo[@]}"; do
+  if [ -n "${key[$f]:-}" ]; then touch "$RRS_TIDY_CACHE/${key[$f]}"; fi
+done
 echo "tidy.sh: ${#files[@]} files clean (${secs}s)"

@@ -86,10 +86,10 @@ Status ClusterSink::load(const RecordBatch& batch) {
     const int owner = map_.owner(slot);
     NodePipeline* p = owner == SlotMap::kUnowned ? nullptr : pipeline(map_.masters()[owner]);
     if (p != nullptr) {
-      p->restore(slot, r.index, r.key, expire_at, r.payload);
+      p->write_record(slot, r.index, r.key, expire_at, r.payload);
     } else {
       RoutedCommand c{slot, r.index, 1, r.key.size() + r.payload.size(), 0, std::string(r.key), {}};
-      append_restore(c.wire, r.key, expire_at, r.payload);
+      append_record(c.wire, r.key, expire_at, r.payload, scratch_);
       map_stale_ = true;
       send_later(std::move(c), kRetryAfter);
     }
@@ -133,9 +133,9 @@ void ClusterSink::on_outcome(const std::string& node, CommandOutcome o) {
     case What::kFailed:
       counts_.failed++;
       if (errors_.size() < kMaxErrorsKept)
-        errors_.push_back(restore_failure(c.key, c.index, 0, o.error,
-                                          static_cast<uint16_t>(info_->header.rdb_version),
-                                          target_.oldest()) +
+        errors_.push_back(write_failure("writing a record", 1, c.key, c.index, 0, o.error,
+                                        static_cast<uint16_t>(info_->header.rdb_version),
+                                        target_.oldest()) +
                           " (cluster master " + node + ")");
       return;
     case What::kRedirect:

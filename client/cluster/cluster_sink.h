@@ -82,7 +82,8 @@ class ClusterSink : public LoadSink {
   std::optional<TtlGuard> guard_;                  // --follow
   std::map<std::string, NodePipeline> pipelines_;  // by "host:port"
   std::vector<Later> later_;
-  Status stop_;  // an error reply that ends the load
+  std::string scratch_;  // a decompressed string value (restore_command.h)
+  Status stop_;          // an error reply that ends the load
 
   // Counts.
   LoadCounts counts_;

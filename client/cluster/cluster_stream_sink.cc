@@ -76,6 +76,7 @@ Status ClusterStreamSink::add(const StreamUnit& unit) {
   }
   RoutedCommand c;
   c.slot = route.slot;
+  c.multi_key = route.multi_key;
   c.index = seq;
   c.key = unit.describe();
   c.wire = unit.wire(c.replies);
@@ -124,9 +125,10 @@ NodePipeline* ClusterStreamSink::pipeline(const Endpoint& node) {
 
 void ClusterStreamSink::submit(RoutedCommand command) {
   const uint16_t slot = command.slot;
-  if (!holds_.holds(slot)) {
+  if (!holds_.must_wait(slot, command.multi_key)) {
     const int owner = map_.owner(slot);
     if (NodePipeline* p = owner == SlotMap::kUnowned ? nullptr : pipeline(map_.masters()[owner])) {
+      holds_.sent(command);
       p->resend(std::move(command), false);
       return;
     }
@@ -137,12 +139,15 @@ void ClusterStreamSink::submit(RoutedCommand command) {
 }
 
 void ClusterStreamSink::release_due(Clock::time_point now) {
-  const bool reached = holds_.release_due(
-      now, kRetryAfter, [this](uint16_t slot, const std::optional<Endpoint>& ask) -> NodePipeline* {
-        if (ask) return pipeline(*ask);
-        const int owner = map_.owner(slot);
-        return owner == SlotMap::kUnowned ? nullptr : pipeline(map_.masters()[owner]);
-      });
+  const bool reached = holds_.release_due(now, kRetryAfter, [this](SlotHolds::Held& h) {
+    const int owner = map_.owner(h.command.slot);
+    NodePipeline* p = h.ask                        ? pipeline(*h.ask)
+                      : owner == SlotMap::kUnowned ? nullptr
+                                                   : pipeline(map_.masters()[owner]);
+    if (p == nullptr) return false;
+    p->resend(std::move(h.command), h.ask.has_value());
+    return true;
+  });
   if (!reached) map_stale_ = true;
 }
 

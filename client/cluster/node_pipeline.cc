@@ -59,12 +59,12 @@ NodePipeline::~NodePipeline() {
   if (reader_) redisReaderFree(reader_);
 }
 
-void NodePipeline::restore(uint16_t slot, uint64_t index, std::string_view key,
-                           int64_t expire_at_ms, std::string_view payload) {
+void NodePipeline::write_record(uint16_t slot, uint64_t index, std::string_view key,
+                                int64_t expire_at_ms, std::string_view payload) {
   Pending p;
   p.command = {slot, index, 1, key.size() + payload.size(), 0, std::string(key), {}};
   p.start = appended_;
-  append_restore(out_, key, expire_at_ms, payload);
+  append_record(out_, key, expire_at_ms, payload, scratch_);
   appended_ = out_base_ + out_.size();
   p.end = appended_;
   pending_.push_back(std::move(p));

@@ -36,7 +36,8 @@ struct RoutedCommand {
   uint64_t bytes = 0;  // key + payload
   uint32_t hops = 0;   // redirections and resends so far
   std::string key;
-  std::string wire;  // the RESP bytes; filled only when handed back
+  std::string wire;        // the RESP bytes; filled only when handed back
+  bool multi_key = false;  // a stream unit with several keys (stream_units.h)
 };
 
 // What became of a command, from its reply.
@@ -61,9 +62,10 @@ class NodePipeline {
   NodePipeline& operator=(NodePipeline&&) noexcept;
   ~NodePipeline();
 
-  // Queues RESTORE key expire payload REPLACE ABSTTL.
-  void restore(uint16_t slot, uint64_t index, std::string_view key, int64_t expire_at_ms,
-               std::string_view payload);
+  // Queues the command that writes a table record (restore_command.h: SET
+  // for a plain string, else RESTORE key expire payload REPLACE ABSTTL).
+  void write_record(uint16_t slot, uint64_t index, std::string_view key, int64_t expire_at_ms,
+                    std::string_view payload);
   // Queues a command handed back by some node, after ASKING when `asking`.
   void resend(RoutedCommand command, bool asking);
 
@@ -104,6 +106,7 @@ class NodePipeline {
   RedisClient redis_;
   redisReader* reader_ = nullptr;
   std::string out_;        // stream bytes from out_base_ on, kept until answered
+  std::string scratch_;    // a decompressed string value (restore_command.h)
   uint64_t out_base_ = 0;  // stream offset of out_[0]
   uint64_t appended_ = 0, written_ = 0;
   std::deque<Pending> pending_;

@@ -4,10 +4,17 @@
 
 namespace rrs {
 
-bool SlotHolds::holds(uint16_t slot) const {
-  auto h = held_.find(slot);
-  auto r = released_.find(slot);
-  return (h != held_.end() && !h->second.empty()) || (r != released_.end() && !r->second.empty());
+bool SlotHolds::must_wait(uint16_t slot, bool multi_key) const {
+  if (auto h = held_.find(slot); h != held_.end() && !h->second.empty()) return true;
+  auto w = on_its_way_.find(slot);
+  if (w == on_its_way_.end()) return false;
+  if (multi_key) return true;  // w is never left empty
+  return std::any_of(w->second.begin(), w->second.end(),
+                     [](const auto& u) { return u.second.multi_key || u.second.released; });
+}
+
+void SlotHolds::sent(const RoutedCommand& command) {
+  on_its_way_[command.slot][command.index] = {command.multi_key, false};
 }
 
 void SlotHolds::hold(Held held) {
@@ -18,42 +25,43 @@ void SlotHolds::hold(Held held) {
 }
 
 void SlotHolds::answered(uint16_t slot, uint64_t index) {
-  auto r = released_.find(slot);
-  if (r == released_.end()) return;
-  r->second.erase(index);
-  if (r->second.empty()) released_.erase(r);
+  auto w = on_its_way_.find(slot);
+  if (w == on_its_way_.end()) return;
+  w->second.erase(index);
+  if (w->second.empty()) on_its_way_.erase(w);
 }
 
-// The slot's first held units, if due and nothing released before is
-// unanswered: the first alone after an ASK (the next ones may still be
-// served where they were), else every due one up to the next ASK, in order,
-// on one connection.
+// The slot's first held units, if due and nothing of the slot is on its way:
+// the first alone after an ASK (the next ones may still be served where they
+// were) or when it has several keys, else every due one up to the next ASK
+// or multi-key unit, in order, on one connection.
 bool SlotHolds::release_slot(uint16_t slot, std::deque<Held>& queue, Clock::time_point now,
-                             std::chrono::milliseconds retry_after,
-                             const PipelineFor& pipeline_for) {
-  if (released_.contains(slot)) return true;
+                             std::chrono::milliseconds retry_after, const Send& send) {
+  if (on_its_way_.contains(slot)) return true;
+  bool first = true;
   while (!queue.empty() && queue.front().due <= now) {
     Held& h = queue.front();
-    const bool ask = h.ask.has_value();
-    if (ask && released_.contains(slot)) return true;
-    NodePipeline* p = pipeline_for(slot, h.ask);
-    if (p == nullptr) {
+    const bool alone = h.ask.has_value() || h.command.multi_key;
+    if (alone && !first) return true;
+    const uint64_t index = h.command.index;
+    const bool multi_key = h.command.multi_key;
+    if (!send(h)) {
       h.due = now + retry_after;
       return false;
     }
-    released_[slot].insert(h.command.index);
-    p->resend(std::move(h.command), ask);
+    on_its_way_[slot][index] = {multi_key, true};
     queue.pop_front();
-    if (ask) return true;
+    if (alone) return true;
+    first = false;
   }
   return true;
 }
 
 bool SlotHolds::release_due(Clock::time_point now, std::chrono::milliseconds retry_after,
-                            const PipelineFor& pipeline_for) {
+                            const Send& send) {
   bool all_reached = true;
   for (auto it = held_.begin(); it != held_.end();) {
-    if (!release_slot(it->first, it->second, now, retry_after, pipeline_for)) all_reached = false;
+    if (!release_slot(it->first, it->second, now, retry_after, send)) all_reached = false;
     it = it->second.empty() ? held_.erase(it) : std::next(it);
   }
   return all_reached;

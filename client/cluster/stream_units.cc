@@ -75,6 +75,16 @@ Result<std::optional<StreamUnit>> UnitBuilder::add(std::span<const std::string_v
     one.commands.emplace_back(args.begin(), args.end());
     return refused(one, "switches to another DB; a cluster has only DB 0");
   }
+  // A key migrating into this shard from another (MIGRATE sends it, and the
+  // other shard's stream DELs it once this is applied). Each shard's stream
+  // is followed on its own, so nothing orders that DEL after this on the
+  // target: applied in the other order, the key would be lost.
+  if (is(args[0], "restore-asking")) {
+    one.commands.emplace_back(args.begin(), args.end());
+    return refused(one, "moves a key into this source shard: the source cluster is being "
+                        "resharded, and its shards' streams cannot be kept in order across a "
+                        "slot migration. Follow again with --flush once the migration is done");
+  }
   if (in_block_) {
     block_.commands.emplace_back(args.begin(), args.end());
     return std::optional<StreamUnit>();
@@ -93,6 +103,7 @@ Result<UnitRoute> route_unit(const StreamUnit& unit, CommandKeys& keys) {
     return route;
   }
   std::optional<uint16_t> slot;
+  std::optional<std::string> first_key;
   bool all_masters = false;
   for (const auto& command : unit.commands) {
     const std::vector<std::string_view> args(command.begin(), command.end());
@@ -105,6 +116,10 @@ Result<UnitRoute> route_unit(const StreamUnit& unit, CommandKeys& keys) {
                                  std::to_string(s) +
                                  ", which no one master of the target cluster holds together");
       slot = s;
+      if (!first_key)
+        first_key = k;
+      else if (*first_key != k)
+        route.multi_key = true;
     }
   }
   if (all_masters && (unit.commands.size() > 1 || slot))

@@ -54,6 +54,8 @@ class UnitBuilder {
 struct UnitRoute {
   enum class Where { kNowhere, kSlot, kAllMasters, kShardSlots } where = Where::kNowhere;
   uint16_t slot = 0;
+  // More than one distinct key: a slot migration can split it (TRYAGAIN).
+  bool multi_key = false;
 };
 
 // Where `unit` goes, by the target's key specs; kRefused when it cannot be

@@ -3,6 +3,9 @@
 #include <charconv>
 
 #include "common/base/log.h"
+#include "proto/dump_payload.h"
+#include "proto/rdb_format.h"
+#include "proto/rdb_value.h"
 #include "proto/resp_writer.h"
 
 namespace rrs {
@@ -20,6 +23,50 @@ void append_restore(std::string& out, std::string_view key, int64_t expire_at_ms
                              payload, "REPLACE", "ABSTTL"});
 }
 
+std::optional<std::string_view> plain_string(std::string_view payload, std::string& scratch) {
+  if (payload.size() <= 1 + dump::kTrailerSize || static_cast<uint8_t>(payload[0]) != rdb::kString)
+    return std::nullopt;
+  const std::string_view value = payload.substr(1, payload.size() - 1 - dump::kTrailerSize);
+  return rdb::string_value(value, scratch, kPlainStringMax);
+}
+
+void append_set(std::string& out, std::string_view key, int64_t expire_at_ms,
+                std::string_view value) {
+  if (expire_at_ms < 0) {
+    resp::append_command(out, {"SET", key, value});
+    return;
+  }
+  char at[24];
+  auto [end, ec] = std::to_chars(at, at + sizeof at, expire_at_ms);
+  resp::append_command(out, {"SET", key, value, "PXAT",
+                             std::string_view(at, static_cast<size_t>(end - at))});
+}
+
+const char* append_record(std::string& out, std::string_view key, int64_t expire_at_ms,
+                          std::string_view payload, std::string& scratch) {
+  if (auto value = plain_string(payload, scratch)) {
+    append_set(out, key, expire_at_ms, *value);
+    return "SET";
+  }
+  append_restore(out, key, expire_at_ms, payload);
+  return "RESTORE";
+}
+
+void MsetBuilder::add(std::string_view key, std::string_view value) {
+  resp::append_bulk(args_, key);
+  resp::append_bulk(args_, value);
+  keys_++;
+}
+
+void MsetBuilder::flush_into(std::string& out) {
+  if (keys_ == 0) return;
+  resp::append_array_header(out, 1 + 2 * keys_);
+  resp::append_bulk(out, "MSET");
+  out.append(args_);
+  args_.clear();
+  keys_ = 0;
+}
+
 std::optional<std::string> stopping_error(std::string_view err) {
   const std::string e(err);
   if (starts_with(err, "OOM"))
@@ -31,10 +78,13 @@ std::optional<std::string> stopping_error(std::string_view err) {
   return std::nullopt;
 }
 
-std::string restore_failure(std::string_view key, uint64_t index, uint32_t db, std::string_view err,
-                            uint16_t table_rdb, const ServerVersion& target) {
-  std::string msg = "RESTORE failed: key '" + log::printable(key) + "' (record " +
-                    std::to_string(index) + ", DB " + std::to_string(db) + "): " + std::string(err);
+std::string write_failure(std::string_view command, uint32_t keys, std::string_view key,
+                          uint64_t index, uint32_t db, std::string_view err, uint16_t table_rdb,
+                          const ServerVersion& target) {
+  std::string msg(command);
+  msg += keys > 1 ? " of " + std::to_string(keys) + " keys failed: from key '" : " failed: key '";
+  msg += log::printable(key) + "' (record " + std::to_string(index) + ", DB " + std::to_string(db) +
+         "): " + std::string(err);
   if (err.find("payload version or checksum") != std::string_view::npos)
     msg += " (payload RDB version " + std::to_string(table_rdb) + ", target " + target.to_string() +
            "; if the target is older than the source, upgrade it)";

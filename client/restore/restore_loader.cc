@@ -138,22 +138,54 @@ Status RestoreLoader::apply_lua_scripts(const table::Scripts& s) {
   return {};
 }
 
+void RestoreLoader::queued(Pending p, size_t before) {
+  appended_ += out_.size() - before;
+  p.end = appended_;
+  pending_.push_back(std::move(p));
+}
+
 void RestoreLoader::append_select(uint32_t db) {
+  flush_mset();
   auto staged = staging_.find(db);
   std::string n = std::to_string(staged == staging_.end() ? db : staged->second);
   const size_t before = out_.size();
   resp::append_command(out_, {"SELECT", n});
-  appended_ += out_.size() - before;
-  pending_.push_back({true, db, 0, 0, {}, false, appended_});
+  queued({"SELECT", db, 0, 0, {}, 0}, before);
   current_db_ = db;
 }
 
-void RestoreLoader::append_restore(const Record& r, int64_t expire_at_ms) {
+void RestoreLoader::append_record(const Record& r, int64_t expire_at_ms) {
+  const uint64_t bytes = r.key.size() + r.payload.size();
+  const auto value = plain_string(r.payload, scratch_);
+  if (value && expire_at_ms < 0) {
+    if (mset_.empty()) {
+      mset_index_ = r.index;
+      mset_key_.assign(r.key);
+      mset_bytes_ = 0;
+    }
+    mset_.add(r.key, *value);
+    mset_bytes_ += bytes;
+    if (mset_.full()) flush_mset();
+    return;
+  }
   const size_t before = out_.size();
-  rrs::append_restore(out_, r.key, expire_at_ms, r.payload);
-  appended_ += out_.size() - before;
-  pending_.push_back({false, r.db, r.index, r.key.size() + r.payload.size(), std::string(r.key),
-                      r.expire_at_ms >= 0, appended_});
+  const char* command = value ? "SET" : "RESTORE";
+  if (value)
+    append_set(out_, r.key, expire_at_ms, *value);
+  else
+    append_restore(out_, r.key, expire_at_ms, r.payload);
+  queued({command, r.db, r.index, bytes, std::string(r.key), 1, r.expire_at_ms >= 0}, before);
+}
+
+void RestoreLoader::flush_mset() {
+  if (mset_.empty()) return;
+  const auto keys = static_cast<uint32_t>(mset_.keys());
+  const size_t before = out_.size();
+  mset_.flush_into(out_);
+  queued({"MSET", static_cast<uint32_t>(current_db_), mset_index_, mset_bytes_,
+          std::move(mset_key_), keys},
+         before);
+  mset_key_.clear();
 }
 
 void RestoreLoader::guard_ttls() {
@@ -178,11 +210,12 @@ Status RestoreLoader::load(const RecordBatch& batch) {
       continue;
     }
     if (r.db != current_db_) append_select(r.db);
-    append_restore(r, expire_at);
+    append_record(r, expire_at);
     if (out_.size() - out_pos_ >= kMaxOutBytes || pending_.size() >= kMaxPending)
       RRS_RETURN_IF_ERROR(pump(kMaxPending / 2, kMaxOutBytes / 2));
   }
   // Commands hold copies of the records, so the batch may go as soon as we return.
+  flush_mset();
   return pump(kMaxPending, kMaxOutBytes);
 }
 
@@ -192,7 +225,7 @@ uint64_t RestoreLoader::unacknowledged() const {
   uint64_t n = 0;
   for (const Pending& p : pending_) {
     if (p.end > written_) break;  // not written in full: the target cannot have run it
-    if (!p.is_select) n++;
+    n += p.keys;
   }
   return n;
 }
@@ -288,18 +321,18 @@ Status RestoreLoader::handle_reply(const redisReply* reply) {
   Pending p = std::move(pending_.front());
   pending_.pop_front();
   if (reply->type != REDIS_REPLY_ERROR) {
-    if (!p.is_select) {
-      stats_.keys++;
+    if (p.keys > 0) {
+      stats_.keys += p.keys;
       stats_.bytes += p.bytes;
-      stats_.per_db[p.db]++;
-      if (p.has_ttl) stats_.per_db_volatile[p.db]++;
+      stats_.per_db[p.db] += p.keys;
+      if (p.has_ttl) stats_.per_db_volatile[p.db] += p.keys;
     }
     return {};
   }
   std::string_view err(reply->str, reply->len);
   const std::string where = "load into " + redis_.endpoint().to_string();
   // Errors that every following command would hit too: stop now, say why.
-  if (p.is_select) {
+  if (p.keys == 0) {  // SELECT
     auto staged = staging_.find(p.db);
     if (staged != staging_.end())
       return Status::error(where, "SELECT " + std::to_string(staged->second) +
@@ -311,9 +344,10 @@ Status RestoreLoader::handle_reply(const redisReply* reply) {
   if (auto stop = stopping_error(err)) return Status::error(where, *stop);
 
   // Per-record failures: count, keep the first few in full, carry on.
-  stats_.failed++;
+  stats_.failed += p.keys;
   if (stats_.errors.size() < kMaxErrorsKept)
-    stats_.errors.push_back(restore_failure(p.key, p.index, p.db, err, table_rdb_, target_));
+    stats_.errors.push_back(
+        write_failure(p.command, p.keys, p.key, p.index, p.db, err, table_rdb_, target_));
   return {};
 }
 

@@ -1,6 +1,7 @@
 // Loads validated records into the target Redis with pipelined
-// RESTORE key ttl payload REPLACE ABSTTL, switching DBs with SELECT, after the
-// table's functions (FUNCTION RESTORE) and Lua scripts (SCRIPT LOAD).
+// RESTORE key ttl payload REPLACE ABSTTL (strings: MSET, or SET with PXAT;
+// see restore_command.h), switching DBs with SELECT, after the table's
+// functions (FUNCTION RESTORE) and Lua scripts (SCRIPT LOAD).
 //
 // After the handshake the loader drives the socket itself: commands are
 // formatted into one output buffer and written as the socket takes them,
@@ -19,16 +20,17 @@
 #include "client/client_config.h"
 #include "client/fetch/record_batch.h"
 #include "client/fetch/table_fetcher.h"
+#include "client/restore/restore_command.h"
 #include "client/restore/ttl_guard.h"
 #include "common/redis/redis_client.h"
 
 namespace rrs {
 
 struct LoadStats {
-  uint64_t keys = 0;                             // RESTOREs acknowledged with +OK
+  uint64_t keys = 0;                             // records the target acknowledged with +OK
   uint64_t bytes = 0;                            // key + payload bytes of those
   uint64_t skipped_expired = 0;                  // already expired when we got to them
-  uint64_t failed = 0;                           // RESTOREs and SCRIPT LOADs the target refused
+  uint64_t failed = 0;                           // records and SCRIPT LOADs the target refused
   uint32_t function_libraries = 0;               // restored with FUNCTION RESTORE
   uint64_t scripts = 0;                          // Lua scripts loaded with SCRIPT LOAD
   std::map<uint32_t, uint64_t> per_db;           // keys loaded, by table DB
@@ -86,20 +88,27 @@ class RestoreLoader {
   const ServerVersion& target() const { return target_; }
 
  private:
+  // A command written or queued whose reply has not been read.
   struct Pending {
-    bool is_select;
-    uint32_t db;  // the table's DB
-    uint64_t index;
-    uint64_t bytes;
-    std::string key;  // for the error message, if it fails
+    const char* command;  // "SELECT", "RESTORE", "SET" or "MSET"
+    uint32_t db;          // the table's DB
+    uint64_t index;       // the (first) record's
+    uint64_t bytes;       // key + payload bytes of its records
+    std::string key;      // the (first) key, for the error message if it fails
+    uint32_t keys = 0;    // records it writes (MSET: many; SELECT: none)
     bool has_ttl = false;
     uint64_t end = 0;  // where the command ends in the output stream (appended_)
   };
   explicit RestoreLoader(RedisClient client) : redis_(std::move(client)) {}
   Status apply_functions(const table::Scripts& s, TargetPolicy policy);
   Status apply_lua_scripts(const table::Scripts& s);
-  void append_restore(const Record& r, int64_t expire_at_ms);
+  // Queues the command that writes `r` (see restore_command.h): RESTORE, SET,
+  // or a place in the MSET being built.
+  void append_record(const Record& r, int64_t expire_at_ms);
   void append_select(uint32_t db);
+  void flush_mset();
+  // Records the command appended to out_ since `before` as pending.
+  void queued(Pending p, size_t before);
   // Writes and reads until at most `max_pending` replies are outstanding and
   // the output buffer is below `max_out` bytes.
   Status pump(size_t max_pending, size_t max_out);
@@ -111,6 +120,11 @@ class RestoreLoader {
   std::string out_;
   size_t out_pos_ = 0;
   std::deque<Pending> pending_;
+  MsetBuilder mset_;
+  uint64_t mset_index_ = 0;  // its first record's index and key
+  std::string mset_key_;
+  uint64_t mset_bytes_ = 0;
+  std::string scratch_;  // a decompressed string value
   int64_t current_db_ = -1;
   std::map<uint32_t, uint32_t> staging_;  // table DB -> DB to RESTORE into
   uint64_t appended_ = 0;                 // bytes ever appended to out_

@@ -1,5 +1,5 @@
-// libFuzzer target: rdb::is_empty_collection (proto/rdb_value.h), which reads
-// values straight from the master's RDB.
+// libFuzzer target: rdb::is_empty_collection and rdb::string_value
+// (proto/rdb_value.h), which read values straight from the master's RDB.
 //
 // Input: a type byte, a version byte (even: RDB 12, Redis's numbering; odd:
 // RDB 80, Valkey's), then the value. The value is copied into a heap buffer
@@ -10,7 +10,9 @@
 //   - an empty value is never cut short and has nothing after it: every
 //     prefix (the first and last 64) and the value plus one byte answer false;
 //   - under RDB 12 an empty value is one rdb::RdbParser takes as a record of
-//     exactly these bytes (what it calls empty, the sidecar can have parsed).
+//     exactly these bytes (what it calls empty, the sidecar can have parsed);
+//   - string_value (any type byte: the value is read as a string) stays in
+//     bounds, keeps to its limit, and gives the same content twice.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -76,6 +78,20 @@ void check_parser_takes(uint8_t type, std::string_view value) {
              "the parser did not end after the value");
 }
 
+void check_string_value(std::string_view value) {
+  auto copy = std::make_unique_for_overwrite<char[]>(value.size());
+  if (!value.empty()) std::memcpy(copy.get(), value.data(), value.size());
+  const std::string_view in_heap(copy.get(), value.size());
+  constexpr uint64_t kLimit = 4096;
+  std::string scratch, scratch2;
+  auto first = rrs::rdb::string_value(in_heap, scratch, kLimit);
+  if (!first) return;
+  FUZZ_CHECK(first->size() <= kLimit, "a string past the limit");
+  const std::string content(*first);
+  auto again = rrs::rdb::string_value(in_heap, scratch2, kLimit);
+  FUZZ_CHECK(again && *again == content, "two contents for one string");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -83,6 +99,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t type = data[0];
   const uint16_t version = (data[1] & 1) ? 80 : rrs::rdb::kMaxRedisVersion;
   std::string_view value(reinterpret_cast<const char*>(data + 2), size - 2);
+  check_string_value(value);
 
   const bool empty = empty_in_heap(type, value, version);
   FUZZ_CHECK(empty == empty_in_heap(type, value, version), "two answers for one value");

@@ -122,22 +122,28 @@ TEST_F(ClusterFollowTest, ThreeShardsFollowedIntoFourMasters) {
   source_->master(1).run({"FLUSHALL"});
   before = writer.rounds();
   while (writer.rounds() < before + 100 && follower.running()) std::this_thread::sleep_for(10ms);
-  // A command for every master, from each source master's stream: the
-  // second and third find the library there and replace it.
-  for (RedisProcess* m : source_->masters())
+  // Commands for every master, from each source master's stream: the
+  // second and third LOAD find the library there and replace it; the second
+  // and third DELETE find it gone already, which is what they want.
+  for (RedisProcess* m : source_->masters()) {
     m->run({"FUNCTION", "LOAD",
             "#!lua name=followed\nredis.register_function('g', function() return 2 end)"});
+    m->run({"FUNCTION", "LOAD",
+            "#!lua name=gone\nredis.register_function('h', function() return 3 end)"});
+  }
+  for (RedisProcess* m : source_->masters()) m->run({"FUNCTION", "DELETE", "gone"});
   writer.stop();
   EXPECT_EQ(writer.errors(), "");
 
   EXPECT_TRUE(converged(target, 30s)) << follower.describe();
   EXPECT_NE(target.logical_state().count("function library followed"), 0u);
+  EXPECT_EQ(target.logical_state().count("function library gone"), 0u);
   EXPECT_TRUE(follower.running()) << follower.describe();
 
   follower.signal(SIGTERM);
   EXPECT_EQ(follower.wait(30s), 0) << follower.describe();
   // Each shard says where it stopped; together they applied the writer's
-  // commands, and each broadcast its FUNCTION LOAD.
+  // commands, and each broadcast its FUNCTION LOADs and DELETE.
   static const std::regex stopped(
       R"(stopped source=\S+ offset=\d+ .*commands=(\d+) .*all_masters=(\d+) flushes=(\d+))");
   const std::string out = follower.stdout_text();
@@ -151,7 +157,7 @@ TEST_F(ClusterFollowTest, ThreeShardsFollowedIntoFourMasters) {
   EXPECT_EQ(flushes, 1u) << follower.describe();
   EXPECT_EQ(lines, 3u) << follower.describe();
   EXPECT_GT(commands, 300u * 10) << follower.describe();
-  EXPECT_EQ(broadcasts, 3u) << follower.describe();
+  EXPECT_EQ(broadcasts, 9u) << follower.describe();
 }
 
 // A field summed over the last status line of every shard.
@@ -257,6 +263,28 @@ TEST_F(ClusterFollowTest, FallingBehindOneShardsRingStopsWithExit3) {
   EXPECT_EQ(follower.wait(60s), exit_code::kUnavailable) << follower.describe();
   const std::string err = follower.stderr_text();
   EXPECT_NE(err.find("fell behind the change log"), std::string::npos) << follower.describe();
+  EXPECT_NE(err.find("--flush"), std::string::npos) << follower.describe();
+}
+
+// The source cluster resharded while followed: a key moving into another
+// source shard comes as RESTORE-ASKING in that shard's stream and as a DEL in
+// its old shard's, which nothing orders on the target. Every follower stops
+// (exit 5) naming it, rather than lose the key.
+TEST_F(ClusterFollowTest, ASourceSlotMigrationStopsTheFollowersWithExit5) {
+  RedisProcess& owner = *source_->node_for_slot(hash_slot("moving"));
+  owner.run({"SET", "moving", "v"});
+  start_sidecars();
+  RedisCluster target(ClusterOptions().with_masters(2));
+  ASSERT_TRUE(target.started()) << target.start_error();
+  Process follower = start_follower(target);
+  ASSERT_TRUE(eventually([&] { return shards_following(follower.stdout_text()) == 3; }, 90s))
+      << follower.describe();
+  const uint16_t slot = hash_slot("moving");
+  ASSERT_TRUE(source_->migrate_slot(slot, (source_->shard_for_slot(slot) + 1) % 3))
+      << source_->describe();
+  EXPECT_EQ(follower.wait(60s), exit_code::kRefused) << follower.describe();
+  const std::string err = follower.stderr_text();
+  EXPECT_NE(err.find("being resharded"), std::string::npos) << follower.describe();
   EXPECT_NE(err.find("--flush"), std::string::npos) << follower.describe();
 }
 

@@ -50,9 +50,15 @@ TEST_F(FaultTest, FourClientsSyncAtOnce) {
 // CLIENT PAUSE WRITE on the target holds the loader, so the fetcher stops
 // reading with most of the table still unread when the sidecar is killed
 // (the table is larger than what the loader sends before it waits for replies:
-// 16384 unanswered RESTOREs; Redis still reads a paused client's input).
+// 16384 unanswered commands; Redis still reads a paused client's input). The
+// keys have TTLs so that each is a command of its own (SET ... PXAT), not one
+// of an MSET's many.
 TEST_F(FaultTest, ServerKilledMidTransferIsReportedNotHung) {
   fill_strings(master_, 0, "k:", 25000, 1000);
+  master_.run({"EVAL",
+               "for _, k in ipairs(redis.call('KEYS', 'k:*')) do "
+               "redis.call('PEXPIRE', k, 3600000) end",
+               "0"});
   RedisProcess replica;
   ASSERT_TRUE(replica.started()) << replica.start_error();
   SidecarServer server(master_.address());

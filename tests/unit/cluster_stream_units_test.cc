@@ -254,6 +254,7 @@ TEST(StreamUnits, RoutedByTheSlotOfAllTheirKeys) {
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_EQ(r->where, UnitRoute::Where::kSlot);
     EXPECT_EQ(r->slot, hash_slot("t"));
+    EXPECT_TRUE(r->multi_key);  // a migration of the slot can split it
   }
   // FLUSHALL empties the source shard, not the whole target.
   auto flush = route_unit(units[2], keys);
@@ -265,6 +266,19 @@ TEST(StreamUnits, RoutedByTheSlotOfAllTheirKeys) {
   auto chatter = route_unit(units[4], keys);
   ASSERT_TRUE(chatter.ok());
   EXPECT_EQ(chatter->where, UnitRoute::Where::kNowhere);
+}
+
+TEST(StreamUnits, OneKeyHoweverOftenIsNotMultiKey) {
+  FakeTarget target;
+  CommandKeys keys(target.ask());
+  UnitBuilder b;
+  auto units = units_of(b, {{"SET", "k", "1"}, {"MULTI"}, {"INCR", "k"}, {"INCR", "k"}, {"EXEC"}});
+  ASSERT_EQ(units.size(), 2u);
+  for (const StreamUnit& u : units) {
+    auto r = route_unit(u, keys);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_FALSE(r->multi_key);
+  }
 }
 
 TEST(StreamUnits, CrossSlotOrKeylessUnitsStopWithTheirOffset) {

@@ -416,5 +416,36 @@ TEST(RdbValueTest, RandomBytesOfEveryType) {
   }
 }
 
+// string_value: what SET would take for a string value, in each encoding.
+TEST(RdbStringValueTest, EveryEncoding) {
+  std::string scratch;
+  EXPECT_EQ(string_value(str("hello"), scratch, 100), "hello");
+  EXPECT_EQ(string_value(str(""), scratch, 100), "");
+  EXPECT_EQ(string_value("\xc0\x85"s, scratch, 100), "-123");                    // int8
+  EXPECT_EQ(string_value("\xc1\x39\x30"s, scratch, 100), "12345");               // int16
+  EXPECT_EQ(string_value("\xc2\xff\xff\xff\x7f"s, scratch, 100), "2147483647");  // int32
+  const std::string plain(300, 'x');
+  const std::string packed = lzf_compress_for_test(plain);
+  ASSERT_FALSE(packed.empty());
+  EXPECT_EQ(string_value(lzf_str(packed, plain.size()), scratch, 1000), plain);
+}
+
+TEST(RdbStringValueTest, MalformedOrTooLargeIsNotAString) {
+  std::string scratch;
+  EXPECT_FALSE(string_value("", scratch, 100));                         // nothing
+  EXPECT_FALSE(string_value(str("hello") + "x", scratch, 100));         // bytes after it
+  EXPECT_FALSE(string_value(str("hello").substr(0, 3), scratch, 100));  // cut short
+  EXPECT_FALSE(string_value("\xc4"s, scratch, 100));                    // no such encoding
+  EXPECT_FALSE(string_value(str("hello"), scratch, 4));                 // past the limit
+  const std::string plain(300, 'x');
+  const std::string packed = lzf_compress_for_test(plain);
+  EXPECT_FALSE(string_value(lzf_str(packed, plain.size()), scratch, 299));
+  EXPECT_FALSE(string_value(lzf_str(packed, plain.size() + 1), scratch, 1000));  // lies
+  for (size_t n = 0; n < packed.size(); ++n) {
+    std::vector<char> cut(packed.begin(), packed.begin() + static_cast<ptrdiff_t>(n));
+    (void)string_value(lzf_str(std::string(cut.data(), cut.size()), plain.size()), scratch, 1000);
+  }
+}
+
 }  // namespace
 }  // namespace rrs::rdb

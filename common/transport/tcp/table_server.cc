@@ -255,7 +255,7 @@ class TcpTableServer::Client {
         auto proof = session_.on_auth(body);
         if (!proof.ok()) return reject(id, proof.refusal());
         if (!take_slot(id)) return;
-        log::info("client " + peer_ + " authenticated");
+        log::info_limited("client authenticated", "client " + peer_ + " authenticated");
         return send_frame(
             [&](std::string& o) { control::append_auth(o, id, MsgType::kAuthOk, *proof); });
       }

@@ -233,7 +233,9 @@ void VerbsTableServer::disconnect_all() {
 }
 
 void VerbsTableServer::drop_new(std::unique_ptr<Connection> c, const char* step) {
-  log::error("verbs client " + c->peer + ": " + step + ": " + std::strerror(errno));
+  // A peer can make these happen at will (connect, then vanish): limited.
+  log::warn_limited("verbs client setup failed",
+                    "verbs client " + c->peer + ": " + step + ": " + std::strerror(errno));
   rdma_reject(c->id.get(), nullptr, 0);
 }
 

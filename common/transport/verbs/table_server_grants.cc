@@ -98,7 +98,9 @@ std::string VerbsTableServer::grant(Connection& c, const verbs::Registration& r,
 std::string VerbsTableServer::send_auth_granted(Connection& c, const control::Proof& server_proof,
                                                 const control::Descriptor& d) {
   if (!c.send(control::encode_auth_granted({server_proof, d}))) return "could not post a send";
-  log::info("verbs client " + c.peer + " authenticated (epoch " + std::to_string(c.epoch) + ")");
+  log::info_limited("verbs client authenticated", "verbs client " + c.peer +
+                                                      " authenticated (epoch " +
+                                                      std::to_string(c.epoch) + ")");
   return "";
 }
 

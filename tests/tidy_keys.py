@@ -1,0 +1,68 @@
+"""The cache keys of tests/tidy.sh: one per source file, a hash of what
+clang-tidy's verdict on it depends on.
+
+stdin: `ninja -t deps` of the build (an object's line, then its
+dependencies indented, the source first). Arguments: the repository root,
+clang-tidy's version, the files (relative to the root). Prints
+`file<TAB>key` for every file whose dependencies the build knows and are up
+to date. The key covers the version, .clang-tidy, tests/tidy.sh, and every
+dependency: a file in the repository by its content, a system header by its
+size and modification time.
+"""
+import hashlib
+import os
+import sys
+
+
+def read_deps(lines):
+    """source path -> its dependencies, for objects whose list is VALID."""
+    deps, current = {}, None
+    for line in lines:
+        if not line.strip():
+            continue
+        if not line.startswith(" "):  # "obj.o: #deps N, deps mtime M (VALID|STALE)"
+            current = [] if line.rstrip().endswith("(VALID)") else None
+            continue
+        if current is None:
+            continue
+        if not current:  # the first dependency is the source itself
+            current = deps.setdefault(line.strip(), [])
+            current.append(line.strip())
+            continue
+        current.append(line.strip())
+    return deps
+
+
+def main():
+    root, version, files = sys.argv[1], sys.argv[2], sys.argv[3:]
+    deps = read_deps(sys.stdin)
+    stamps = {}
+
+    def stamp(path):
+        if path not in stamps:
+            try:
+                if os.path.abspath(path).startswith(root + os.sep):
+                    with open(path, "rb") as f:
+                        stamps[path] = hashlib.sha256(f.read()).hexdigest()
+                else:
+                    st = os.stat(path)
+                    stamps[path] = f"{st.st_size}:{st.st_mtime_ns}"
+            except OSError:
+                stamps[path] = "missing"
+        return stamps[path]
+
+    base = hashlib.sha256(version.encode())
+    for own in (".clang-tidy", "tests/tidy.sh", "tests/tidy_keys.py"):
+        base.update(stamp(os.path.join(root, own)).encode())
+    for rel in files:
+        source = os.path.join(root, rel)
+        if source not in deps:
+            continue
+        h = base.copy()
+        for dep in sorted(set(deps[source])):
+            h.update(dep.encode() + b"\0" + stamp(dep).encode() + b"\n")
+        print(f"{rel}\t{h.hexdigest()}")
+
+
+if __name__ == "__main__":
+    main()
