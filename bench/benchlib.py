@@ -578,3 +578,78 @@ def choose_pinning(a, roles):
             raise BenchError(f"--{flag.replace('_', '-')} {getattr(a, flag)}: "
                              f"allowed CPUs are {cpus}")
     return roles
+
+
+class Disturbance:
+    """Whether the machine was quiet enough to measure: how busy it was just
+    before a measurement (before(): waits up to wait_s for `quiet`), and how
+    many cores' worth of CPU processes the harness did not start used during
+    it (during()). On a shared box either one skews a benchmark."""
+
+    def __init__(self, wait_s, quiet, others_limit):
+        self.wait_s, self.quiet, self.others_limit = wait_s, quiet, others_limit
+        self.disturbed = 0  # measurements that started on a busy machine
+        self._since = None
+
+    def before(self, what="measurement"):
+        busy = settle(self.wait_s, self.quiet)
+        if busy > self.quiet:
+            self.disturbed += 1
+            print(f"  warning: machine {busy:.0%} busy before this {what}", flush=True)
+        self._since = processes_cpu(os.getpid()), time.monotonic()
+        return busy
+
+    def during(self, what="measurement"):
+        """Cores others used since before(): work that began mid-measurement."""
+        before, t0 = self._since
+        used = sum(v - before.get(pid, 0) for pid, v in processes_cpu(os.getpid()).items())
+        others = used / max(1e-6, time.monotonic() - t0)
+        if others > self.others_limit:
+            print(f"  warning: other processes used {others:.2f} cores during this {what}",
+                  flush=True)
+        return others
+
+
+def exited_unreaped(p):
+    """True once child p exited, without reaping it (waitid WNOWAIT): so that
+    reap() still gets its own rusage, not every child's."""
+    return os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
+def reap(p):
+    """Waits for child p with wait4: (its CPU seconds, its peak RSS MiB)."""
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+
+
+def children_of(pid):
+    """The pids of `pid`'s children (every thread's), e.g. a Redis fork child."""
+    kids = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    return kids
+
+
+def private_dirty_mb(pid):
+    """Private_Dirty of `pid` in MiB (/proc/PID/smaps_rollup): for a fork child,
+    the pages copied on write since the fork. None when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for ln in f:
+                if ln.startswith("Private_Dirty:"):
+                    return int(ln.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def percentile(sorted_xs, q):
+    """Nearest-rank percentile of an ascending list, or None when empty."""
+    if not sorted_xs:
+        return None
+    return sorted_xs[min(len(sorted_xs) - 1, max(0, int(q * len(sorted_xs) + 0.5) - 1))]

@@ -48,10 +48,10 @@ import time
 import csv
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from benchlib import (add_server_args, built_binary, resolve_servers, run_harness, LOOPBACK,
-                      BenchError, Procs, RedisServer, Resp, cpu_seconds, free_port, kv_fields,
-                      master_idle, peak_rss_mb, processes_cpu, replica_synced, settle, tail,
-                      wait_until)
+from benchlib import (add_server_args, built_binary, exited_unreaped, reap, resolve_servers,
+                      run_harness, LOOPBACK, BenchError, Disturbance, Procs, RedisServer, Resp,
+                      cpu_seconds, free_port, kv_fields, master_idle, peak_rss_mb,
+                      replica_synced, tail, wait_until)
 import report
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -297,7 +297,7 @@ class Bench:
         self.rows = []        # one dict per copy
         self.loads = []       # (what, seconds, detail)
         self.checks = []      # what each verification found, for the report
-        self.disturbed = 0
+        self.quiet = Disturbance(a.wait_quiet, QUIET, OTHERS)
         self.loadavg_start = report.loadavg()
         self.host = a.verbs_addr if a.transport == "verbs" else LOOPBACK
         self.standalone = self.source = None
@@ -372,21 +372,16 @@ class Bench:
     # ---- measuring -----------------------------------------------------
 
     def settle(self):
-        busy = settle(self.a.wait_quiet, QUIET)
-        if busy > QUIET:
-            self.disturbed += 1
-            print(f"  warning: machine {busy:.0%} busy before this copy", flush=True)
-        self.others0 = processes_cpu(os.getpid()), time.monotonic()
-        return busy
+        return self.quiet.before("copy")
 
     def others_cores(self):
-        before, t0 = self.others0
-        used = sum(v - before.get(pid, 0) for pid, v in processes_cpu(os.getpid()).items())
-        others = used / (time.monotonic() - t0)
-        if others > OTHERS:
-            print(f"  warning: other processes used {others:.2f} cores during this copy",
-                  flush=True)
-        return others
+        """Cores' worth of CPU that processes this harness did not start used
+        since settle(): what busy_before cannot see, work that began mid-copy."""
+        return self.quiet.during("copy")
+
+    @property
+    def disturbed(self):
+        return self.quiet.disturbed
 
     def verify(self, target, what, strict=True):
         """Key count, keyspace digest, and SAMPLE keys GET byte for byte (half
@@ -431,12 +426,6 @@ class Bench:
         wait_until("the source nodes' fork children to be reaped", lambda: all(
             n.info("persistence")["rdb_bgsave_in_progress"] == "0" for n in nodes),
             self.timeout_s())
-
-    def reap(self, p):
-        """Waits for p with wait4: its own CPU and peak RSS, not every child's."""
-        pid, status, ru = os.wait4(p.pid, 0)
-        p.returncode = os.waitstatus_to_exitcode(status)
-        return ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
 
     # ---- systems -------------------------------------------------------
 
@@ -489,11 +478,10 @@ class Bench:
         # so that reap() gets its own rusage
         def exited():
             progress()
-            return os.waitid(os.P_PID, client.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) \
-                is not None
+            return exited_unreaped(client)
         wait_until(f"{system}: rdma-client --cluster", exited, self.timeout_s(3), poll_s=0.005)
         wall = time.monotonic() - t0
-        client_cpu, client_rss = self.reap(client)
+        client_cpu, client_rss = reap(client)
         others = self.others_cores()
         out = client.stdout.read()
         client.stdout.close()
@@ -550,11 +538,10 @@ class Bench:
         with open(log, "w") as out:
             p = self.procs.start("redis-cli", argv, stdout=out, stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL)
-        wait_until("redis-cli --cluster import", lambda: os.waitid(
-            os.P_PID, p.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None,
-            self.timeout_s(60))
+        wait_until("redis-cli --cluster import", lambda: exited_unreaped(p),
+                   self.timeout_s(60))
         wall = time.monotonic() - t0
-        cli_cpu, cli_rss = self.reap(p)
+        cli_cpu, cli_rss = reap(p)
         others = self.others_cores()
         if p.returncode != 0:
             raise BenchError(f"redis-cli --cluster import exited {p.returncode}:\n{tail(log)}")

@@ -13,16 +13,25 @@
 # redis-cli --cluster import vs native full syncs):
 #   bash bench/run.sh cluster                          # 3 source shards -> 4 target masters, 3 runs
 #   bash bench/run.sh cluster --target-masters 4,3 --wait-quiet 60
+# The replication storm (bench/storm_bench.py: 1..8 replicas at once or staggered,
+# native vs the RDB channel vs the sidecar, and --loop, the output-buffer loop):
+#   bash bench/run.sh storm --server redis-8.0 --loop
 # Another server version: bash bench/run.sh --server valkey-9.1 (or redis-8.0,
 # valkey-8.0: names from bash tests/servers.sh list; with --server or
 # --target-server this runs bash tests/servers.sh install first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 harness=bench/sync_bench.py
-if [ "${1:-}" = cluster ]; then
-  harness=bench/cluster_bench.py
-  shift
-fi
+case "${1:-}" in
+  cluster)
+    harness=bench/cluster_bench.py
+    shift
+    ;;
+  storm)
+    harness=bench/storm_bench.py
+    shift
+    ;;
+esac
 bash tests/install-deps.sh
 for arg in "$@"; do
   case "$arg" in

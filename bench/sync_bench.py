@@ -53,9 +53,9 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from benchlib import (add_server_args, built_binary, choose_pinning, resolve_servers, run_harness,
-                      LOOPBACK, BenchError, Procs, RedisServer, Refused, Sidecar, cpu_seconds,
-                      kv_fields, load_dataset, master_idle, peak_rss_mb, processes_cpu,
-                      replica_synced, reset_peak_rss, settle, tail, wait_until)
+                      LOOPBACK, BenchError, Disturbance, Procs, RedisServer, Refused, Sidecar,
+                      cpu_seconds, kv_fields, load_dataset, master_idle, peak_rss_mb,
+                      replica_synced, reset_peak_rss, tail, wait_until)
 import report
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -199,7 +199,7 @@ class Bench:
         self.rows = []         # one dict per replica per sync
         self.builds = []       # one dict per table build (sidecar epoch)
         self.loads = []        # one dict per data set load
-        self.disturbed = 0
+        self.quiet = Disturbance(args.wait_quiet, QUIET, OTHERS)
         self.loadavg_start = report.loadavg()
         self.master = None
         self.refused = {}      # (data set, system) -> why the target refused
@@ -220,24 +220,16 @@ class Bench:
         return 180 + replicas * ds.payload / 2e6  # generous: 2 MB/s is far below any path
 
     def settle(self):
-        busy = settle(self.a.wait_quiet, QUIET)
-        if busy > QUIET:
-            self.disturbed += 1
-            print(f"  warning: machine {busy:.0%} busy before this sync: it may be slow",
-                  flush=True)
-        self.others0 = processes_cpu(os.getpid()), time.monotonic()
-        return busy
+        return self.quiet.before("sync")
 
     def others_cores(self):
         """Cores' worth of CPU that processes this harness did not start used
         since settle(): what busy_before cannot see, work that began mid-sync."""
-        before, t0 = self.others0
-        used = sum(v - before.get(pid, 0) for pid, v in processes_cpu(os.getpid()).items())
-        others = used / (time.monotonic() - t0)
-        if others > OTHERS:
-            print(f"  warning: other processes used {others:.2f} cores during this sync",
-                  flush=True)
-        return others
+        return self.quiet.during("sync")
+
+    @property
+    def disturbed(self):
+        return self.quiet.disturbed
 
     def start_master(self, ds):
         if self.master:

@@ -239,7 +239,8 @@ struct Header {
   std::string source_replid;  // at most 40 bytes
   // The DB the master's replication stream had selected at source_offset:
   // the stream after it may go on without a SELECT (an RDB file's
-  // repl-stream-db). 0 for psync, whose stream begins with a SELECT.
+  // repl-stream-db; for psync from a replica too, whose stream need not
+  // begin with a SELECT).
   uint32_t source_stream_db = 0;
   uint32_t dbdir_crc32c = 0;
   uint64_t scripts_offset = 0, scripts_size = 0;  // both 0: no scripts region

@@ -28,4 +28,9 @@ std::optional<SlotRanges> read_shard_slots(const Endpoint& node, const RedisCred
   return *slots;
 }
 
+std::string slots_text(const std::optional<SlotRanges>& slots) {
+  if (!slots) return "-";
+  return slots->empty() ? "none" : slots->to_string();
+}
+
 }  // namespace rrs

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "common/net/endpoint.h"
 #include "common/redis/redis_client.h"
@@ -15,5 +16,8 @@ namespace rrs {
 // nullopt also when the node cannot be asked (said in a warning: the table
 // then carries no slots, and a cluster-wide load cannot check its coverage).
 std::optional<SlotRanges> read_shard_slots(const Endpoint& node, const RedisCredentials& creds);
+
+// "0-5460", "none" (a cluster node serving no slot) or "-" (no cluster).
+std::string slots_text(const std::optional<SlotRanges>& slots);
 
 }  // namespace rrs

@@ -23,6 +23,7 @@
 #include "common/transport/verbs/device.h"
 #include "common/transport/verbs/table_server.h"
 #include "proto/rdb_convert.h"
+#include "server/cluster_shard.h"
 #include "server/psync_source.h"
 #include "server/rdb_file_source.h"
 #include "server/scan_source.h"
@@ -126,10 +127,11 @@ void print_table_line(const char* what, const table::Header& h, const SnapshotSt
   for (size_t i = 0; i < rdb::kLossKindCount; ++i)
     std::printf(" lossy_%s=%llu", rdb::loss_key(i),
                 static_cast<unsigned long long>(h.lossy[i].count));
-  std::printf(" hash_slots=%s", !stats.hash_slots ? "-"
-                                : stats.hash_slots->empty()
-                                    ? "none"
-                                    : stats.hash_slots->to_string().c_str());
+  std::printf(" hash_slots=%s", slots_text(stats.hash_slots).c_str());
+  // A replica as source: the table is its master's history (docs/snapshot-sources.md).
+  std::printf(" source_role=%s", stats.source_role.name());
+  if (stats.source_role.kind == SourceRole::kReplica)
+    std::printf(" source_master=%s", stats.source_role.master.c_str());
 }
 
 // Who may read the table: the shared secret (or loopback only without one).

@@ -1,5 +1,6 @@
 #include "server/psync_source.h"
 
+#include <charconv>
 #include <thread>
 
 #include "common/base/clock.h"
@@ -9,6 +10,28 @@
 #include "server/server_metrics.h"
 
 namespace rrs {
+
+namespace {
+
+// The DB the source's stream has selected at the RDB's offset: a master's
+// stream after a full sync begins with a SELECT, but a replica passes its
+// master's stream on as it is, in whatever DB that had selected, which the
+// replica's RDB names (repl-stream-db). 0 when absent, of another history,
+// or not a DB number.
+uint32_t stream_db_of(const RdbReplAux& aux, const PsyncReply& reply) {
+  if (aux.stream_db.empty() || aux.replid != reply.replid) return 0;
+  uint32_t db = 0;
+  const char* end = aux.stream_db.data() + aux.stream_db.size();
+  auto [p, ec] = std::from_chars(aux.stream_db.data(), end, db);
+  if (ec != std::errc() || p != end || db >= table::kMaxDbCount) {
+    log::warn("the source's RDB names repl-stream-db '" + log::printable(aux.stream_db) +
+              "', not a DB number; taking DB 0");
+    return 0;
+  }
+  return db;
+}
+
+}  // namespace
 
 void PsyncSource::back_off(const std::string& why, const std::atomic<bool>& stop) {
   backoff_ = backoff_.count() == 0 ? opts_.retry_first : std::min(backoff_ * 2, opts_.retry_max);
@@ -32,6 +55,15 @@ Result<SnapshotStats> PsyncSource::snapshot(TableBuilder& into) {
                never);
       continue;
     }
+    // A replica without its master at start: say why now (exit 3), rather
+    // than wait in silence; later it may be a moment's outage.
+    auto role = ready_source();
+    if (!role.ok()) {
+      if (attempt == 1) return role.status();
+      back_off("snapshot attempt " + std::to_string(attempt) + ": " + role.status().message(),
+               never);
+      continue;
+    }
     auto reply = link->psync("?", -1);
     if (!reply.ok()) return reply.status();
     if (reply->kind != PsyncReply::kFull) {
@@ -39,7 +71,7 @@ Result<SnapshotStats> PsyncSource::snapshot(TableBuilder& into) {
       continue;
     }
     into = TableBuilder();  // nothing from a broken attempt survives
-    auto stats = receive(*link, *reply, into, never, opts_.limits);
+    auto stats = receive(*link, *reply, into, never, opts_.limits, *role);
     if (stats.ok()) {
       auto log = new_log(*reply);
       if (!log.ok()) return log.status();
@@ -58,11 +90,22 @@ Result<SnapshotStats> PsyncSource::snapshot(TableBuilder& into) {
   }
 }
 
+Result<SourceRole> PsyncSource::ready_source() {
+  RRS_ASSIGN_OR_RETURN(SourceRole role, read_source_role(master_, creds_));
+  RRS_RETURN_IF_ERROR(check_snapshot_source(master_, role));
+  return role;
+}
+
 Result<SnapshotStats> PsyncSource::receive(MasterLink& link, const PsyncReply& reply,
                                            TableBuilder& into, const std::atomic<bool>& stop,
-                                           const rdb::Limits& limits) {
+                                           const rdb::Limits& limits, const SourceRole& role) {
   log::info("master " + master_.to_string() + " began a full resync: replid " + reply.replid +
             " offset " + std::to_string(reply.offset) + "; parsing its RDB as it streams in");
+  // The shard's slots as the master takes its snapshot (it forks for a
+  // diskless sync after this answer, for a disk-based one an instant
+  // before), and again once the RDB is in: the table carries them only if
+  // no slot moved in between.
+  const std::optional<SlotRanges> slots_before = read_shard_slots(master_, creds_);
   rdb::RdbParser parser(limits);
   RdbTableSink sink(into, parser,
                     {"the master's RDB", "a snapshot is taken once the migration has finished",
@@ -76,11 +119,18 @@ Result<SnapshotStats> PsyncSource::receive(MasterLink& link, const PsyncReply& r
                     std::to_string(sink.stats().keys) + " keys");
     return s;
   }
-  SnapshotStats stats = sink.finish({{}, table::SourceKind::kPsync, reply.offset, reply.replid});
-  // Read once the RDB is in: the slots the shard serves now. A slot moved
-  // between the fork and this question goes unnoticed (docs/cluster.md:
-  // copy a cluster that is not being resharded).
+  SourceInfo source{{}, table::SourceKind::kPsync, reply.offset, reply.replid};
+  source.stream_db = stream_db_of(sink.repl_aux(), reply);
+  SnapshotStats stats = sink.finish(std::move(source));
+  stats.source_role = role;
   stats.hash_slots = read_shard_slots(master_, creds_);
+  if (stats.hash_slots != slots_before)
+    return Status::error("snapshot " + master_.to_string(),
+                         "the shard's slots changed while its RDB streamed in (from " +
+                             slots_text(slots_before) + " to " + slots_text(stats.hash_slots) +
+                             "): a slot migration is under way, so the table could hold keys "
+                             "its shard no longer serves; a snapshot is taken again")
+        .as(ErrorKind::kUnavailable);
   into.set_hash_slots(stats.hash_slots);
   log::info("snapshot: RDB complete: " + mib(stats.rdb_bytes) + ", " + std::to_string(stats.keys) +
             " keys in " + std::to_string(sink.seconds()).substr(0, 5) +
@@ -117,7 +167,9 @@ void PsyncSource::refresh(const std::atomic<bool>& stop, const std::atomic<bool>
       continue;
     }
     log::warn(taken.message());
-    // Do not make the master fork again at once.
+    // A request stands until a snapshot is taken (e.g. after a source
+    // replica's link is back); do not make the master fork again at once.
+    if (asked) snapshot_requested_ = true;
     for (auto until = Clock::now() + pause; !stop.load() && Clock::now() < until;)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     pause = std::min(pause * 2, opts_.retry_max);
@@ -130,12 +182,14 @@ Status PsyncSource::take_fresh_snapshot(const ChangeLogPtr& current_log,
   const std::string step = "new snapshot";
   auto link = MasterLink::connect(master_, creds_, opts_.link);
   if (!link.ok()) return link.status().wrap(step);
+  auto role = ready_source();
+  if (!role.ok()) return role.status().wrap(step);
   auto asked = link->psync("?", -1);
   if (!asked.ok()) return asked.status().wrap(step);
   const PsyncReply& reply = *asked;
   if (reply.kind != PsyncReply::kFull) return Status::error(step, reply.why);
   TableBuilder builder;
-  auto stats = receive(*link, reply, builder, stop, opts_.limits);
+  auto stats = receive(*link, reply, builder, stop, opts_.limits, *role);
   if (!stats.ok())
     return Status::error(step + " failed", stats.status().message() + " (the current table stays)");
   // The table must be continued by this log: the same history, and a
@@ -186,6 +240,7 @@ Status PsyncSource::follow_link(const std::atomic<bool>& stop, const OnSnapshot&
   std::string replid = link_ ? link_->replid() : "?";
   uint64_t offset = link_ ? link_->offset() : 0;
   std::string last_failure = "reconnecting to master " + master_.to_string();
+  bool renamed = false;  // the source continued under a new replid: ask for its RDB
   while (!stop.load()) {
     if (link_) {
       ChangeLogPtr current_log = log();
@@ -208,43 +263,65 @@ Status PsyncSource::follow_link(const std::atomic<bool>& stop, const OnSnapshot&
       last_failure = link.status().message();
       continue;
     }
-    auto reply = link->psync(replid, static_cast<int64_t>(offset + 1));
+    auto role = ready_source();
+    if (!role.ok()) {
+      last_failure = role.status().message();
+      continue;
+    }
+    auto reply = renamed ? link->psync("?", -1)
+                         : link->psync(replid, static_cast<int64_t>(offset + 1));
     if (!reply.ok() || reply->kind == PsyncReply::kNotReady) {
       last_failure = reply.ok() ? reply->why : reply.status().message();
+      continue;
+    }
+    if (reply->kind == PsyncReply::kContinue && reply->replid != replid) {
+      // psync2 after a failover or a promotion: the stream goes on, but under
+      // a new history our table and log do not carry (a handoff would ask
+      // with the old replid past the point the new master still accepts it).
+      last_failure = "the source continued under a new replication ID " + reply->replid +
+                     " (a failover or promotion); asking for a full resync of the new history";
+      renamed = true;
       continue;
     }
     if (reply->kind == PsyncReply::kContinue) {
       log::info("master continued the stream at offset " + std::to_string(offset) +
                 " (partial resync); the table and its change log go on");
-    } else {
-      log::info("master answered with a full resync; building a new table while the current "
-                "one is served");
-      TableBuilder builder;
-      rdb::Limits limits = opts_.limits;
-      if (opts_.new_history_value_limit_for_test)
-        limits.max_value_bytes = limits.max_string_bytes = *opts_.new_history_value_limit_for_test;
-      auto stats = receive(*link, *reply, builder, stop, limits);
-      if (!stats.ok() && stats.status().kind() == ErrorKind::kBadData) {
-        // Asking again would only make the master fork for the same bytes.
-        return stats.status().wrap("new snapshot of the master's new history");
-      }
-      if (!stats.ok()) {
-        last_failure = "new snapshot failed: " + stats.status().message();
-        continue;
-      }
-      auto log = new_log(*reply);
-      if (!log.ok()) return log.status().wrap("new history's change log").as(ErrorKind::kBadData);
-      {
-        std::lock_guard lock(mu_);
-        log_ = *log;
-        table_offset_ = reply->offset;
-      }
-      on_snapshot(builder, *stats, *log);
+    } else if (Status s = adopt_new_history(*link, *reply, *role, stop, on_snapshot); !s.ok()) {
+      if (s.kind() == ErrorKind::kBadData) return s;
+      last_failure = s.message();
+      continue;
     }
+    renamed = false;
     link_ = std::move(*link);
     backoff_ = std::chrono::milliseconds(0);
     last_failure = "reconnecting to master " + master_.to_string();
   }
+  return {};
+}
+
+Status PsyncSource::adopt_new_history(MasterLink& link, const PsyncReply& reply,
+                                      const SourceRole& role, const std::atomic<bool>& stop,
+                                      const OnSnapshot& on_snapshot) {
+  log::info("master answered with a full resync; building a new table while the current "
+            "one is served");
+  TableBuilder builder;
+  rdb::Limits limits = opts_.limits;
+  if (opts_.new_history_value_limit_for_test)
+    limits.max_value_bytes = limits.max_string_bytes = *opts_.new_history_value_limit_for_test;
+  auto stats = receive(link, reply, builder, stop, limits, role);
+  if (!stats.ok() && stats.status().kind() == ErrorKind::kBadData) {
+    // Asking again would only make the master fork for the same bytes.
+    return stats.status().wrap("new snapshot of the master's new history");
+  }
+  if (!stats.ok()) return Status::error("new snapshot failed", stats.status().message());
+  auto log = new_log(reply);
+  if (!log.ok()) return log.status().wrap("new history's change log").as(ErrorKind::kBadData);
+  {
+    std::lock_guard lock(mu_);
+    log_ = *log;
+    table_offset_ = reply.offset;
+  }
+  on_snapshot(builder, *stats, *log);
   return {};
 }
 

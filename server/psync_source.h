@@ -59,7 +59,9 @@ class PsyncSource final : public SnapshotSource {
       : master_(std::move(master)), creds_(std::move(creds)), opts_(opts) {}
 
   // A full resync into `into`. A refused handshake fails at once (it will not
-  // fix itself); a transfer that breaks off is retried with backoff.
+  // fix itself), and so does a source replica whose link to its master is
+  // down on the first attempt; a transfer that breaks off is retried with
+  // backoff.
   Result<SnapshotStats> snapshot(TableBuilder& into) override;
 
   // Keeps the link until `stop`: appends the stream to log(), acknowledges
@@ -82,11 +84,20 @@ class PsyncSource final : public SnapshotSource {
   void request_snapshot() { snapshot_requested_ = true; }
 
  private:
+  // The source's role, read before each PSYNC; an error when it cannot
+  // serve a snapshot now (a replica whose link is down: kUnavailable).
+  Result<SourceRole> ready_source();
   // Reads the RDB announced by `reply` into `into`, within `limits`.
   Result<SnapshotStats> receive(MasterLink& link, const PsyncReply& reply, TableBuilder& into,
-                                const std::atomic<bool>& stop, const rdb::Limits& limits);
+                                const std::atomic<bool>& stop, const rdb::Limits& limits,
+                                const SourceRole& role);
   // follow()'s replication link: the stream into the log, reconnects.
   Status follow_link(const std::atomic<bool>& stop, const OnSnapshot& on_snapshot);
+  // A full resync on follow()'s link: the new history's table and log,
+  // handed to `on_snapshot`. kBadData: give the link up (asking again cannot
+  // help); any other error: reconnect and ask again.
+  Status adopt_new_history(MasterLink& link, const PsyncReply& reply, const SourceRole& role,
+                           const std::atomic<bool>& stop, const OnSnapshot& on_snapshot);
   // follow()'s second thread: new snapshots of the current history, until
   // `stop` or until the link is given up.
   void refresh(const std::atomic<bool>& stop, const std::atomic<bool>& link_gone,

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "common/base/status.h"
+#include "server/source_role.h"
 #include "server/table_builder.h"
 
 namespace rrs {
@@ -20,6 +21,9 @@ struct SnapshotStats {
   uint64_t rdb_bytes = 0;   // psync: the RDB's size
   // The cluster slots the source's shard served; nullopt: not a cluster node.
   std::optional<SlotRanges> hash_slots;
+  // psync: the source's role when the snapshot was taken (kUnknown for the
+  // other sources, or without +info).
+  SourceRole source_role;
 };
 
 class SnapshotSource {

@@ -27,8 +27,9 @@ struct SourceInfo {
   // 0 (scan): the payloads' own version, or the server's newest without any.
   uint16_t rdb_version = 0;
   uint32_t module_aux = 0;  // module data (MODULE_AUX) the table does not carry
-  // The DB the replication stream had selected at replication_offset (an RDB
-  // file's repl-stream-db); 0 for psync, whose stream begins with a SELECT.
+  // The DB the replication stream had selected at replication_offset (the
+  // RDB's repl-stream-db): a master's stream after a full sync begins with a
+  // SELECT, but a replica's need not (its master's stream, passed on).
   uint32_t stream_db = 0;
 };
 

@@ -86,10 +86,10 @@ Status ClusterSink::load(const RecordBatch& batch) {
     const int owner = map_.owner(slot);
     NodePipeline* p = owner == SlotMap::kUnowned ? nullptr : pipeline(map_.masters()[owner]);
     if (p != nullptr) {
-      p->write_record(slot, r.index, r.key, expire_at, r.payload);
+      p->write_record(slot, r.index, r.key, expire_at, r.payload, target_.plain_strings());
     } else {
       RoutedCommand c{slot, r.index, 1, r.key.size() + r.payload.size(), 0, std::string(r.key), {}};
-      append_record(c.wire, r.key, expire_at, r.payload, scratch_);
+      append_record(c.wire, r.key, expire_at, r.payload, scratch_, target_.plain_strings());
       map_stale_ = true;
       send_later(std::move(c), kRetryAfter);
     }

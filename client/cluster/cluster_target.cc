@@ -1,5 +1,7 @@
 #include "client/cluster/cluster_target.h"
 
+#include "client/restore/restore_command.h"
+
 #include "client/sync/target_checks.h"
 #include "common/base/log.h"
 
@@ -171,6 +173,9 @@ Status ClusterTarget::prepare_masters(const TableInfo& info) {
     RRS_ASSIGN_OR_RETURN(ServerVersion v, target_server(*c));
     RRS_RETURN_IF_ERROR(check_target_reads(*c, v, info));
     masters.push_back(std::move(*c));
+  }
+  if (!masters.empty()) {
+    RRS_ASSIGN_OR_RETURN(plain_strings_, may_write_plain_strings(masters[0]));
   }
   for (RedisClient& c : masters)
     RRS_RETURN_IF_ERROR(

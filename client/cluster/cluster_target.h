@@ -52,6 +52,9 @@ class ClusterTarget {
   Status prepare_once(const TableInfo& info);
   // Whether prepare_once() changed any master (for the incomplete line).
   bool touched() const;
+  // Whether the user may run SET on the masters (restore_command.h), as
+  // prepare_once() found: strings then go as SET instead of RESTORE.
+  bool plain_strings() const { return plain_strings_; }
 
  private:
   ClusterTarget(const ClientConfig& config, RedisCredentials creds)
@@ -72,6 +75,7 @@ class ClusterTarget {
   std::chrono::milliseconds io_timeout_{30000};
   SlotMap map_;
   ServerVersion oldest_;
+  bool plain_strings_ = true;
   mutable std::mutex mu_;
   std::condition_variable all_checked_;
   std::vector<Shard> shards_;

@@ -60,11 +60,12 @@ NodePipeline::~NodePipeline() {
 }
 
 void NodePipeline::write_record(uint16_t slot, uint64_t index, std::string_view key,
-                                int64_t expire_at_ms, std::string_view payload) {
+                                int64_t expire_at_ms, std::string_view payload,
+                                bool plain_strings) {
   Pending p;
   p.command = {slot, index, 1, key.size() + payload.size(), 0, std::string(key), {}};
   p.start = appended_;
-  append_record(out_, key, expire_at_ms, payload, scratch_);
+  append_record(out_, key, expire_at_ms, payload, scratch_, plain_strings);
   appended_ = out_base_ + out_.size();
   p.end = appended_;
   pending_.push_back(std::move(p));

@@ -64,8 +64,9 @@ class NodePipeline {
 
   // Queues the command that writes a table record (restore_command.h: SET
   // for a plain string, else RESTORE key expire payload REPLACE ABSTTL).
+  // `plain_strings`: the user may run SET (else every record is a RESTORE).
   void write_record(uint16_t slot, uint64_t index, std::string_view key, int64_t expire_at_ms,
-                    std::string_view payload);
+                    std::string_view payload, bool plain_strings);
   // Queues a command handed back by some node, after ASKING when `asking`.
   void resend(RoutedCommand command, bool asking);
 

@@ -53,8 +53,10 @@ Status sync_round(const ClientConfig& config, const RedisCredentials& creds, Rou
   auto target = RedisClient::connect(config.redis, creds, config.io_timeout);
   if (!target.ok())
     return target.status().wrap("connect to the target to follow").as(ErrorKind::kUnavailable);
-  round.stream = std::make_unique<CommandSink>(
-      std::move(*target), round.synced.header.source_offset, sink.take_ttl_guard());
+  round.stream = std::make_unique<CommandSink>(std::move(*target),
+                                               round.synced.header.source_offset,
+                                               round.synced.header.source_stream_db,
+                                               sink.take_ttl_guard());
   return {};
 }
 

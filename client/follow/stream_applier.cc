@@ -37,8 +37,14 @@ std::string reply_text(const redisReply* r) {
 
 }  // namespace
 
-StreamApplier::StreamApplier(RedisClient target, uint64_t position)
-    : target_(std::move(target)), applied_(position) {}
+StreamApplier::StreamApplier(RedisClient target, uint64_t position, uint32_t stream_db)
+    : target_(std::move(target)), applied_(position) {
+  // A replica source's stream goes on in its master's DB without a SELECT.
+  if (stream_db == 0) return;
+  const std::string db = std::to_string(stream_db);
+  const std::string_view select[] = {"SELECT", db};
+  queue(select, position, Expect::kOk, 0);
+}
 
 void StreamApplier::queue(std::span<const std::string_view> args, uint64_t end, Expect expect,
                           uint32_t commands) {

@@ -20,8 +20,10 @@ namespace rrs {
 
 class StreamApplier {
  public:
-  // `position`: the stream position of the first command that will be added.
-  StreamApplier(RedisClient target, uint64_t position);
+  // `position`: the stream position of the first command that will be added;
+  // `stream_db`: the DB the stream has selected there (the table's
+  // source_stream_db), selected on the target first. `target` is in DB 0.
+  StreamApplier(RedisClient target, uint64_t position, uint32_t stream_db = 0);
 
   // Queues one command; `end` is the stream position after it.
   Status add(const resp::Command& cmd, uint64_t end);

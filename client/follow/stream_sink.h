@@ -42,8 +42,11 @@ class CommandSink : public StreamSink {
  public:
   // `guard`: the keys the load held with a guard TTL, given their own back
   // at the first catch-up (client/restore/ttl_guard.h).
-  CommandSink(RedisClient target, uint64_t position, TtlGuard guard)
-      : applier_(std::move(target), position), base_(position), guard_(std::move(guard)) {}
+  // `stream_db`: the DB the stream has selected at `position`.
+  CommandSink(RedisClient target, uint64_t position, uint32_t stream_db, TtlGuard guard)
+      : applier_(std::move(target), position, stream_db),
+        base_(position),
+        guard_(std::move(guard)) {}
   Status write(std::span<const std::byte> bytes) override;
   Status send() override { return applier_.send(); }
   Status collect() override { return applier_.collect(); }

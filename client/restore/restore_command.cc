@@ -42,9 +42,24 @@ void append_set(std::string& out, std::string_view key, int64_t expire_at_ms,
                              std::string_view(at, static_cast<size_t>(end - at))});
 }
 
+Result<bool> may_write_plain_strings(RedisClient& redis) {
+  // MSET with an odd argument count and SET with a PXAT that is no number
+  // pass the arity and ACL checks, then fail their own parsing.
+  constexpr std::string_view kProbeKey = "rdma-client:probe";
+  for (const std::vector<std::string_view>& probe :
+       {std::vector<std::string_view>{"MSET", kProbeKey, "x", kProbeKey},
+        std::vector<std::string_view>{"SET", kProbeKey, "x", "PXAT", "x"}}) {
+    auto r = redis.command(probe);  // an error reply comes back as a Status
+    if (r.ok()) continue;
+    if (r.status().message().find("NOPERM") != std::string::npos) return false;
+    if (r.status().kind() == ErrorKind::kUnavailable) return r.status();
+  }
+  return true;
+}
+
 const char* append_record(std::string& out, std::string_view key, int64_t expire_at_ms,
-                          std::string_view payload, std::string& scratch) {
-  if (auto value = plain_string(payload, scratch)) {
+                          std::string_view payload, std::string& scratch, bool plain_strings) {
+  if (auto value = plain_strings ? plain_string(payload, scratch) : std::nullopt) {
     append_set(out, key, expire_at_ms, *value);
     return "SET";
   }

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/redis/redis_client.h"
 #include "proto/server_version.h"
 
 namespace rrs {
@@ -34,6 +35,13 @@ inline constexpr uint64_t kPlainStringMax = uint64_t{512} * 1024;
 // (another type, or malformed: then RESTORE lets the target judge it).
 std::optional<std::string_view> plain_string(std::string_view payload, std::string& scratch);
 
+// Whether the user `redis` is logged in as may run SET and MSET (on a key
+// no pattern of the table's keys is likely to exclude). A least-privilege
+// loader user granted only +restore may not: then every record goes as
+// RESTORE. The probes write nothing: each is refused after the ACL check,
+// by the command's own argument check.
+Result<bool> may_write_plain_strings(RedisClient& redis);
+
 // Appends SET key value [PXAT expire_at_ms] (RESP); a negative expiry is none.
 // Like RESTORE ... REPLACE ABSTTL it replaces any key of that name, and is
 // idempotent.
@@ -44,7 +52,8 @@ void append_set(std::string& out, std::string_view key, int64_t expire_at_ms,
 // string, RESTORE for anything else (`scratch` as for plain_string). Returns
 // the command's name, for messages.
 const char* append_record(std::string& out, std::string_view key, int64_t expire_at_ms,
-                          std::string_view payload, std::string& scratch);
+                          std::string_view payload, std::string& scratch,
+                          bool plain_strings = true);
 
 // One MSET being built from TTL-less strings (their keys must share a DB,
 // and in a cluster a slot).

@@ -70,6 +70,11 @@ Status RestoreLoader::prepare(const TableInfo& info, TargetPolicy policy, bool s
           .as(ErrorKind::kRefused);
   }
 
+  RRS_ASSIGN_OR_RETURN(plain_strings_, may_write_plain_strings(redis_));
+  if (!plain_strings_)
+    log::info("the target's user may not run SET and MSET: strings go as RESTORE too (grant "
+              "+set +mset for a faster load of small values)");
+
   if (!staged) RRS_RETURN_IF_ERROR(apply_functions(info.scripts, policy));
   // Lua scripts are a cache (SCRIPT LOAD is idempotent), not data: loaded
   // up front in both cases.
@@ -156,7 +161,7 @@ void RestoreLoader::append_select(uint32_t db) {
 
 void RestoreLoader::append_record(const Record& r, int64_t expire_at_ms) {
   const uint64_t bytes = r.key.size() + r.payload.size();
-  const auto value = plain_string(r.payload, scratch_);
+  const auto value = plain_strings_ ? plain_string(r.payload, scratch_) : std::nullopt;
   if (value && expire_at_ms < 0) {
     if (mset_.empty()) {
       mset_index_ = r.index;

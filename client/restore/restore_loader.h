@@ -124,7 +124,8 @@ class RestoreLoader {
   uint64_t mset_index_ = 0;  // its first record's index and key
   std::string mset_key_;
   uint64_t mset_bytes_ = 0;
-  std::string scratch_;  // a decompressed string value
+  std::string scratch_;        // a decompressed string value
+  bool plain_strings_ = true;  // the user may run SET and MSET
   int64_t current_db_ = -1;
   std::map<uint32_t, uint32_t> staging_;  // table DB -> DB to RESTORE into
   uint64_t appended_ = 0;                 // bytes ever appended to out_

@@ -41,11 +41,11 @@ const Rules kHandoffMaster = {"resetkeys", "resetchannels", "-@all", "+ping", "+
 
 // On the target.
 // rdma-client --mode restore (also --merge). +script|load is used only for a
-// table from a master before Redis 7.0, whose RDB carries Lua scripts.
-const Rules kRestore = {"resetkeys",   "~*",       "resetchannels",
-                        "-@all",       "+ping",    "+info",
-                        "+select",     "+restore", "+function|restore",
-                        "+script|load"};
+// table from a master before Redis 7.0, whose RDB carries Lua scripts; +set
+// and +mset for strings, which go as RESTORE too without them.
+const Rules kRestore = {"resetkeys", "~*",    "resetchannels",     "-@all",
+                        "+ping",     "+info", "+select",           "+restore",
+                        "+set",      "+mset", "+function|restore", "+script|load"};
 // rdma-client --mode restore --flush: kRestore and the two flushes.
 Rules restore_flush() {
   Rules r = kRestore;
@@ -199,7 +199,8 @@ TEST_F(AclTest, ScanSourceWithoutDumpFails) {
 
 TEST_F(AclTest, RestoreWithoutRestoreFails) {
   fill_strings(master_, 0, "k:", 100);
-  add_user(target_, "loader", without(kRestore, "+restore"));
+  // Strings would go as MSET with +mset: none of the three writes here.
+  add_user(target_, "loader", without(without(without(kRestore, "+restore"), "+set"), "+mset"));
   SidecarServer server = psync_sidecar();
   ASSERT_TRUE(server.wait_ready()) << server.describe();
   ClientRun run = sync_to(server.port(), target_, {}, client_env("loader"), 30s);
@@ -207,6 +208,21 @@ TEST_F(AclTest, RestoreWithoutRestoreFails) {
   EXPECT_TRUE(has(run.err, "NOPERM")) << run.describe();
   EXPECT_TRUE(has(run.err, "'restore' command")) << run.describe();
   EXPECT_EQ(target_.keyspace(), Keyspace{});
+}
+
+// A loader granted RESTORE but not SET/MSET (the rights before strings went
+// as plain writes) still loads everything, strings as RESTOREs.
+TEST_F(AclTest, RestoreWithoutSetOrMsetLoadsStringsAsRestores) {
+  fill_all_types(master_);
+  ASSERT_FALSE(HasFailure());
+  add_user(target_, "loader", without(without(kRestore, "+set"), "+mset"));
+  SidecarServer server = psync_sidecar();
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  ClientRun run = sync_to(server.port(), target_, {}, client_env("loader"));
+  EXPECT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_EQ(run.count("failed"), 0u) << run.describe();
+  EXPECT_TRUE(has(run.err, "strings go as RESTORE")) << run.describe();
+  expect_target_equals_master();
 }
 
 // --flush on a target with keys and a function library, from a master

@@ -316,6 +316,28 @@ TEST_F(ClusterSyncTest, SidecarsOnReplicasForkNoSourceMaster) {
   EXPECT_EQ(after, forks) << "a source master forked";
 }
 
+// A slot migrated away from a shard while its RDB streams in: the table
+// could hold keys its shard no longer serves, so rdma-server takes the
+// snapshot again, and the table it publishes carries the slots as they are
+// after the migration.
+TEST_F(ClusterSyncTest, ASlotMovedDuringTheSnapshotMakesItTakeAnother) {
+  RedisProcess& master = source_->master(0);
+  master.run({"CONFIG", "SET", "rdb-key-save-delay", "3000"});  // ~3 s of RDB for ~1000 keys
+  SidecarServer sidecar(master.address());
+  ASSERT_TRUE(sidecar.process().wait_for_line("began a full resync", 30s, Process::Stream::kStderr))
+      << sidecar.describe();
+  const uint16_t moved = static_cast<uint16_t>(source_->slots(0).ranges().front().first);
+  ASSERT_TRUE(source_->migrate_slot(moved, 1)) << source_->describe();
+  master.run({"CONFIG", "SET", "rdb-key-save-delay", "0"});
+  ASSERT_TRUE(sidecar.wait_ready(90s)) << sidecar.describe();
+  EXPECT_NE(sidecar.process().stderr_text().find("slots changed while its RDB streamed in"),
+            std::string::npos)
+      << sidecar.describe();
+  EXPECT_EQ(sidecar.ready_fields().at("hash_slots"), source_->slots(0).to_string())
+      << sidecar.ready_line();
+  EXPECT_EQ(source_->slots(0).to_string().find(std::to_string(moved) + "-"), std::string::npos);
+}
+
 // Two sidecars of one shard (its master and its replica) and none of
 // another: the tables' slots overlap and leave a gap; refused untouched.
 TEST_F(ClusterSyncTest, SidecarsThatDoNotCoverEverySlotOnceAreRefused) {
