@@ -5,6 +5,7 @@
 
 #include "common/cli/args.h"
 #include "common/cli/cpu_list.h"
+#include "common/metrics/http_endpoint.h"
 #include "proto/control.h"
 
 namespace rrs {
@@ -187,6 +188,10 @@ Options:
                           target Redis other cores: a client sharing the
                           target's core slows the load (see README, placement)
   --quiet                 no progress output
+  --metrics [ADDR:]PORT   serve Prometheus metrics (text format) at
+                          http://ADDR:PORT/metrics while running; ADDR
+                          defaults to 127.0.0.1. Off by default. A port in
+                          use exits 2
   --log-format text|json  stderr's log lines: text (default),
                             2026-11-25T23:46:38.123Z rdma-client WARN ...
                           or json, one object per line:
@@ -370,6 +375,18 @@ Status take_sidecars(const std::vector<std::string>& positional, ClientConfig& c
   return {};
 }
 
+// --metrics [ADDR:]PORT, if it is the current argument.
+bool metrics_option(ArgReader& args, std::optional<Endpoint>& out) {
+  std::string v;
+  if (!args.option("--metrics", v)) return false;
+  auto at = metrics::parse_metrics_address(v);
+  if (at.ok())
+    out = *at;
+  else
+    args.fail(at.status().message());
+  return true;
+}
+
 }  // namespace
 
 const char* client_usage() { return kUsage; }
@@ -395,7 +412,8 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
                args.number("--in-flight", 1, 1024, c.in_flight) ||
                args.number("--retries", 0, 1000, c.retries) ||
                args.number("--status-interval", 0, 86400, c.status_interval_s) ||
-               args.number("--log-stall", 0, 86400, c.log_stall_s) || take_verify_flag(args, c)) {
+               args.number("--log-stall", 0, 86400, c.log_stall_s) || take_verify_flag(args, c) ||
+               metrics_option(args, c.metrics)) {
     } else if (args.flag("--flush") || args.flag("--merge")) {
       TargetPolicy p = args.previous() == "--flush" ? TargetPolicy::kFlush : TargetPolicy::kMerge;
       if (c.policy != TargetPolicy::kRequireEmpty && c.policy != p)

@@ -113,6 +113,9 @@ struct ClientConfig {
   uint64_t ttl_tolerance_ms = 2000;
   // --max-differences: how many difference lines to print (all are counted).
   uint64_t max_differences = 10;
+  // --metrics ADDR:PORT (or PORT, on loopback): serve Prometheus metrics at
+  // http://ADDR:PORT/metrics while running. Off when empty.
+  std::optional<Endpoint> metrics;
   // --log-format: stderr's lines as text or as one JSON object each.
   log::Format log_format = log::Format::kText;
   bool help = false;

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "client/client_config.h"
+#include "client/client_metrics.h"
 #include "client/cluster/cluster_follow.h"
 #include "client/cluster/cluster_sync.h"
 #include "client/follow/follow.h"
@@ -19,6 +20,7 @@
 #include "common/cli/cpu_list.h"
 #include "common/cli/exit_codes.h"
 #include "common/cli/version.h"
+#include "common/metrics/http_endpoint.h"
 #include "common/transport/verbs/device.h"
 
 using namespace rrs;
@@ -40,6 +42,14 @@ Status sync_once(const ClientConfig& config) {
   }
   RestoreSink sink(config);
   return run_sync(config, sink).status();
+}
+
+// --metrics: every name registered, then served from a thread of its own
+// while the client runs.
+Result<std::unique_ptr<metrics::HttpEndpoint>> start_metrics(const std::optional<Endpoint>& at) {
+  if (!at) return std::unique_ptr<metrics::HttpEndpoint>();
+  client_metrics();
+  return metrics::HttpEndpoint::start(*at, metrics::global());
 }
 
 }  // namespace
@@ -73,6 +83,11 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     return exit_code::kUsage;
   }
   config->secret = *secret;
+  auto metrics_endpoint = start_metrics(config->metrics);
+  if (!metrics_endpoint.ok()) {
+    log::error(metrics_endpoint.status().message());
+    return exit_code::for_status(metrics_endpoint.status());
+  }
   if (config->atomic && config->mode == IngestMode::kReplica)
     log::info("--atomic: nothing to add in replica mode: the target loads the table as a full "
               "sync, which keeps its old data until the new copy is complete (a transfer that "

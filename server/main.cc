@@ -17,6 +17,7 @@
 #include "common/cli/cpu_list.h"
 #include "common/cli/exit_codes.h"
 #include "common/cli/version.h"
+#include "common/metrics/http_endpoint.h"
 #include "common/net/loop_mailbox.h"
 #include "common/transport/tcp/table_server.h"
 #include "common/transport/verbs/device.h"
@@ -27,6 +28,7 @@
 #include "server/rdb_file_source.h"
 #include "server/scan_source.h"
 #include "server/server_config.h"
+#include "server/server_metrics.h"
 #include "server/test_hooks.h"
 
 using namespace rrs;
@@ -193,6 +195,7 @@ Result<TablePtr> publish_first_table(const Source& src, Servers& servers) {
   if (src.psync) table->log = src.psync->log();
   const double build_s = seconds_since(t0);
   RRS_RETURN_IF_ERROR(publish_everywhere(servers, table));
+  server_metrics().published(*table, build_s);
 
   std::string names;
   for (auto& [name, server] : servers) names += (names.empty() ? "" : "+") + name;
@@ -264,6 +267,7 @@ class EpochFollower {
       if (!s.ok()) return fail(s.wrap("publish the new table"));
       if (current_->log && current_->log != table->log) current_->log->mark_superseded();
       current_ = table;
+      server_metrics().published(*table, build_s);
       print_table_line("published", table->header, stats, build_s);
       std::printf("\n");
       std::fflush(stdout);
@@ -294,6 +298,13 @@ class EpochFollower {
   std::thread thread_;
 };
 
+// --metrics: every name registered, then served from a thread of its own.
+Result<std::unique_ptr<metrics::HttpEndpoint>> start_metrics(const std::optional<Endpoint>& at) {
+  if (!at) return std::unique_ptr<metrics::HttpEndpoint>();
+  server_metrics();
+  return metrics::HttpEndpoint::start(*at, metrics::global());
+}
+
 // Serves until SIGINT or SIGTERM (until then their default action still
 // stops a long first snapshot at once).
 void run_loop(event_base* base) {
@@ -308,6 +319,7 @@ void run_loop(event_base* base) {
 
 Status serve(const ServerConfig& config) {
   RRS_RETURN_IF_ERROR(pin_to_cpus(config.cpus));  // before any thread: they inherit it
+  RRS_ASSIGN_OR_RETURN(auto metrics, start_metrics(config.metrics));
   std::unique_ptr<event_base, void (*)(event_base*)> base(event_base_new(), event_base_free);
   // SIGUSR1's default action ends the process, so its handler goes in before
   // anything that can take time. One that comes during the first snapshot is

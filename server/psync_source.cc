@@ -7,6 +7,7 @@
 #include "common/base/log.h"
 #include "server/cluster_shard.h"
 #include "server/rdb_table_sink.h"
+#include "server/server_metrics.h"
 
 namespace rrs {
 
@@ -243,9 +244,12 @@ Status PsyncSource::follow_link(const std::atomic<bool>& stop, const OnSnapshot&
   while (!stop.load()) {
     if (link_) {
       ChangeLogPtr current_log = log();
+      server_metrics().master_link_up.set(1);
       Status s = link_->follow(stop, [&](std::span<const std::byte> bytes) {
         if (current_log) current_log->append(bytes);
+        server_metrics().master_offset.set(static_cast<double>(link_->offset() + bytes.size()));
       });
+      server_metrics().master_link_up.set(0);
       replid = link_->replid();
       offset = link_->offset();
       link_.reset();

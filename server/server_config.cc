@@ -4,6 +4,7 @@
 
 #include "common/cli/args.h"
 #include "common/cli/cpu_list.h"
+#include "common/metrics/http_endpoint.h"
 
 namespace rrs {
 
@@ -84,6 +85,9 @@ Options:
                           for clients still connected to it (default 60)
   --cpu LIST              run on these CPUs only ("1", "2-3,6"): keep the
                           sidecar off the cores its master serves clients on
+  --metrics [ADDR:]PORT   serve Prometheus metrics (text format) at
+                          http://ADDR:PORT/metrics; ADDR defaults to
+                          127.0.0.1. Off by default. A port in use exits 2
   --log-format text|json  stderr's log lines: text (default),
                             2026-11-25T23:46:38.123Z rdma-server WARN ...
                           or json, one object per line:
@@ -115,6 +119,18 @@ log could never grow again, so it is marked superseded and the server exits),
 1 anything else (a port in use, a locked-memory limit too low,
 ...; the message names it).
 )";
+
+// --metrics [ADDR:]PORT, if it is the current argument.
+bool metrics_option(ArgReader& args, std::optional<Endpoint>& out) {
+  std::string v;
+  if (!args.option("--metrics", v)) return false;
+  auto at = metrics::parse_metrics_address(v);
+  if (at.ok())
+    out = *at;
+  else
+    args.fail(at.status().message());
+  return true;
+}
 
 // --source rdb reads a file instead of a master: it needs --rdb-file, and a
 // flag naming a master would be ignored, so it is refused; --rdb-file is
@@ -154,7 +170,8 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
                args.option("--listen", c.listen_host) || args.option("--auth-file", c.auth_file) ||
                args.number("--max-clients", 1, 100000, c.max_clients) ||
                args.number("--scan-count", 1, 1000000, c.scan_count) ||
-               args.size("--log-size", 0, uint64_t{1} << 40, c.log_size)) {
+               args.size("--log-size", 0, uint64_t{1} << 40, c.log_size) ||
+               metrics_option(args, c.metrics)) {
     } else if (uint64_t every = 0; args.size("--snapshot-every", 0, uint64_t{1} << 40, every)) {
       snapshot_every = every;
     } else if (uint64_t idle = 0; args.number("--idle-timeout", 0, uint64_t{86400} * 7, idle)) {

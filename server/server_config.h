@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ struct ServerConfig {
   std::chrono::seconds retire_grace{60};
   // --cpu LIST: the CPUs every thread of the sidecar runs on (empty: any).
   std::vector<int> cpus;
+  // --metrics ADDR:PORT (or PORT, on loopback): serve Prometheus metrics at
+  // http://ADDR:PORT/metrics. Off when empty.
+  std::optional<Endpoint> metrics;
   // --log-format: stderr's lines as text or as one JSON object each.
   log::Format log_format = log::Format::kText;
   bool help = false;

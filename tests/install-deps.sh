@@ -11,6 +11,8 @@ packages=(
   # tests/packaging: systemd-analyze verify on the units, cpack's
   # dpkg-shlibdeps for the .deb's Depends, man -l (and groff) on the pages.
   systemd dpkg-dev man-db
+  # tests/integration/prometheus_test.cc starts its own (never the service).
+  prometheus
   "$@"
 )
 
@@ -31,11 +33,14 @@ DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recomme
 # The package starts a system redis-server on 6379; tests and the demo start
 # their own on free ports and do not need it: stopped, and kept from starting
 # at boot (tests/servers.sh does the same for valkey-server).
-if printf '%s\n' "${missing[@]}" | grep -qx redis-server; then
+# prometheus's package likewise starts a system Prometheus on 9090; the test
+# starts its own with a temporary config.
+for service in redis-server prometheus; do
+  printf '%s\n' "${missing[@]}" | grep -qx "$service" || continue
   if [ -d /run/systemd/system ]; then
-    $sudo systemctl disable --now redis-server.service >/dev/null 2>&1 || true
+    $sudo systemctl disable --now "$service.service" >/dev/null 2>&1 || true
   else
-    $sudo service redis-server stop >/dev/null 2>&1 || true
-    $sudo update-rc.d redis-server disable >/dev/null 2>&1 || true
+    $sudo service "$service" stop >/dev/null 2>&1 || true
+    $sudo update-rc.d "$service" disable >/dev/null 2>&1 || true
   fi
-fi
+done

@@ -5,6 +5,7 @@
 #include <deque>
 #include <thread>
 
+#include "client/client_metrics.h"
 #include "common/base/log.h"
 
 namespace rrs {
@@ -124,6 +125,7 @@ Status TableFetcher::stream(size_t count, const std::function<Range(size_t)>& pl
       InFlight f = std::move(window.front());
       window.pop_front();
       bytes_read_.fetch_add(f.length, std::memory_order_relaxed);
+      client_metrics().fetched_bytes.add(f.length);
       RRS_RETURN_IF_ERROR(done(f.i, std::move(f.lease), f.length));
       if (cancelled_) return cancelled();
     }

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "client/client_metrics.h"
 #include "client/follow/follower.h"
 #include "client/follow/stream_sink.h"
 #include "client/replica/handoff.h"
@@ -93,6 +94,7 @@ Status run_follow(const ClientConfig& config) {
   }
   int failed_rounds = 0;
   for (uint64_t resyncs = 0;; ++resyncs) {
+    if (resyncs > 0) client_metrics().resyncs.add();
     catch_stop_signals(false);
     Round round;
     Status synced = sync_round(sync_config, creds, round);
@@ -101,6 +103,7 @@ Status run_follow(const ClientConfig& config) {
     // a newer table mid-transfer.
     if (!synced.ok() && unavailable(synced) && sync_config.policy == TargetPolicy::kFlush &&
         ++failed_rounds < kMaxFailedRounds && !stop_requested()) {
+      client_metrics().failed(synced);
       log::warn(synced.message() +
                 "; the sync did not finish; starting it over from the newest "
                 "table (attempt " +

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "client/client_metrics.h"
 #include "common/base/log.h"
 
 namespace rrs {
@@ -44,6 +45,8 @@ void request_stop() { g_stop.store(true); }
 
 Status Follower::reconnect(const Status& cause) {
   log::warn(cause.message() + "; reconnecting to rdma-server " + config_.server.to_string());
+  client_metrics().failed(cause);
+  client_metrics().reconnects.add();
   while (!g_stop.load()) {
     // Short attempts, so a stop signal is not kept waiting.
     Status s = synced_.reader->connect(
@@ -84,9 +87,6 @@ Result<std::optional<FollowEnd>> Follower::refresh_header() {
 }
 
 void Follower::report(const char* final) {
-  if (config_.status_interval_s == 0 && !final) return;
-  if (!final && seconds_since(last_report_) < config_.status_interval_s) return;
-  last_report_ = Clock::now();
   const uint64_t applied = sink_.applied();
   const uint64_t lag_bytes = header_.end > applied ? header_.end - applied : 0;
   const long long lag_ms = unapplied_.empty()
@@ -94,6 +94,10 @@ void Follower::report(const char* final) {
                                : std::chrono::duration_cast<std::chrono::milliseconds>(
                                      Clock::now() - unapplied_.front().at)
                                      .count();
+  publish_metrics(applied, lag_bytes, lag_ms);
+  if (config_.status_interval_s == 0 && !final) return;
+  if (!final && seconds_since(last_report_) < config_.status_interval_s) return;
+  last_report_ = Clock::now();
   // --cluster: a line per shard, named by its sidecar.
   const std::string source = config_.cluster ? " source=" + config_.server.to_string()
                                              : std::string();
@@ -103,6 +107,13 @@ void Follower::report(const char* final) {
               static_cast<unsigned long long>(resyncs_),
               static_cast<unsigned long long>(header_.log_id));
   std::fflush(stdout);
+}
+
+// Every round, whatever --status-interval says: a scrape sees the lag now.
+void Follower::publish_metrics(uint64_t applied, uint64_t lag_bytes, long long lag_ms) {
+  client_metrics().follow_offset.set(static_cast<double>(applied));
+  client_metrics().follow_lag_bytes.set(static_cast<double>(lag_bytes));
+  client_metrics().follow_lag_seconds.set(static_cast<double>(lag_ms) / 1000.0);
 }
 
 // One round: decide from header_ whether the table can still be continued,

@@ -57,6 +57,7 @@ class Follower {
   Status reconnect(const Status& cause);
   // A status line: periodic ("following") when `final` is null, else `final`.
   void report(const char* final = nullptr);
+  static void publish_metrics(uint64_t applied, uint64_t lag_bytes, long long lag_ms);
 
   const ClientConfig& config_;
   SyncedTable& synced_;

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <optional>
 
+#include "client/client_metrics.h"
+
 namespace rrs {
 namespace {
 
@@ -141,6 +143,7 @@ Status StreamApplier::collect() {
       applied_ = s.end;
       db_ = s.db_after;
       commands_ += s.commands;
+      client_metrics().commands_applied.add(s.commands);
     }
   }
   in_flight_.clear();

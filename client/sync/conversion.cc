@@ -3,6 +3,7 @@
 #include <iterator>
 #include <memory>
 
+#include "client/client_metrics.h"
 #include "common/base/log.h"
 #include "proto/dump_payload.h"
 #include "proto/rdb_format.h"
@@ -128,6 +129,7 @@ Status Conversion::convert(RecordBatch& batch) {
     RRS_RETURN_IF_ERROR(convert_one(r, converted->bytes));
     ends.push_back(converted->bytes.size());
   }
+  client_metrics().converted.add(batch.records.size());
   // Views only once the bytes stopped moving.
   size_t begin = 0;
   for (size_t i = 0; i < ends.size(); ++i) {
@@ -168,8 +170,10 @@ Status Conversion::convert_one(const Record& r, std::string& out) {
                                         "--allow-lossy-conversion to load it without")
           .as(ErrorKind::kRefused);
     ++dropped_[i];
+    client_metrics().lossy[i]->add();
   }
   ++reencoded_;
+  client_metrics().reencoded.add();
   out.resize(at + dump::payload_size(c->value.size()));
   dump::write_payload(c->type, c->value, to_, out.data() + at);
   return {};

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "client/client_metrics.h"
 #include "client/fetch/remote_table.h"
 #include "client/sync/conversion.h"
 #include "client/sync/progress.h"
@@ -52,6 +53,7 @@ Status load_everything(const ClientConfig& config, RemoteTable& remote, FetchThr
   uint64_t seen = 0;
   while (auto batch = remote.queue.pop()) {
     seen += batch->records.size();
+    client_metrics().fetched_records.add(batch->records.size());
     if (conversion.needed()) RRS_RETURN_IF_ERROR(conversion.convert(*batch));
     RRS_RETURN_IF_ERROR(sink.load(*batch));
     progress.update(seen, remote.fetcher->bytes_read());
@@ -122,6 +124,8 @@ Result<SyncedTable> run_sync(const ClientConfig& config, LoadSink& sink) {
   RRS_ASSIGN_OR_RETURN(std::unique_ptr<RemoteTable> remote, open_remote_table(config, t0));
   if (sink.loads()) RRS_RETURN_IF_ERROR(check_nothing_dropped(config, remote->info.header));
   RRS_RETURN_IF_ERROR(check_file_history(config, remote->info.header));
+  client_metrics().table_records.set(static_cast<double>(remote->info.header.record_count));
+  client_metrics().table_bytes.set(static_cast<double>(remote->info.header.total_size));
   // A target that does not read the master's RDB version gets the table
   // converted; what cannot be is refused here, before anything is loaded.
   RRS_ASSIGN_OR_RETURN(Conversion conversion,
@@ -148,6 +152,7 @@ Result<SyncedTable> run_sync(const ClientConfig& config, LoadSink& sink) {
   report.table_bytes = remote->fetcher->bytes_read();
   report.epoch = remote->info.header.epoch;
   report.fields = sink.summary_fields() + conversion.summary_fields();
+  if (sink.loads()) client_metrics().loaded(report.counts, remote->fetcher->failures().size());
   if (sink.loads())
     print_synced(report);
   else

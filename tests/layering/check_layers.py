@@ -14,6 +14,7 @@ import sys
 BASE = "common/base"
 PROTO = "proto"
 NET = "common/net"
+METRICS = "common/metrics"
 REDIS = "common/redis"
 TABLE = "common/table"
 AUTH = "common/auth"
@@ -21,20 +22,22 @@ TRANSPORT = "common/transport"
 TCP = "common/transport/tcp"
 VERBS = "common/transport/verbs"
 CLI = "common/cli"
-COMMON = [BASE, PROTO, NET, REDIS, TABLE, AUTH, TRANSPORT, TCP, VERBS, CLI]
+COMMON = [BASE, PROTO, NET, METRICS, REDIS, TABLE, AUTH, TRANSPORT, TCP, VERBS, CLI]
 
 ALLOWED = {
     BASE: [],
     PROTO: [BASE],
     NET: [BASE],
+    # Counters the transports update (one atomic add); the endpoint is evhttp.
+    METRICS: [BASE, NET],
     # A shard's cluster slots (redis/cluster_slots.h) are proto's SlotRanges.
     REDIS: [BASE, NET, PROTO],
     TABLE: [BASE, PROTO],
     AUTH: [BASE, PROTO],
     # The control session (transport/control_session.h) checks AUTH proofs.
-    TRANSPORT: [BASE, PROTO, TABLE, AUTH],
-    TCP: [BASE, PROTO, TABLE, NET, AUTH, TRANSPORT],
-    VERBS: [BASE, PROTO, TABLE, NET, AUTH, TRANSPORT],
+    TRANSPORT: [BASE, PROTO, TABLE, AUTH, METRICS],
+    TCP: [BASE, PROTO, TABLE, NET, AUTH, TRANSPORT, METRICS],
+    VERBS: [BASE, PROTO, TABLE, NET, AUTH, TRANSPORT, METRICS],
     # --version names the wire formats and RDB versions (common/cli/version.cc).
     CLI: [BASE, NET, PROTO],
     "server": COMMON,

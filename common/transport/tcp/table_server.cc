@@ -13,6 +13,7 @@
 #include "common/base/log.h"
 #include "common/net/socket.h"
 #include "common/transport/control_session.h"
+#include "common/transport/serving_metrics.h"
 
 namespace rrs {
 
@@ -132,6 +133,7 @@ class TcpTableServer::Client {
       return no;
     ++server_.pending_;
     ++by_host[host_];
+    serving_metrics().tcp_handshaking.add(1);
     slot_ = Slot::kHandshake;
     return std::nullopt;
   }
@@ -144,6 +146,7 @@ class TcpTableServer::Client {
       return false;
     }
     ++server_.authenticated_;
+    serving_metrics().tcp_authenticated.add(1);
     slot_ = Slot::kAuthenticated;
     evtimer_del(deadline_.get());
     set_read_timeout(server_.limits_.access.idle_timeout);
@@ -154,8 +157,10 @@ class TcpTableServer::Client {
       --server_.pending_;
       auto it = server_.pending_by_host_.find(host_);
       if (--it->second == 0) server_.pending_by_host_.erase(it);
+      serving_metrics().tcp_handshaking.add(-1);
     } else if (slot_ == Slot::kAuthenticated) {
       --server_.authenticated_;
+      serving_metrics().tcp_authenticated.add(-1);
     }
     slot_ = Slot::kNone;
   }
@@ -287,6 +292,8 @@ class TcpTableServer::Client {
       evbuffer_add_reference(output(), bytes.data(), bytes.size(), release_table_ref,
                              new TablePtr(server_.table_));
     queued(header.size() + bytes.size());
+    serving_metrics().tcp_reads.add();
+    serving_metrics().tcp_bytes.add(bytes.size());
   }
 
   template <typename Fn>
@@ -308,6 +315,7 @@ class TcpTableServer::Client {
   // garbage gets told why, and nothing more. Rate-limited: any peer can
   // cause one per connection.
   void reject(uint32_t request_id, const Refusal& r) {
+    ServingMetrics::refused(ServingTransport::kTcp, r.code);
     log::warn_limited("client refused", "client " + peer_ + ": " +
                                             control::error_code_name(r.code) + ": " + r.why +
                                             "; disconnecting it");

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "common/base/log.h"
+#include "common/transport/serving_metrics.h"
 #include "common/transport/verbs/device.h"
 
 namespace rrs {
@@ -172,6 +173,7 @@ void VerbsTableServer::handle(rdma_cm_event& ev) {
 }
 
 void VerbsTableServer::reject(rdma_cm_id* id, const Refusal& r) {
+  ServingMetrics::refused(ServingTransport::kVerbs, r.code);
   log::warn_limited("verbs client refused", "verbs client " + peer_of(id) + ": " +
                                                 control::error_code_name(r.code) + ": " + r.why +
                                                 "; rejecting it");
@@ -201,6 +203,7 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
   if (!c->prepare(*pd)) return drop_new(std::move(c), "set up its queue pair");
   if (!accept(*c, **reg, *hello, param)) return drop_new(std::move(c), "rdma_accept");
   connections_.emplace(id, std::move(c));
+  serving_metrics().verbs_connected.set(static_cast<double>(connections_.size()));
   arm_handshake_timer();
 }
 
@@ -280,6 +283,9 @@ void VerbsTableServer::prune_retired() {
       if (c->epoch == r.table->epoch() && c->id->verbs == r.device) c->grant.reset();
   };
   auto next = registry_.prune(now, limits_.retire_grace, in_use, release);
+  // Called whenever a connection goes (drop, disconnect_all) or an epoch does.
+  serving_metrics().verbs_connected.set(static_cast<double>(connections_.size()));
+  serving_metrics().verbs_registrations.set(static_cast<double>(registry_.registrations()));
   if (!next) return;
   const timeval tv = to_timeval(std::chrono::duration_cast<std::chrono::microseconds>(*next - now) +
                                 std::chrono::milliseconds(10));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/base/log.h"
+#include "common/transport/serving_metrics.h"
 #include "common/transport/verbs/table_server.h"
 #include "common/transport/verbs/work_request.h"
 
@@ -85,6 +86,7 @@ std::string VerbsTableServer::answer_auth(Connection& c, const control::Proof& s
 }
 
 void VerbsTableServer::close_with(Connection& c, const Refusal& r) {
+  ServingMetrics::refused(ServingTransport::kVerbs, r.code);
   log::warn_limited("verbs client refused", "verbs client " + c.peer + ": " +
                                                 control::error_code_name(r.code) + ": " + r.why +
                                                 "; disconnecting it");

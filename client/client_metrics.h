@@ -1,0 +1,60 @@
+// rdma-client's metrics (names rrs_client_*): the table fetched, records
+// loaded and failed, conversions, and follow mode's lag and progress.
+// Registered in metrics::global() on first use of client_metrics(), which
+// main() makes at start when --metrics is given, so every name is listed
+// from the first scrape. Every member is one atomic: any thread.
+#pragma once
+
+#include <array>
+
+#include "common/base/status.h"
+#include "common/metrics/registry.h"
+#include "proto/rdb_convert.h"
+
+namespace rrs {
+
+struct LoadCounts;
+
+struct ClientMetrics {
+  ClientMetrics();
+
+  // The table: its records and bytes, and how much of it was read.
+  metrics::Gauge& table_records;
+  metrics::Gauge& table_bytes;
+  metrics::Counter& fetched_records;
+  metrics::Counter& fetched_bytes;
+  // Conversion for an older target: records converted, those whose bytes
+  // changed (the rest were restamped), those that lost a part, per kind.
+  metrics::Counter& converted;
+  metrics::Counter& reencoded;
+  std::array<metrics::Counter*, rdb::kLossKindCount> lossy{};
+  // Syncs finished (every record loaded or knowingly skipped).
+  metrics::Counter& syncs;
+  // Follow mode.
+  metrics::Gauge& follow_offset;
+  metrics::Gauge& follow_lag_bytes;
+  metrics::Gauge& follow_lag_seconds;
+  metrics::Counter& commands_applied;
+  metrics::Counter& resyncs;
+  metrics::Counter& reconnects;
+
+  // A sync's end: what the target took, refused, and skipped; `invalid` of
+  // the failures were records that failed validation.
+  void loaded(const LoadCounts& counts, uint64_t invalid);
+  // A failure the client carries on after (a follower reconnects, a sync
+  // starts over); the run's last ends it, and its metrics with it.
+  void failed(const Status& s);
+
+ private:
+  metrics::Counter& loaded_records_;
+  metrics::Counter& loaded_bytes_;
+  metrics::Counter& failed_invalid_;
+  metrics::Counter& failed_refused_;
+  metrics::Counter& skipped_expired_;
+  metrics::Family& errors_;
+  metrics::Gauge& last_error_;
+};
+
+ClientMetrics& client_metrics();
+
+}  // namespace rrs
