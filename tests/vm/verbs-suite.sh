@@ -72,6 +72,8 @@ run "$build/tests/integration/cluster_sync_test" --gtest_filter='*ThreeShardsInt
 # And followed: each shard's change log read over verbs, its stream routed
 # by slot into four masters under a writer.
 run "$build/tests/integration/cluster_follow_test" --gtest_filter='*ThreeShardsFollowed*'
+# rdma-server's /metrics with a verbs client connected and following.
+run "$build/tests/integration/metrics_endpoint_test" --gtest_filter='*DuringSyncAndFollow*'
 # The package as an operator gets it: the .deb built (cpack) and installed
 # in the guest (dpkg -i, into the throw-away overlay), its units verified,
 # and bench/demo.sh run with /usr/bin's binaries over verbs.
