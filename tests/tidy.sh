@@ -55,7 +55,7 @@ declare -A key=()
 todo=("${files[@]}")
 if [ -n "${RRS_TIDY_CACHE:-}" ] && mkdir -p "$RRS_TIDY_CACHE" 2>/dev/null; then
   while IFS=$'\t' read -r f k; do key[$f]=$k; done < <(
-    ninja -C "$build" -t deps 2>/dev/null | python3 tests/tidy_keys.py "$root" \
+    ninja -C "$build" -t deps 2>/dev/null | python3 tests/tidy_keys.py "$root" "$build" \
       "$(clang-tidy --version | tr '\n' ' ')" "${files[@]}")
   todo=()
   for f in "${files[@]}"; do

@@ -3,7 +3,7 @@ clang-tidy's verdict on it depends on.
 
 stdin: `ninja -t deps` of the build (an object's line, then its
 dependencies indented, the source first). Arguments: the repository root,
-clang-tidy's version, the files (relative to the root). Prints
+the build directory, clang-tidy's version, the files (relative to the root). Prints
 `file<TAB>key` for every file whose dependencies the build knows and are up
 to date. The key covers the version, .clang-tidy, tests/tidy.sh, and every
 dependency: a file in the repository by its content, a system header by its
@@ -34,9 +34,27 @@ def read_deps(lines):
 
 
 def main():
-    root, version, files = sys.argv[1], sys.argv[2], sys.argv[3:]
-    deps = read_deps(sys.stdin)
+    root, build, version, files = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+    build = os.path.abspath(build)
+    # Paths are relative to the build directory when the compiler was given
+    # relative ones (ccache's base_dir does that).
+    deps = {
+        os.path.normpath(os.path.join(build, src)): [
+            os.path.normpath(os.path.join(build, d)) for d in ds
+        ]
+        for src, ds in read_deps(sys.stdin).items()
+    }
     stamps = {}
+
+    def name(path):
+        """A dependency's name without where the checkout and the build are,
+        so another clone or build directory of the same code has the same key."""
+        full = os.path.abspath(path)
+        if full.startswith(build + os.sep):
+            return "<build>/" + os.path.relpath(full, build)
+        if full.startswith(root + os.sep):
+            return os.path.relpath(full, root)
+        return full
 
     def stamp(path):
         if path not in stamps:
@@ -59,8 +77,8 @@ def main():
         if source not in deps:
             continue
         h = base.copy()
-        for dep in sorted(set(deps[source])):
-            h.update(dep.encode() + b"\0" + stamp(dep).encode() + b"\n")
+        for dep in sorted(set(deps[source]), key=name):
+            h.update(name(dep).encode() + b"\0" + stamp(dep).encode() + b"\n")
         print(f"{rel}\t{h.hexdigest()}")
 
 
