@@ -5,7 +5,7 @@
 
 #include "common/cli/args.h"
 #include "common/cli/cpu_list.h"
-#include "common/metrics/http_endpoint.h"
+#include "common/cli/metrics_flag.h"
 #include "proto/control.h"
 
 namespace rrs {
@@ -373,18 +373,6 @@ Status take_sidecars(const std::vector<std::string>& positional, ClientConfig& c
   if (!port.ok()) return port.status().wrap("<server-port>");
   c.server = {positional[0], *port};
   return {};
-}
-
-// --metrics [ADDR:]PORT, if it is the current argument.
-bool metrics_option(ArgReader& args, std::optional<Endpoint>& out) {
-  std::string v;
-  if (!args.option("--metrics", v)) return false;
-  auto at = metrics::parse_metrics_address(v);
-  if (at.ok())
-    out = *at;
-  else
-    args.fail(at.status().message());
-  return true;
 }
 
 }  // namespace

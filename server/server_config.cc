@@ -4,7 +4,7 @@
 
 #include "common/cli/args.h"
 #include "common/cli/cpu_list.h"
-#include "common/metrics/http_endpoint.h"
+#include "common/cli/metrics_flag.h"
 
 namespace rrs {
 
@@ -119,18 +119,6 @@ log could never grow again, so it is marked superseded and the server exits),
 1 anything else (a port in use, a locked-memory limit too low,
 ...; the message names it).
 )";
-
-// --metrics [ADDR:]PORT, if it is the current argument.
-bool metrics_option(ArgReader& args, std::optional<Endpoint>& out) {
-  std::string v;
-  if (!args.option("--metrics", v)) return false;
-  auto at = metrics::parse_metrics_address(v);
-  if (at.ok())
-    out = *at;
-  else
-    args.fail(at.status().message());
-  return true;
-}
 
 // --source rdb reads a file instead of a master: it needs --rdb-file, and a
 // flag naming a master would be ignored, so it is refused; --rdb-file is

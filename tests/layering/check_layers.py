@@ -38,8 +38,9 @@ ALLOWED = {
     TRANSPORT: [BASE, PROTO, TABLE, AUTH, METRICS],
     TCP: [BASE, PROTO, TABLE, NET, AUTH, TRANSPORT, METRICS],
     VERBS: [BASE, PROTO, TABLE, NET, AUTH, TRANSPORT, METRICS],
-    # --version names the wire formats and RDB versions (common/cli/version.cc).
-    CLI: [BASE, NET, PROTO],
+    # --version names the wire formats and RDB versions (common/cli/version.cc);
+    # --metrics is parsed as the endpoint reads it (common/cli/metrics_flag.cc).
+    CLI: [BASE, NET, PROTO, METRICS],
     "server": COMMON,
     "client": COMMON,
     "bench": COMMON + ["server", "client"],
