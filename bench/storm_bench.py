@@ -111,6 +111,15 @@ def parse_args(argv):
     p.add_argument("--baseline-seconds", type=float, default=10,
                    help="seconds of that load with no sync, once per run (default 10)")
     p.add_argument("--runs", type=int, default=1, help="repetitions (default 1)")
+    p.add_argument("--settled-seconds", type=float, default=0, metavar="S",
+                   help="after each storm, S s of the latency load with the synced replicas "
+                        "still attached and nothing syncing (the master then propagates every "
+                        "write to them): the baseline a storm's own cost is read against "
+                        "(default 0: off)")
+    p.add_argument("--busy-baseline", action="store_true",
+                   help="also measure the latency client while gen_dataset loads as many bytes "
+                        "as the largest storm's replicas take in into a scratch server beside "
+                        "them (--replica-cpu): the machine's own interference, with no sync")
     p.add_argument("--log-size", type=size_arg, default=None,
                    help="rdma-server --log-size (default: 64M, or 60 s of the --loop "
                         "write stream when more)")
@@ -142,10 +151,10 @@ def parse_args(argv):
     p.add_argument("--build-dir", default="build",
                    help="CMake build tree, relative to the repo root unless absolute")
     p.add_argument("--pin", action="store_true",
-                   help="pin the master (and its fork children) to --master-cpu, every other "
-                        "server, rdma-server and rdma-client to --replica-cpu (default: "
-                        "nothing pinned, so a fork child runs beside its master as on a "
-                        "real host)")
+                   help="pin the master's main process to --master-cpu; its fork children "
+                        "(bgsave-cpulist), every other server, rdma-server and rdma-client to "
+                        "--replica-cpu, as on a host where the master's thread has a core "
+                        "of its own (default: nothing pinned)")
     p.add_argument("--master-cpu", type=int, default=0)
     p.add_argument("--replica-cpu", type=int, default=1)
     p.add_argument("--wait-quiet", type=float, default=0, metavar="S",
@@ -339,17 +348,18 @@ class Storm:
         for rel in ("bench/gen_dataset", "server/rdma-server", "client/rdma-client"):
             self.binary(rel)  # fail before minutes of work, not after
         self.pinning = choose_pinning(a, (
-            f"master and its fork children, the latency client and the --loop writer: CPU "
-            f"{a.master_cpu}; every replica, the standing replica, rdma-server, rdma-client and "
-            f"gen_dataset: CPU {a.replica_cpu}"))
+            f"master, the latency client and the --loop writer: CPU {a.master_cpu}; the "
+            f"master's fork children (bgsave-cpulist), every replica, the standing replica, "
+            f"rdma-server, rdma-client and gen_dataset: CPU {a.replica_cpu}. As on a host "
+            f"where a fork child gets a core of its own, the master's thread keeps one"))
         self.procs = Procs()
         self.work = tempfile.mkdtemp(prefix="storm_bench.")
         self.quiet = Disturbance(a.wait_quiet, QUIET, OTHERS)
-        self.rows, self.baselines, self.loops = [], [], []
+        self.rows, self.baselines, self.busy_baselines, self.loops = [], [], [], []
         self.unsupported = {}  # system -> why it was not measured
         self.loadavg_start = storm_report.loadavg()
         self.master = None
-        self.load_s = self.used_memory_mb = None
+        self.load_s = self.used_memory_mb = self.dataset_mb = None
         self.memory_check()
         paced = os.path.join(a.build_dir, "bench", "paced_load")
         # The C++ client keeps its own overhead out of the tail; Python's stands in.
@@ -380,15 +390,19 @@ class Storm:
 
     def start_master(self, run):
         a = self.a
+        args = ["--repl-backlog-size", str(a.backlog_size)]
+        if a.master_cpu is not None:  # its fork children run beside the replicas
+            args += ["--bgsave-cpulist", str(a.replica_cpu)]
         self.master = RedisServer(self.procs, f"master{run}", self.work, self.cpu("master"),
-                                  ["--repl-backlog-size", str(a.backlog_size)],
-                                  a.server).start()
+                                  args, a.server).start()
         print(f"loading the master (port {self.master.port}): {a.keys:,} keys x "
               f"{a.value_size} B ...", flush=True)
         self.load_s, _ = load_dataset(self.procs, self.binary("bench/gen_dataset"),
                                       self.master.port, a.keys, a.value_size,
                                       cpu=self.cpu("other"), timeout_s=self.timeout_s())
-        self.used_memory_mb = int(self.master.info("memory")["used_memory"]) / 2**20
+        memory = self.master.info("memory")
+        self.used_memory_mb = int(memory["used_memory"]) / 2**20
+        self.dataset_mb = int(memory["used_memory_dataset"]) / 2**20
         print(f"  loaded in {self.load_s:.1f} s; used_memory {self.used_memory_mb:.0f} MiB",
               flush=True)
 
@@ -506,15 +520,42 @@ class Storm:
         lat = self.start_latency(f"baseline{run}")
         sampler = Sampler(self.master)
         sampler.start()
+        before = master_counters(self.master)
         t0 = time.monotonic()
         time.sleep(self.a.baseline_seconds)
         t1 = time.monotonic()
+        # What serving the steady load alone costs the master's main thread:
+        # storms' CPU is also reported net of it (their durations differ).
+        cpu = master_counters(self.master)["main_cpu_s"] - before["main_cpu_s"]
         sampler.finish()
-        row = {"run": run + 1, "seconds": t1 - t0, **self.stop_latency(lat, t0, t1)}
+        row = {"run": run + 1, "seconds": t1 - t0, "master_main_cpu_s": cpu,
+               **self.stop_latency(lat, t0, t1)}
         self.baselines.append(row)
         print(f"  baseline, no sync: p50 {row['p50_us']:.0f} us, p99 {row['p99_us']:.0f} us, "
               f"p99.9 {row['p999_us']:.0f} us, max {row['max_us']:.0f} us "
               f"({row['requests']:,} requests)", flush=True)
+
+    def busy_baseline(self, run):
+        """The latency client while the replicas' side of the machine loads the
+        bytes of the largest storm into a scratch server: what the master's
+        clients see from that work alone, no sync involved."""
+        a = self.a
+        n = max(a.replicas)
+        scratch = RedisServer(self.procs, f"scratch{run}", self.work, self.cpu("other"), (),
+                              a.server).start()
+        self.wait_master_idle()
+        lat = self.start_latency(f"busy-baseline{run}")
+        t0 = time.monotonic()
+        load_dataset(self.procs, self.binary("bench/gen_dataset"), scratch.port, a.keys * n,
+                     a.value_size, cpu=self.cpu("other"), timeout_s=self.timeout_s(n))
+        t1 = time.monotonic()
+        row = {"run": run + 1, "seconds": t1 - t0, "busy": n, **self.stop_latency(lat, t0, t1)}
+        scratch.stop()
+        self.busy_baselines.append(row)
+        print(f"  baseline, the other CPU loading {n} x the data set into a scratch server: "
+              f"p50 {row['p50_us']:.0f} us, p99 {row['p99_us']:.0f} us, p99.9 "
+              f"{row['p999_us']:.0f} us, max {row['max_us']:.0f} us ({t1 - t0:.1f} s)",
+              flush=True)
 
     # ---- one storm -------------------------------------------------------------
 
@@ -552,6 +593,8 @@ class Storm:
                                   if standing else None)}
         row.update(self.sidecar_cost(sidecar, clients))
         row["equal"] = self.verify(replicas, tag)
+        if self.a.settled_seconds > 0:
+            row.update(self.settled(tag, standing, sidecar))
         self.teardown(replicas, standing, sidecar)
         self.rows.append(row)
         self.progress(row)
@@ -612,11 +655,13 @@ class Storm:
         pid = sidecar["proc"].pid
         ready = self.tables(sidecar)
         build = re.search(r"build_s=([\d.]+)", ready[0]) if ready else None
+        size = re.search(r" bytes=(\d+)", ready[0]) if ready else None
         return {"sidecar_tables": len(ready),"sidecar_cpu_s": cpu_seconds(pid, children=False),
                 "sidecar_rss_mb": peak_rss_mb(pid),
                 "clients_cpu_s": sum(c["cpu_s"] for c in clients),
                 "client_rss_mb": max(c["rss_mb"] for c in clients),
-                "build_s": float(build.group(1)) if build else None}
+                "build_s": float(build.group(1)) if build else None,
+                "table_mb": int(size.group(1)) / 2**20 if size else None}
 
     def verify(self, replicas, tag):
         """Every replica at the master's offset, with its DEBUG DIGEST."""
@@ -629,6 +674,18 @@ class Storm:
         if bad:
             raise BenchError(f"{tag}: DEBUG DIGEST differs from the master's on {bad}")
         return "yes"
+
+    def settled(self, tag, standing, sidecar):
+        """The latency load once the storm is over: its replicas (and the
+        standing one) attached and streaming, the sidecar stopped."""
+        if sidecar:
+            self.procs.stop(sidecar["proc"])
+        lat = self.start_latency(f"{tag}-settled")
+        t0 = time.monotonic()
+        time.sleep(self.a.settled_seconds)
+        t1 = time.monotonic()
+        figures = self.stop_latency(lat, t0, t1)
+        return {f"settled_{k}": v for k, v in figures.items() if k.endswith("_us")}
 
     def teardown(self, replicas, standing, sidecar):
         if sidecar:
@@ -732,6 +789,8 @@ class Storm:
             systems = [s for s in a.systems if s not in self.unsupported]
             if not a.loop_only:
                 self.baseline(run)
+                if a.busy_baseline:
+                    self.busy_baseline(run)
                 for arrival in a.arrivals:
                     for system in systems:
                         for n in a.replicas:

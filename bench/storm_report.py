@@ -18,7 +18,8 @@ STORM_FIELDS = [
     "max_us", "requests", "master_repl_out_mb", "master_bytes_out_mb", "replicas_in_mb",
     "sync_full",
     "sync_partial_ok", "standing_forks", "sidecar_cpu_s", "sidecar_rss_mb", "clients_cpu_s",
-    "client_rss_mb", "sidecar_tables", "build_s", "busy_before", "others_cores"]
+    "client_rss_mb", "sidecar_tables", "build_s", "table_mb", "settled_p50_us", "settled_p99_us",
+    "settled_p999_us", "settled_max_us", "busy_before", "others_cores"]
 LOOP_FIELDS = ["system", "run", "seconds", "sync_full", "sync_partial_ok", "master_forks",
                "obuf_disconnects", "first_synced_s", "synced_at_end", "bytes_out_mb",
                "standing_sync_full", "sidecar_tables", "failed"]
@@ -37,6 +38,8 @@ COLUMNS = [
     ("sidecar_cpu_s", "rdma-server CPU s", 2), ("sidecar_rss_mb", "rdma-server peak RSS MiB", 0),
     ("clients_cpu_s", "rdma-clients CPU s", 2)]
 TARGET_P99 = 1.2  # the issue: p99 during a staggered storm of 8, sidecar-replica, <= 1.2x baseline
+TARGET_MARGINAL = 0.05  # master CPU per added replica, sidecar / native
+TARGET_TABLE = 1.1  # the table's bytes / the master's used_memory_dataset
 
 
 def loadavg():
@@ -65,7 +68,8 @@ def write(a, bench, command, date, host):
                            extrasaction="ignore")
         w.writeheader()
         for kind, rows in (("storm", bench.rows), ("loop", bench.loops),
-                           ("baseline", bench.baselines)):
+                           ("baseline", bench.baselines),
+                           ("busy-baseline", bench.busy_baselines)):
             for r in rows:
                 w.writerow({"kind": kind, **{k: (f"{v:.4f}" if isinstance(v, float) else v)
                                              for k, v in r.items()}})
@@ -91,7 +95,9 @@ def header(a, bench, command, date, host):
            f"| pinning | {bench.pinning} |", "", "## Set-up", "",
            f"- data: {a.keys:,} keys x {a.value_size:,} random bytes (gen_dataset) = "
            f"{a.data_bytes / 1e6:,.0f} MB of values; master used_memory "
-           f"{cell(bench.used_memory_mb, 0)} MiB; loaded in {cell(bench.load_s, 1)} s",
+           f"{cell(bench.used_memory_mb, 0)} MiB (used_memory_dataset "
+           f"{cell(bench.dataset_mb, 0)} MiB); loaded in "
+           f"{cell(bench.load_s, 1)} s",
            f"- latency client ({client}): "
            f"{a.load_rate:,} requests/s, GET and SET in turn (100 B) on "
            f"{1000} keys, open loop from each request's due time (a stall counts for every "
@@ -129,6 +135,17 @@ def results(a, bench):
                   f"{cell(med(base, 'p99_us'), 0)} us, p99.9 {cell(med(base, 'p999_us'), 0)} us, "
                   f"max {cell(med(base, 'max_us'), 0)} us.")
         md.append("")
+    busy = bench.busy_baselines
+    if busy:
+        md.append(f"Baseline with the other CPU busy (--busy-baseline: gen_dataset loading "
+                  f"{busy[0]['busy']} x the data set into a scratch server on the replicas' "
+                  f"CPU, {cell(med(busy, 'seconds'), 1)} s, no sync): p50 "
+                  f"{cell(med(busy, 'p50_us'), 0)} us, p99 {cell(med(busy, 'p99_us'), 0)} us, "
+                  f"p99.9 {cell(med(busy, 'p999_us'), 0)} us, max "
+                  f"{cell(med(busy, 'max_us'), 0)} us: what the master's clients see from "
+                  "the machine's own interference (shared caches, memory bandwidth, the "
+                  "hypervisor), without a sync.")
+        md.append("")
     for arrival in a.arrivals:
         md += [f"### {arrival}", "", "| system | N | " + " | ".join(h for _, h, _ in COLUMNS)
                + " | standing replica forks | equal |",
@@ -163,10 +180,68 @@ def read_off(a, bench):
         md.append(f"- master client p99 during a staggered storm of {top}, sidecar-replica: "
                   f"{med(rows, 'p99_us'):.0f} us = {r:.2f}x the no-sync load's {b99:.0f} us "
                   f"(target <= {TARGET_P99}x: **{'met' if r <= TARGET_P99 else 'missed'}**)")
+        settled = med(rows, "settled_p99_us")
+        if settled:
+            md.append(f"- the same p99 against the settled load's {settled:.0f} us (after the "
+                      f"storm: its {top} replicas attached, nothing syncing): "
+                      f"{med(rows, 'p99_us') / settled:.2f}x")
+        busy = med(bench.busy_baselines, "p99_us")
+        if busy:
+            md.append(f"- the same p99 against the busy baseline's {busy:.0f} us (the other "
+                      f"CPU loading as many bytes, no sync): {med(rows, 'p99_us') / busy:.2f}x")
+    md += marginal_cpu(bench, top) + table_memory(bench)
     if top != 8 or "staggered" not in a.arrivals:
         md.append("- (the issue's targets are for a staggered storm of 8; this run's largest "
                   f"is {top}{'' if 'staggered' in a.arrivals else ', not staggered'})")
     return md + [""]
+
+
+def master_cpu(rows, load_rate):
+    """The master's CPU in a storm (main thread + fork children), less what
+    the steady latency load costs its main thread over the storm's length
+    (`load_rate` CPU s per s, from the baseline): the sync's share alone."""
+    main, children = med(rows, "master_main_cpu_s"), med(rows, "master_children_cpu_s")
+    if main is None:
+        return None
+    return main + (children or 0) - load_rate * (med(rows, "synced_s") or 0)
+
+
+def marginal_cpu(bench, top):
+    """The master's CPU each replica past the first adds, staggered:
+    (CPU at N=top - CPU at N=1) / (top - 1), net of the steady load."""
+    if top < 2:
+        return []
+    base = [b for b in bench.baselines if b.get("master_main_cpu_s") is not None]
+    rate = (med(base, "master_main_cpu_s") / med(base, "seconds")) if base else 0.0
+
+    def per_replica(system):
+        lo = master_cpu(group(bench.rows, system, "staggered", 1), rate)
+        hi = master_cpu(group(bench.rows, system, "staggered", top), rate)
+        return None if lo is None or hi is None else (hi - lo) / (top - 1)
+    native = per_replica("native-diskless")
+    net = (f"net of the steady load's {rate * 1000:.0f} ms/s of main-thread CPU" if base
+           else "the steady load's own CPU included (no baseline CPU recorded)")
+    md = []
+    for system in ("sidecar-master", "sidecar-replica"):
+        got = per_replica(system)
+        if got is None or not native:
+            continue
+        share = got / native
+        md.append(f"- master CPU per added replica (main thread + fork children, staggered, "
+                  f"1 -> {top}, {net}), {system}: {got:.3f} s against native-diskless's "
+                  f"{native:.3f} s = {share:.1%} (target < {TARGET_MARGINAL:.0%}: "
+                  f"**{'met' if share < TARGET_MARGINAL else 'missed'}**)")
+    return md
+
+
+def table_memory(bench):
+    table = med([r for r in bench.rows if r.get("table_mb")], "table_mb")
+    if not table or not bench.dataset_mb:
+        return []
+    r = table / bench.dataset_mb
+    return [f"- the sidecar's table: {table:,.0f} MiB = {r:.2f}x the master's "
+            f"used_memory_dataset ({bench.dataset_mb:,.0f} MiB) (target <= {TARGET_TABLE}x: "
+            f"**{'met' if r <= TARGET_TABLE else 'missed'}**)"]
 
 
 def loop_section(a, bench):
