@@ -37,12 +37,6 @@ ClientMetrics::ClientMetrics()
       reencoded(
           r().counters("rrs_client_converted_records_total", "", {"how"}).counter({"reencoded"})),
       syncs(r().counter("rrs_client_syncs_total", "Full syncs that finished.")),
-      follow_offset(r().gauge("rrs_client_follow_offset_bytes",
-                              "The master's replication offset the target has been given.")),
-      follow_lag_bytes(r().gauge("rrs_client_follow_lag_bytes",
-                                 "Change-log bytes not yet applied to the target.")),
-      follow_lag_seconds(r().gauge("rrs_client_follow_lag_seconds",
-                                   "How long the oldest unapplied change-log byte has waited.")),
       commands_applied(r().counter("rrs_client_commands_applied_total",
                                    "Stream commands applied to the target (--follow, restore "
                                    "mode).")),
@@ -51,6 +45,18 @@ ClientMetrics::ClientMetrics()
                           "table).")),
       reconnects(
           r().counter("rrs_client_reconnects_total", "Reconnects to the sidecar while following.")),
+      follow_offset_(r().gauges("rrs_client_follow_offset_bytes",
+                                "The master's replication offset the target has been given, "
+                                "by sidecar followed.",
+                                {"source"})),
+      follow_lag_bytes_(r().gauges("rrs_client_follow_lag_bytes",
+                                   "Change-log bytes not yet applied to the target, by sidecar "
+                                   "followed.",
+                                   {"source"})),
+      follow_lag_seconds_(r().gauges("rrs_client_follow_lag_seconds",
+                                     "How long the oldest unapplied change-log byte has waited, "
+                                     "by sidecar followed.",
+                                     {"source"})),
       loaded_records_(r().counter("rrs_client_loaded_records_total",
                                   "Records (keys) the target took, counted when a sync ends.")),
       loaded_bytes_(r().counter("rrs_client_loaded_bytes_total",
@@ -80,6 +86,11 @@ ClientMetrics::ClientMetrics()
   for (ErrorKind k : {ErrorKind::kUnavailable, ErrorKind::kBadData, ErrorKind::kDenied,
                       ErrorKind::kRefused, ErrorKind::kUsage, ErrorKind::kFailed})
     errors_.counter({kind_name(k)});
+}
+
+ClientMetrics::FollowGauges ClientMetrics::follow(const std::string& source) {
+  return {follow_offset_.gauge({source}), follow_lag_bytes_.gauge({source}),
+          follow_lag_seconds_.gauge({source})};
 }
 
 void ClientMetrics::loaded(const LoadCounts& counts, uint64_t invalid) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <string>
 
 #include "common/base/status.h"
 #include "common/metrics/registry.h"
@@ -30,10 +31,14 @@ struct ClientMetrics {
   std::array<metrics::Counter*, rdb::kLossKindCount> lossy{};
   // Syncs finished (every record loaded or knowingly skipped).
   metrics::Counter& syncs;
-  // Follow mode.
-  metrics::Gauge& follow_offset;
-  metrics::Gauge& follow_lag_bytes;
-  metrics::Gauge& follow_lag_seconds;
+  // Follow mode: a follower's progress, one series per sidecar followed
+  // (label `source`, its host:port; --cluster follows one per shard).
+  struct FollowGauges {
+    metrics::Gauge& offset;
+    metrics::Gauge& lag_bytes;
+    metrics::Gauge& lag_seconds;
+  };
+  FollowGauges follow(const std::string& source);
   metrics::Counter& commands_applied;
   metrics::Counter& resyncs;
   metrics::Counter& reconnects;
@@ -46,6 +51,9 @@ struct ClientMetrics {
   void failed(const Status& s);
 
  private:
+  metrics::Family& follow_offset_;
+  metrics::Family& follow_lag_bytes_;
+  metrics::Family& follow_lag_seconds_;
   metrics::Counter& loaded_records_;
   metrics::Counter& loaded_bytes_;
   metrics::Counter& failed_invalid_;

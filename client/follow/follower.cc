@@ -111,9 +111,9 @@ void Follower::report(const char* final) {
 
 // Every round, whatever --status-interval says: a scrape sees the lag now.
 void Follower::publish_metrics(uint64_t applied, uint64_t lag_bytes, long long lag_ms) {
-  client_metrics().follow_offset.set(static_cast<double>(applied));
-  client_metrics().follow_lag_bytes.set(static_cast<double>(lag_bytes));
-  client_metrics().follow_lag_seconds.set(static_cast<double>(lag_ms) / 1000.0);
+  gauges_.offset.set(static_cast<double>(applied));
+  gauges_.lag_bytes.set(static_cast<double>(lag_bytes));
+  gauges_.lag_seconds.set(static_cast<double>(lag_ms) / 1000.0);
 }
 
 // One round: decide from header_ whether the table can still be continued,

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "client/client_config.h"
+#include "client/client_metrics.h"
 #include "client/follow/log_tail.h"
 #include "client/follow/stream_sink.h"
 #include "client/sync/sync_driver.h"
@@ -43,7 +44,8 @@ class Follower {
         tail_(*synced.reader, config.io_timeout, config.chunk_size),
         sink_(sink),
         read_pos_(synced.header.source_offset),
-        resyncs_(resyncs) {}
+        resyncs_(resyncs),
+        gauges_(client_metrics().follow(config.server.to_string())) {}
 
   Result<FollowEnd> run();
 
@@ -57,7 +59,7 @@ class Follower {
   Status reconnect(const Status& cause);
   // A status line: periodic ("following") when `final` is null, else `final`.
   void report(const char* final = nullptr);
-  static void publish_metrics(uint64_t applied, uint64_t lag_bytes, long long lag_ms);
+  void publish_metrics(uint64_t applied, uint64_t lag_bytes, long long lag_ms);
 
   const ClientConfig& config_;
   SyncedTable& synced_;
@@ -66,6 +68,7 @@ class Follower {
   change_log::Header header_;
   uint64_t read_pos_;  // stream position of the next byte to read
   uint64_t resyncs_;
+  ClientMetrics::FollowGauges gauges_;  // this sidecar's series
   // When this client first saw the stream reach each end it has not applied
   // yet, oldest first: lag_ms is how long the oldest has waited.
   struct Seen {

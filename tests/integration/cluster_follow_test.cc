@@ -22,6 +22,8 @@
 #include "tests/support/cluster_dataset.h"
 #include "tests/support/cluster_write_load.h"
 #include "tests/support/eventually.h"
+#include "tests/support/http_get.h"
+#include "tests/support/ports.h"
 #include "tests/support/redis_cluster.h"
 #include "tests/support/sidecar.h"
 
@@ -52,16 +54,17 @@ class ClusterFollowTest : public SidecarTest {
     for (auto& s : sidecars_) ASSERT_TRUE(s->wait_ready()) << s->describe();
   }
 
-  Process start_follower(RedisCluster& target) {
+  Process start_follower(RedisCluster& target, const std::vector<std::string>& extra = {}) {
     std::vector<std::string> argv = {client_binary(), "--cluster"};
-    for (const auto& s : sidecars_)
-      argv.push_back(sidecar_host() + ":" + std::to_string(s->port()));
-    for (const char* a :
-         {"--redis", "", "--follow", "--status-interval", "1", "--transport", "", "--quiet"})
-      argv.emplace_back(a);
-    argv[argv.size() - 7] = target.seed();
-    argv[argv.size() - 2] = test_transport();
+    for (const auto& s : sidecars_) argv.push_back(sidecar(*s));
+    argv.insert(argv.end(), {"--redis", target.seed(), "--follow", "--status-interval", "1",
+                             "--transport", test_transport(), "--quiet"});
+    argv.insert(argv.end(), extra.begin(), extra.end());
     return Process(argv);
+  }
+
+  static std::string sidecar(const SidecarServer& s) {
+    return sidecar_host() + ":" + std::to_string(s.port());
   }
 
   // Waits until the target's values equal the source's; on failure, records
@@ -111,10 +114,17 @@ TEST_F(ClusterFollowTest, ThreeShardsFollowedIntoFourMasters) {
   start_sidecars();
   RedisCluster target(ClusterOptions().with_masters(4));
   ASSERT_TRUE(target.started()) << target.start_error();
-  Process follower = start_follower(target);
+  const uint16_t metrics_port = free_loopback_port();
+  Process follower = start_follower(target, {"--metrics", std::to_string(metrics_port)});
   ASSERT_TRUE(follower.wait_for_line("cluster-synced", 90s)) << follower.describe();
   ASSERT_TRUE(eventually([&] { return shards_following(follower.stdout_text()) == 3; }, 30s))
       << follower.describe();
+  // A follow-lag series per shard, named by its sidecar.
+  const std::string scraped = http_get(metrics_port, "/metrics").body;
+  for (const auto& s : sidecars_)
+    EXPECT_TRUE(
+        sample_value(scraped, "rrs_client_follow_lag_bytes{source=\"" + sidecar(*s) + "\"}"))
+        << scraped;
   uint64_t before = writer.rounds();
   while (writer.rounds() < before + 200 && follower.running()) std::this_thread::sleep_for(10ms);
   // One source master flushes itself while the writer goes on: the target

@@ -69,6 +69,9 @@ TEST_F(MetricsEndpointTest, ServerAndFollowerDuringSyncAndFollow) {
                     replica_.address(), "--follow", "--mode", "restore", "--transport",
                     test_transport(), "--quiet", "--metrics",
                     "127.0.0.1:" + std::to_string(client_metrics)});
+  // The follower's series are labelled with the sidecar it follows.
+  const std::string source = "{source=\"" + sidecar_host() + ":" + std::to_string(server.port()) +
+                             "\"}";
   std::string last;
   ASSERT_TRUE(sample_becomes(
       client_metrics, "rrs_client_loaded_records_total", [](double v) { return v == 1700; }, last))
@@ -83,7 +86,8 @@ TEST_F(MetricsEndpointTest, ServerAndFollowerDuringSyncAndFollow) {
       client_metrics, "rrs_client_commands_applied_total", [](double v) { return v >= 50; }, last))
       << last << follower.describe();
   ASSERT_TRUE(sample_becomes(
-      client_metrics, "rrs_client_follow_lag_bytes", [](double v) { return v == 0; }, last))
+      client_metrics, "rrs_client_follow_lag_bytes" + source, [](double v) { return v == 0; },
+      last))
       << last;
   // The link's thread starts after the ready line.
   ASSERT_TRUE(sample_becomes(
@@ -106,7 +110,8 @@ TEST_F(MetricsEndpointTest, ServerAndFollowerDuringSyncAndFollow) {
         last = scrape(server_metrics);
         auto end = sample_value(last, "rrs_server_change_log_offset_bytes{edge=\"end\"}");
         return end && *end > 0 && sample_value(last, "rrs_server_master_offset_bytes") == *end &&
-               sample_value(scrape(client_metrics), "rrs_client_follow_offset_bytes") == *end;
+               sample_value(scrape(client_metrics), "rrs_client_follow_offset_bytes" + source) ==
+                   *end;
       },
       30s, 200ms))
       << last;
