@@ -54,13 +54,21 @@ class Resp:
         self.rfile.close()
         self.sock.close()
 
-    def call(self, *args):
+    def call(self, *args, timeout=None):
+        """`timeout`: seconds for this reply only (a DEBUG DIGEST of ten million
+        keys takes longer than the connection's 30)."""
         out = [b"*%d\r\n" % len(args)]
         for a in args:
             b = a if isinstance(a, bytes) else str(a).encode()
             out.append(b"$%d\r\n%s\r\n" % (len(b), b))
-        self.sock.sendall(b"".join(out))
-        return self._reply()
+        before = self.sock.gettimeout()
+        if timeout is not None:
+            self.sock.settimeout(timeout)
+        try:
+            self.sock.sendall(b"".join(out))
+            return self._reply()
+        finally:
+            self.sock.settimeout(before)
 
     def _reply(self):
         line = self.rfile.readline()
@@ -355,8 +363,8 @@ class RedisServer:
         except (OSError, BenchError):
             return False
 
-    def call(self, *args):
-        return self.conn.call(*args)
+    def call(self, *args, timeout=None):
+        return self.conn.call(*args, timeout=timeout)
 
     def info(self, section):
         return self.conn.info(section)

@@ -255,6 +255,11 @@ def parse_args(argv):
     p.add_argument("--wait-quiet", type=float, default=0, metavar="S",
                    help=f"before each copy wait up to S s for the machine to be under "
                         f"{QUIET * 100:.0f}%% busy (default: only record how busy)")
+    p.add_argument("--rdbcompression", choices=("yes", "no"), default="yes",
+                   help="the sources' rdbcompression (Redis' default: yes), for every system: "
+                        "random values do not compress, so 'yes' only spends the fork "
+                        "children's CPU on LZF attempts; 'no' adds -rdbcompression-no to the "
+                        "results file name")
     p.add_argument("--results-dir", default=os.path.join(BENCH_DIR, "results"))
     p.add_argument("--tag", default="", help="appended to the results file name")
     a = p.parse_args(argv)
@@ -330,8 +335,8 @@ class Bench:
 
     def setup(self):
         a = self.a
-        self.standalone = RedisServer(self.procs, "standalone", self.work, None, (),
-                                      a.server).start()
+        self.standalone = RedisServer(self.procs, "standalone", self.work, None,
+                                      ("--rdbcompression", a.rdbcompression), a.server).start()
         wall, detail = self.gen(self.standalone)
         self.loads.append(("the standalone server", wall, detail))
         n = self.standalone.call("DBSIZE")
@@ -361,6 +366,7 @@ class Bench:
                   f"loaded in {time.monotonic() - t0:.1f} s; same keyspace digest as the "
                   f"standalone", flush=True)
             for n in self.source.nodes:  # the sidecar's PSYNC: fork at once
+                n.call("CONFIG", "SET", "rdbcompression", a.rdbcompression)
                 n.call("CONFIG", "SET", "repl-diskless-sync", "yes")
                 n.call("CONFIG", "SET", "repl-diskless-sync-delay", "0")
         if {"sidecar", "sidecar-replicas", "redis-cli-import"} & set(a.systems):
@@ -683,6 +689,7 @@ def write_report(a, bench, command, date, host):
     os.makedirs(a.results_dir, exist_ok=True)
     stem = os.path.join(a.results_dir, f"{date}-cluster-{host}" +
                         (f"-{a.server.name}" if a.server.name != "redis-7.0" else "") +
+                        ("-rdbcompression-no" if a.rdbcompression == "no" else "") +
                         (f"-{a.tag}" if a.tag else ""))
     rows = bench.rows
     with open(stem + ".csv", "w", newline="") as f:
@@ -710,7 +717,8 @@ def write_report(a, bench, command, date, host):
                        for m in a.target_masters)) + ", no replicas, flushed before each copy. "
           f"Every node: `{shlex.join(RedisServer.BASE_ARGS)}` plus "
           f"`{shlex.join(CLUSTER_ARGS)}` for cluster nodes; all on loopback, "
-          f"sidecar transport {a.transport}"
+          f"sidecar transport {a.transport}; the standalone and every source node "
+          f"`rdbcompression {a.rdbcompression}`"
           + (f" ({a.verbs_addr})" if a.transport == "verbs" else "") + ". Nothing pinned.\n",
           "## Systems\n"]
     L += [f"- **{s}**: {SYSTEM_WHAT[s]}" for s in a.systems]

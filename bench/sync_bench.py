@@ -73,6 +73,7 @@ SYSTEMS = ["native-disk", "native-diskless", "sidecar-tcp", "sidecar-verbs", "si
 REPLICA_SWAPDB = ["--repl-diskless-load", "swapdb"]
 QUIET = 0.15  # CPU busy fraction above which a measurement is flagged as disturbed
 OTHERS = 0.10  # cores other processes used during a sync above which it is flagged
+DIGEST_TIMEOUT_S = 600  # DEBUG DIGEST of the small data set (10M keys) takes minutes
 
 
 def parse_args(argv):
@@ -245,7 +246,7 @@ class Bench:
         self.master_keys = self.master.call("DBSIZE")
         if self.master_keys != ds.keys:
             raise BenchError(f"master has {self.master_keys} keys, expected {ds.keys}")
-        self.master_digest = self.master.call("DEBUG", "DIGEST")
+        self.master_digest = self.master.call("DEBUG", "DIGEST", timeout=DIGEST_TIMEOUT_S)
         mem = self.master.info("memory")["used_memory_human"]
         self.loads.append({"dataset": ds.name, "seconds": wall, "used_memory": mem,
                            "detail": detail})
@@ -269,7 +270,7 @@ class Bench:
             if n != self.master_keys:
                 raise BenchError(f"the {t.describe()} reference has {n} keys, the master "
                                  f"{self.master_keys}")
-            self.expected_digest = ref.call("DEBUG", "DIGEST")
+            self.expected_digest = ref.call("DEBUG", "DIGEST", timeout=DIGEST_TIMEOUT_S)
         finally:
             ref.stop()
         self.digest_of = f"that of a {t.describe()} loaded with the same data set"
@@ -308,7 +309,7 @@ class Bench:
         n = replica.call("DBSIZE")
         if n != self.master_keys:
             raise BenchError(f"{what}: replica has {n} keys, master {self.master_keys}")
-        if replica.call("DEBUG", "DIGEST") != self.expected_digest:
+        if replica.call("DEBUG", "DIGEST", timeout=DIGEST_TIMEOUT_S) != self.expected_digest:
             raise BenchError(f"{what}: DEBUG DIGEST differs from {self.digest_of}")
 
     def master_cost_start(self):
