@@ -147,7 +147,7 @@ done
 echo "replica caught up $(since "$t") after the first write"
 redis-cli -p "$replica" info replication | grep -E '^(role|master_port|master_link_status|master_repl_offset)' | tr -d '\r'
 
-step "verify: rdma-client --verify compares every key (type, value, TTL, field TTLs) of the replica with the master's"
+step "verify: rdma-client --verify compares every key (type, value, TTL, field TTLs) and every function library of the replica with the master's"
 rc=0
 "$client_bin" --verify --source-redis "127.0.0.1:$master" --redis "127.0.0.1:$replica" --quiet || rc=$?
 case $rc in

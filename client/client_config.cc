@@ -67,8 +67,9 @@ pending entries, with the counters both servers report), and its PTTL within
 --ttl-tolerance-ms; a full run also reports keys only the target holds.
 Reads are pipelined, a batch of keys per round trip; a key that differs is
 read once more before it is reported (a replica a moment behind). Function
-libraries are not compared. Prints the first differences and a summary (see
-Output below); changes nothing on either side.
+libraries are compared by name and code (FUNCTION LIST WITHCODE; a side that
+refuses it leaves them uncompared, with a warning). Prints the first
+differences and a summary (see Output below); changes nothing on either side.
 
 Options:
   --redis HOST:PORT       Redis to load into (default 127.0.0.1:6379); with
@@ -273,9 +274,12 @@ With --verify, a line per difference (the first --max-differences):
   different key=K db=N what=type|value|ttl|field-ttl|missing|extra
             source=... target=...
   (K and the values escaped: space, '\' and bytes outside printable ASCII
-  as \xNN; values cut at 64 bytes), then
+  as \xNN; values cut at 64 bytes),
+  different library=NAME what=library-missing|library-extra|library-code
+            source=... target=...
+  then
   verify: equal|different keys=N compared=N different=N missing=N extra=N
-          seconds=S
+          libraries=N|- libraries_different=N seconds=S
   and exit 0 equal, 1 different, 2 bad usage, 3 could not compare (a side
   unreachable, auth refused, a timeout, a reply that makes no sense).
 )";

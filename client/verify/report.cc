@@ -25,13 +25,21 @@ std::string difference_line(std::string_view key, uint32_t db, const Difference&
          " source=" + escape(d.source, kValueLimit) + " target=" + escape(d.target, kValueLimit);
 }
 
+std::string library_line(std::string_view name, const Difference& d) {
+  constexpr size_t kCodeLimit = 64;
+  return "different library=" + escape(name) + " what=" + d.what +
+         " source=" + escape(d.source, kCodeLimit) + " target=" + escape(d.target, kCodeLimit);
+}
+
 std::string summary_line(const VerifyCounts& c, double seconds) {
   char s[32];
   std::snprintf(s, sizeof s, "%.2f", seconds);
   return std::string("verify: ") + (c.equal() ? "equal" : "different") +
          " keys=" + std::to_string(c.keys) + " compared=" + std::to_string(c.compared) +
          " different=" + std::to_string(c.different) + " missing=" + std::to_string(c.missing) +
-         " extra=" + std::to_string(c.extra) + " seconds=" + s;
+         " extra=" + std::to_string(c.extra) +
+         " libraries=" + (c.libraries_compared ? std::to_string(c.libraries) : "-") +
+         " libraries_different=" + std::to_string(c.libraries_different) + " seconds=" + s;
 }
 
 }  // namespace rrs::verify

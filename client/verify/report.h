@@ -24,10 +24,19 @@ struct VerifyCounts {
   uint64_t different = 0;  // on both sides, not the same (type, value, TTL, field TTL)
   uint64_t missing = 0;    // on the source only
   uint64_t extra = 0;      // on the target only (full runs)
-  bool equal() const { return different == 0 && missing == 0 && extra == 0; }
+  uint64_t libraries = 0;  // function libraries on either side, when compared
+  uint64_t libraries_different = 0;
+  bool libraries_compared = false;
+  bool equal() const {
+    return different == 0 && missing == 0 && extra == 0 && libraries_different == 0;
+  }
 };
 
-// verify: equal|different keys=N compared=N different=N missing=N extra=N seconds=S
+// different library=<escaped> what=<what> source=<escaped> target=<escaped>
+std::string library_line(std::string_view name, const Difference& d);
+
+// verify: equal|different keys=N compared=N different=N missing=N extra=N
+// libraries=N|- libraries_different=N seconds=S (libraries "-": not compared)
 std::string summary_line(const VerifyCounts& c, double seconds);
 
 }  // namespace rrs::verify

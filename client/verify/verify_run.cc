@@ -6,6 +6,7 @@
 #include <set>
 
 #include "client/sync/progress.h"
+#include "client/verify/function_libraries.h"
 #include "client/verify/key_reader.h"
 #include "client/verify/key_source.h"
 #include "client/verify/report.h"
@@ -54,6 +55,7 @@ class Verifier {
   Status compare_db(uint32_t db, uint64_t db_keys, uint64_t total);
   Status compare_batch(uint32_t db, const std::vector<std::string>& keys);
   Status find_extras(uint32_t db);
+  Status compare_libraries();
   void report(std::string_view key, uint32_t db, const verify::Difference& d);
 
   const ClientConfig& c_;
@@ -156,6 +158,30 @@ Status Verifier::run() {
     for (const auto& [db, keys] : target_dbs) dbs.insert(db);
   for (uint32_t db : dbs) RRS_RETURN_IF_ERROR(compare_db(db, source_dbs[db], total));
   progress_->update(counts_.compared, 0, true);
+  return compare_libraries();
+}
+
+// Function libraries are not keys: read whole on both sides and compared
+// by name and code. A side that refuses FUNCTION LIST (its user lacks
+// +function) leaves them uncompared, said in the log and the summary.
+Status Verifier::compare_libraries() {
+  std::string why;
+  RRS_ASSIGN_OR_RETURN(auto source, verify::read_libraries(source_.client(), why));
+  RRS_ASSIGN_OR_RETURN(auto target, verify::read_libraries(target_.client(), why));
+  if (!source || !target) {
+    log::warn("function libraries not compared: the " + std::string(!source ? "source" : "target") +
+              " refused FUNCTION LIST (" + why + ")");
+    return {};
+  }
+  counts_.libraries_compared = true;
+  std::set<std::string> names;
+  for (const auto& [name, code] : *source) names.insert(name);
+  for (const auto& [name, code] : *target) names.insert(name);
+  counts_.libraries = names.size();
+  for (const auto& [name, d] : verify::compare_libraries(*source, *target)) {
+    ++counts_.libraries_different;
+    if (printed_++ < c_.max_differences) std::printf("%s\n", verify::library_line(name, d).c_str());
+  }
   return {};
 }
 
@@ -180,7 +206,8 @@ Status run_verify(const ClientConfig& config) {
   std::fflush(stdout);
   if (counts.equal()) return {};
   return Status::error("verify", std::to_string(counts.different + counts.missing + counts.extra) +
-                                     " keys differ (see the lines above)");
+                                     " keys and " + std::to_string(counts.libraries_different) +
+                                     " function libraries differ (see the lines above)");
 }
 
 }  // namespace rrs

@@ -12,6 +12,7 @@
 #include "tests/support/ports.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/sidecar.h"
+#include "tests/support/temp_dir.h"
 
 namespace rrs::test {
 namespace {
@@ -72,6 +73,40 @@ TEST_F(VerifyTest, EqualAfterARealSync) {
   EXPECT_EQ(field_u64(f, "keys"), source_.client().total_keys()) << run.describe();
   EXPECT_EQ(field_u64(f, "compared"), source_.client().total_keys()) << run.describe();
   EXPECT_EQ(field_u64(f, "different"), 0u) << run.describe();
+}
+
+TEST_F(VerifyTest, FunctionLibrariesComparedByNameAndCode) {
+  const std::string lib = "#!lua name=lib\nredis.register_function('f', function() return 1 end)";
+  const std::string other = "#!lua name=lib\nredis.register_function('f', function() return 2 end)";
+  source_.run({"SET", "k", "v"});
+  source_.run({"FUNCTION", "LOAD", lib});
+  ASSERT_FALSE(HasFailure());
+  ASSERT_NO_FATAL_FAILURE(sync(source_, target_));
+  ClientRun run = verify(source_, target_);
+  EXPECT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_EQ(field_u64(summary(run), "libraries"), 1u) << run.describe();
+
+  target_.run({"FUNCTION", "LOAD", "REPLACE", other});
+  target_.run({"FUNCTION", "LOAD",
+               "#!lua name=more\nredis.register_function('g', function() return 3 end)"});
+  ASSERT_FALSE(HasFailure());
+  run = verify(source_, target_);
+  EXPECT_EQ(run.exit_code, 1) << run.describe();
+  EXPECT_TRUE(says(run, "different library=lib what=library-code")) << run.describe();
+  EXPECT_TRUE(says(run, "different library=more what=library-extra")) << run.describe();
+  EXPECT_EQ(field_u64(summary(run), "libraries_different"), 2u) << run.describe();
+  EXPECT_EQ(field_u64(summary(run), "different"), 0u) << run.describe();  // the keys are equal
+
+  // A user who may not list functions still gets its keys compared.
+  target_.run({"FUNCTION", "FLUSH"});
+  target_.run({"ACL", "SETUSER", "keys-only", "on", ">pw", "~*", "+@all", "-function"});
+  TempDir dir("verify-acl");
+  run = verify(source_, target_, {"--redis-auth-file", dir.write_file("auth", "keys-only pw\n")});
+  EXPECT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_NE(run.err.find("function libraries not compared: the target refused FUNCTION LIST"),
+            std::string::npos)
+      << run.describe();
+  EXPECT_TRUE(says(run, " libraries=- ")) << run.describe();
 }
 
 TEST_F(VerifyTest, EachKindOfDifferenceIsNamed) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "client/verify/function_libraries.h"
 #include "client/verify/key_compare.h"
 #include "client/verify/key_source.h"
 #include "client/verify/key_state.h"
@@ -136,9 +137,53 @@ TEST(VerifyReport, LinesAreOneTokenPerField) {
   VerifyCounts c;
   c.keys = c.compared = 3;
   EXPECT_EQ(summary_line(c, 1.234),
-            "verify: equal keys=3 compared=3 different=0 missing=0 extra=0 seconds=1.23");
+            "verify: equal keys=3 compared=3 different=0 missing=0 extra=0 libraries=- "
+            "libraries_different=0 seconds=1.23");
+  c.libraries_compared = true;
+  c.libraries = 2;
+  EXPECT_NE(summary_line(c, 0).find(" libraries=2 libraries_different=0 "), std::string::npos);
   c.extra = 1;
   EXPECT_EQ(summary_line(c, 0).substr(0, 17), "verify: different");
+  EXPECT_EQ(library_line("my lib", {"library-code", "#!lua name=a", "none"}),
+            "different library=my\\x20lib what=library-code source=#!lua\\x20name=a target=none");
+}
+
+// FUNCTION LIST WITHCODE as RESP2 sends it: per library a flat
+// name/value list, functions nested.
+std::string library(const std::string& name, const std::string& code) {
+  return array({bulk("library_name"), bulk(name), bulk("engine"), bulk("LUA"), bulk("functions"),
+                array({array({bulk("name"), bulk("f"), bulk("description"), "$-1\r\n",
+                              bulk("flags"), array({})})}),
+                bulk("library_code"), bulk(code)});
+}
+
+TEST(VerifyLibraries, ParsedByNameAndCode) {
+  auto libs = parse_libraries(*Reply(array({library("a", "code a"), library("b", "code b")})));
+  ASSERT_TRUE(libs.ok()) << libs.status().message();
+  EXPECT_EQ(*libs, (Libraries{{"a", "code a"}, {"b", "code b"}}));
+  EXPECT_TRUE(parse_libraries(*Reply(array({})))->empty());
+  EXPECT_EQ(parse_libraries(*Reply(bulk("x"))).status().kind(), ErrorKind::kBadData);
+  EXPECT_EQ(parse_libraries(*Reply(array({array({bulk("library_name")})}))).status().kind(),
+            ErrorKind::kBadData);
+  EXPECT_EQ(
+      parse_libraries(*Reply(array({array({bulk("library_name"), bulk("a")})}))).status().kind(),
+      ErrorKind::kBadData);  // no code
+}
+
+TEST(VerifyLibraries, EachKindOfDifference) {
+  const Libraries source = {{"a", "1"}, {"b", "2"}, {"c", "3"}};
+  const Libraries target = {{"b", "2"}, {"c", "other"}, {"d", "4"}};
+  auto d = compare_libraries(source, target);
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[0].first, "a");
+  EXPECT_EQ(d[0].second.what, "library-missing");
+  EXPECT_EQ(d[1].first, "c");
+  EXPECT_EQ(d[1].second.what, "library-code");
+  EXPECT_EQ(d[1].second.target, "other");
+  EXPECT_EQ(d[2].first, "d");
+  EXPECT_EQ(d[2].second.what, "library-extra");
+  EXPECT_TRUE(compare_libraries(source, source).empty());
+  EXPECT_TRUE(compare_libraries({}, {}).empty());
 }
 
 TEST(VerifySample, SharesFollowTheDbSizes) {
