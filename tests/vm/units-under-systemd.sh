@@ -57,7 +57,7 @@ until_ok() {  # SECS COMMAND...: poll until COMMAND succeeds
 }
 is() { [ "$(prop "$1" "$2")" = "$3" ]; }         # unit property value
 logged() { journal "$1" | grep -qE -- "$2"; }    # unit regex
-settled() { ! is "$1" ActiveState activating && ! is "$1" ActiveState active; }
+settled() { is "$1" ActiveState inactive || is "$1" ActiveState failed; }  # ExecStopPost= done too
 # What the unit says about itself when something went wrong.
 show_unit() {
   systemctl status --no-pager -l "$1" >&2
@@ -138,7 +138,7 @@ write_env client.env.example client-demo.env SIDECAR_HOST="$RRS_VERBS_ADDR" SIDE
   REDIS=127.0.0.1:$replica "RDMA_CLIENT_ARGS=--flush --status-interval 5 --transport verbs"
 write_env client.env.example client-tcp.env SIDECAR_HOST="$RRS_VERBS_ADDR" SIDECAR_PORT=$sidecar \
   REDIS=127.0.0.1:$replica_tcp \
-  "RDMA_CLIENT_ARGS=--flush --transport tcp --handoff --master 127.0.0.1:$master"
+  "RDMA_CLIENT_ARGS=--flush --transport tcp --mode replica --handoff --master 127.0.0.1:$master"
 grep -v '^REDIS=' $conf/server-demo.env >$conf/server-bad.env
 grep -v '^REDIS=' $conf/client-demo.env >$conf/client-bad.env
 # systemd logs a clean exit at debug level only, and forgets a stopped
