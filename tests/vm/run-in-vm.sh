@@ -5,7 +5,7 @@
 # directory. /tmp and the repository are shared read-write with the host.
 #
 #   bash tests/vm/run-in-vm.sh [--timeout SECS] [--memory SIZE] [--cpus N]
-#                              [--wire listen:PORT|connect:PORT] -- COMMAND...
+#                              [--wire listen:PORT|connect:PORT] [--systemd] -- COMMAND...
 #
 # COMMAND's words are passed as they are (no shell re-parsing); use
 # `-- bash -c '...'` for a pipeline. RRS_*, GTEST_* and CTEST_* variables of
@@ -21,6 +21,11 @@
 # other end, RRS_VM_WIRE_NIC the NIC. RoCE traffic then really leaves the
 # guest, so tc can cut it (tests/vm/net-cut-vms.sh; tests/vm/README.md says
 # why not a netfilter OUTPUT drop).
+#
+# --systemd boots systemd as the guest's init (vng --systemd) instead of
+# virtme-ng-init: COMMAND then runs in serial-getty@ttyS0.service, where
+# vng's drop-in starts virtme-ng-init in place of agetty, so systemctl and
+# journalctl work as on a real host (tests/vm/README.md, "systemd as init").
 #
 # Knobs (environment): RRS_VM_KERNEL (a vmlinuz; default the newest
 # /boot/vmlinuz-*-amd64), RRS_VM_BOOT_TIMEOUT (s, default 300),
@@ -39,6 +44,7 @@ memory=2G
 cpus=2
 boot_timeout=${RRS_VM_BOOT_TIMEOUT:-300}
 wire=""
+systemd=""
 
 say() { echo "run-in-vm: $*" >&2; }
 usage() { sed -n '7,9p' "${BASH_SOURCE[0]}" | sed 's/^# *//' >&2; exit 2; }
@@ -50,6 +56,7 @@ while [ $# -gt 0 ]; do
     --memory) [ $# -ge 2 ] || usage; memory=$2; shift 2 ;;
     --cpus) [ $# -ge 2 ] || usage; cpus=$2; shift 2 ;;
     --wire) [ $# -ge 2 ] || usage; wire=$2; shift 2 ;;
+    --systemd) systemd=1; shift ;;
     --) shift; break ;;
     -h|--help) usage ;;
     *) say "unexpected argument '$1' (COMMAND goes after --)"; usage ;;
@@ -136,11 +143,21 @@ vng_args=(
   --rwdir /tmp --rwdir "$repo"
   "${wire_opts[@]}"
 )
+# The boot unit: the serial getty that runs COMMAND (and sysinit.target:
+# udev, the journal), not the default target, which would also start what the
+# host enables (here postgresql, redis-server on 6379, apt and man-db timers):
+# minutes under TCG, and nothing the tests need. Named as the boot unit, not
+# left to the getty generator: the host's /.dockerenv, seen through the shared
+# root, makes systemd's tools think they run in a Docker container, and the
+# generator then starts console-getty instead. container= (empty, in PID 1's
+# environment: "no container", authoritative for PID 1) keeps PID 1 itself
+# reading the kernel command line, systemd.unit= included.
+[ -n "$systemd" ] && vng_args+=(--systemd --append "systemd.unit=serial-getty@ttyS0.service container=")
 [ -n "${RRS_VM_VERBOSE:-}" ] && vng_args+=(--verbose)
 [[ $PWD == "$repo" || $PWD == "$repo"/* || $PWD == /tmp* ]] ||
   say "note: $PWD is read-only in the guest (only /tmp and $repo are writable)"
 
-say "kernel $kernel, $cpus CPUs, $memory, TCG; COMMAND timeout ${cmd_timeout}s, whole VM ${host_timeout}s"
+say "kernel $kernel, $cpus CPUs, $memory, TCG${systemd:+, systemd as init}; COMMAND timeout ${cmd_timeout}s, whole VM ${host_timeout}s"
 say "running: $*"
 t0=$(date +%s.%N)
 # QEMU opens /proc/self/fd/1 and /proc/self/fd/2 with O_TRUNC: when they are
