@@ -79,7 +79,13 @@ bash tests/vm/run-in-vm.sh --timeout 2400 -- bash tests/vm/verbs-suite.sh "$buil
 # The network cut over verbs: two VMs joined by a virtual cable (about 2 minutes).
 cut=0
 bash tests/vm/net-cut-vms.sh "$build" || cut=$?
-if [ "$suite" -ne 0 ] || [ "$cut" -ne 0 ]; then
-  echo "tests/run.sh: FAILED: the Soft-RoCE suite exited $suite, the network cut over verbs $cut" >&2
+# The packaged systemd units run by a real systemd: a VM booted with systemd
+# as init (about 5 minutes under TCG).
+units=0
+bash tests/vm/run-in-vm.sh --systemd --timeout 900 -- \
+  bash tests/vm/units-under-systemd.sh "$build" || units=$?
+if [ "$suite" -ne 0 ] || [ "$cut" -ne 0 ] || [ "$units" -ne 0 ]; then
+  echo "tests/run.sh: FAILED: the Soft-RoCE suite exited $suite, the network cut over verbs" \
+    "$cut, the units under systemd $units" >&2
   exit 1
 fi

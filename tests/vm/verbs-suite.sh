@@ -11,8 +11,7 @@
 # four clients at once; a sidecar killed mid-transfer (and --atomic); the
 # master and the target killed mid-transfer; psync tables; follow mode;
 # replica mode and handoff; the soak; the .deb installed and the demo run
-# with its binaries (deb-demo.sh), and its systemd units under systemd when
-# the guest runs systemd as init (units-under-systemd.sh).
+# with its binaries (deb-demo.sh).
 # RRS_REQUIRE_VERBS=1 turns "no RDMA device" skips into failures: here a skip
 # would hide a broken setup.
 set -uo pipefail
@@ -83,18 +82,9 @@ echo "== tests/vm/deb-demo.sh"
 t0=$SECONDS
 timeout 900 bash tests/vm/deb-demo.sh "$build" || failed+=("deb-demo.sh")
 echo "   ($((SECONDS - t0)) s)"
-# The same package's systemd units run by systemd: that needs a guest booted
-# with systemd as init (run-in-vm.sh --systemd). Without one, the step says
-# that it did not run, and how to run it in a VM of its own.
-if [ "$(cat /proc/1/comm)" = systemd ]; then
-  echo "== tests/vm/units-under-systemd.sh"
-  t0=$SECONDS
-  timeout 600 bash tests/vm/units-under-systemd.sh "$build" || failed+=("units-under-systemd.sh")
-  echo "   ($((SECONDS - t0)) s)"
-else
-  echo "== tests/vm/units-under-systemd.sh: NOT RUN (PID 1 is not systemd here); in a VM of its own:"
-  echo "   bash tests/vm/run-in-vm.sh --systemd --timeout 600 -- bash tests/vm/units-under-systemd.sh $build"
-fi
+# The same package's systemd units run by systemd need a guest booted with
+# systemd as init: tests/run.sh runs units-under-systemd.sh in a VM of its
+# own (run-in-vm.sh --systemd).
 # The soak, shorter: sidecar, targets and master link failing at random
 # under a writer, followers in both modes, a handoff at the end.
 export RRS_SOAK_SECONDS=40
