@@ -165,12 +165,12 @@ Status Verifier::run() {
 // by name and code. A side that refuses FUNCTION LIST (its user lacks
 // +function) leaves them uncompared, said in the log and the summary.
 Status Verifier::compare_libraries() {
-  std::string why;
-  RRS_ASSIGN_OR_RETURN(auto source, verify::read_libraries(source_.client(), why));
-  RRS_ASSIGN_OR_RETURN(auto target, verify::read_libraries(target_.client(), why));
+  std::string source_why, target_why;
+  RRS_ASSIGN_OR_RETURN(auto source, verify::read_libraries(source_.client(), source_why));
+  RRS_ASSIGN_OR_RETURN(auto target, verify::read_libraries(target_.client(), target_why));
   if (!source || !target) {
     log::warn("function libraries not compared: the " + std::string(!source ? "source" : "target") +
-              " refused FUNCTION LIST (" + why + ")");
+              " refused FUNCTION LIST (" + (!source ? source_why : target_why) + ")");
     return {};
   }
   counts_.libraries_compared = true;
