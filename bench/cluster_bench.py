@@ -260,6 +260,9 @@ def parse_args(argv):
                         "random values do not compress, so 'yes' only spends the fork "
                         "children's CPU on LZF attempts; 'no' adds -rdbcompression-no to the "
                         "results file name")
+    p.add_argument("--huge-pages", choices=("auto", "on", "off"), default="auto",
+                   help="rdma-server's and rdma-client's --huge-pages (default auto, theirs: "
+                        "off in a VM whose balloon reports free pages to its host)")
     p.add_argument("--results-dir", default=os.path.join(BENCH_DIR, "results"))
     p.add_argument("--tag", default="", help="appended to the results file name")
     a = p.parse_args(argv)
@@ -454,7 +457,7 @@ class Bench:
             err = open(os.path.join(self.work, f"{tag}-server{i}.stderr"), "w")
             argv = [self.binary("server/rdma-server"), "--redis", f"{LOOPBACK}:{node.port}",
                     "--listen", self.host, "--port", str(port), "--source", "psync",
-                    "--transport", self.a.transport]
+                    "--transport", self.a.transport, "--huge-pages", self.a.huge_pages]
             servers.append((self.procs.start(f"rdma-server{i}", argv, stdout=out, stderr=err),
                             out.name, err.name))
             ports.append(port)
@@ -462,6 +465,7 @@ class Bench:
         argv = [self.binary("client/rdma-client"), "--cluster"] + \
             [f"{self.host}:{p}" for p in ports] + \
             ["--redis", target.seed(), "--transport", self.a.transport,
+             "--huge-pages", self.a.huge_pages,
              "--connect-timeout", str(int(self.timeout_s())), "--quiet"]
         with open(clog, "w") as err:
             client = self.procs.start("rdma-client", argv, stdout=subprocess.PIPE, stderr=err,
@@ -717,7 +721,7 @@ def write_report(a, bench, command, date, host):
                        for m in a.target_masters)) + ", no replicas, flushed before each copy. "
           f"Every node: `{shlex.join(RedisServer.BASE_ARGS)}` plus "
           f"`{shlex.join(CLUSTER_ARGS)}` for cluster nodes; all on loopback, "
-          f"sidecar transport {a.transport}; the standalone and every source node "
+          f"sidecar transport {a.transport}, `--huge-pages {a.huge_pages}`; the standalone and every source node "
           f"`rdbcompression {a.rdbcompression}`"
           + (f" ({a.verbs_addr})" if a.transport == "verbs" else "") + ". Nothing pinned.\n",
           "## Systems\n"]

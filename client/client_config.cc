@@ -5,6 +5,7 @@
 
 #include "common/cli/args.h"
 #include "common/cli/cpu_list.h"
+#include "common/cli/huge_pages_flag.h"
 #include "common/cli/metrics_flag.h"
 #include "proto/control.h"
 
@@ -188,6 +189,10 @@ Options:
   --cpu LIST              run on these CPUs only ("1", "2-3,6"); give the
                           target Redis other cores: a client sharing the
                           target's core slows the load (see README, placement)
+  --huge-pages auto|on|off
+                          transparent huge pages for the read buffers. auto
+                          (default): on, except in a VM whose balloon reports
+                          free memory to its host (see rdma-server --help)
   --quiet                 no progress output
   --metrics [ADDR:]PORT   serve Prometheus metrics (text format) at
                           http://ADDR:PORT/metrics while running; ADDR
@@ -405,7 +410,7 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
                args.number("--retries", 0, 1000, c.retries) ||
                args.number("--status-interval", 0, 86400, c.status_interval_s) ||
                args.number("--log-stall", 0, 86400, c.log_stall_s) || take_verify_flag(args, c) ||
-               metrics_option(args, c.metrics)) {
+               metrics_option(args, c.metrics) || huge_pages_option(args, c.huge_pages)) {
     } else if (args.flag("--flush") || args.flag("--merge")) {
       TargetPolicy p = args.previous() == "--flush" ? TargetPolicy::kFlush : TargetPolicy::kMerge;
       if (c.policy != TargetPolicy::kRequireEmpty && c.policy != p)

@@ -9,6 +9,7 @@
 #include "common/base/log_line.h"
 #include "common/base/status.h"
 #include "common/net/endpoint.h"
+#include "common/table/huge_pages.h"
 
 namespace rrs {
 
@@ -78,6 +79,8 @@ struct ClientConfig {
   // --cpu LIST: the CPUs every thread of the client runs on (empty: any);
   // keeps it off the target's core.
   std::vector<int> cpus;
+  // --huge-pages: whether the read buffers ask for transparent huge pages.
+  HugePages huge_pages = HugePages::kAuto;
   // --follow: after the sync, keep applying the master's stream from the
   // sidecar's change log until SIGINT/SIGTERM.
   bool follow = false;

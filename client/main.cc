@@ -21,6 +21,7 @@
 #include "common/cli/exit_codes.h"
 #include "common/cli/version.h"
 #include "common/metrics/http_endpoint.h"
+#include "common/table/huge_pages.h"
 #include "common/transport/verbs/device.h"
 
 using namespace rrs;
@@ -77,6 +78,9 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     log::error(s.message());
     return exit_code::for_status(s);
   }
+  // Said only when auto turned them off: the rare case worth knowing.
+  const std::string pages = set_huge_pages(config->huge_pages);
+  if (!huge_pages_on() && !config->quiet) log::info(pages);
   auto secret = auth::load_secret(config->auth_file);
   if (!secret.ok()) {
     log::error(secret.status().message());

@@ -19,6 +19,7 @@
 #include "common/cli/version.h"
 #include "common/metrics/http_endpoint.h"
 #include "common/net/loop_mailbox.h"
+#include "common/table/huge_pages.h"
 #include "common/transport/tcp/table_server.h"
 #include "common/transport/verbs/device.h"
 #include "common/transport/verbs/table_server.h"
@@ -319,6 +320,7 @@ void run_loop(event_base* base) {
 
 Status serve(const ServerConfig& config) {
   RRS_RETURN_IF_ERROR(pin_to_cpus(config.cpus));  // before any thread: they inherit it
+  log::info(set_huge_pages(config.huge_pages));
   RRS_ASSIGN_OR_RETURN(auto metrics, start_metrics(config.metrics));
   std::unique_ptr<event_base, void (*)(event_base*)> base(event_base_new(), event_base_free);
   // SIGUSR1's default action ends the process, so its handler goes in before

@@ -4,6 +4,7 @@
 
 #include "common/cli/args.h"
 #include "common/cli/cpu_list.h"
+#include "common/cli/huge_pages_flag.h"
 #include "common/cli/metrics_flag.h"
 
 namespace rrs {
@@ -85,6 +86,12 @@ Options:
                           for clients still connected to it (default 60)
   --cpu LIST              run on these CPUs only ("1", "2-3,6"): keep the
                           sidecar off the cores its master serves clients on
+  --huge-pages auto|on|off
+                          transparent huge pages for the table. auto
+                          (default): on, except in a VM whose balloon reports
+                          free memory to its host, where a huge page's first
+                          touch costs several times a small page's (the log
+                          says which)
   --metrics [ADDR:]PORT   serve Prometheus metrics (text format) at
                           http://ADDR:PORT/metrics; ADDR defaults to
                           127.0.0.1. Off by default. A port in use exits 2
@@ -159,7 +166,7 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
                args.number("--max-clients", 1, 100000, c.max_clients) ||
                args.number("--scan-count", 1, 1000000, c.scan_count) ||
                args.size("--log-size", 0, uint64_t{1} << 40, c.log_size) ||
-               metrics_option(args, c.metrics)) {
+               metrics_option(args, c.metrics) || huge_pages_option(args, c.huge_pages)) {
     } else if (uint64_t every = 0; args.size("--snapshot-every", 0, uint64_t{1} << 40, every)) {
       snapshot_every = every;
     } else if (uint64_t idle = 0; args.number("--idle-timeout", 0, uint64_t{86400} * 7, idle)) {

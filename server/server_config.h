@@ -9,6 +9,7 @@
 #include "common/base/log_line.h"
 #include "common/base/status.h"
 #include "common/net/endpoint.h"
+#include "common/table/huge_pages.h"
 
 namespace rrs {
 
@@ -55,6 +56,8 @@ struct ServerConfig {
   std::chrono::seconds retire_grace{60};
   // --cpu LIST: the CPUs every thread of the sidecar runs on (empty: any).
   std::vector<int> cpus;
+  // --huge-pages: whether the table asks for transparent huge pages.
+  HugePages huge_pages = HugePages::kAuto;
   // --metrics ADDR:PORT (or PORT, on loopback): serve Prometheus metrics at
   // http://ADDR:PORT/metrics. Off when empty.
   std::optional<Endpoint> metrics;

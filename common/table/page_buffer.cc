@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <utility>
 
+#include "common/table/huge_pages.h"
+
 namespace rrs {
 namespace {
 constexpr size_t kPage = 4096;
@@ -17,9 +19,8 @@ Result<PageBuffer> PageBuffer::allocate(size_t bytes) {
   if (p == MAP_FAILED)
     return Status::from_errno("allocate " + std::to_string(bytes) + " bytes for the table");
   // Huge pages where the kernel has them (THP "madvise" mode is Debian's
-  // default): a table is written once, right after allocation, and 4 KiB
-  // faults made that first touch cost twice as much. Best effort.
-  madvise(p, bytes, MADV_HUGEPAGE);
+  // default) and they pay off (huge_pages.h). Best effort.
+  if (huge_pages_on()) madvise(p, bytes, MADV_HUGEPAGE);
   b.data_ = static_cast<std::byte*>(p);
   b.size_ = bytes;
   return b;
@@ -40,7 +41,8 @@ Status PageBuffer::resize(size_t bytes) {
   void* p = mremap(data_, size_, bytes, MREMAP_MAYMOVE);
   if (p == MAP_FAILED)
     return Status::from_errno("grow table memory to " + std::to_string(bytes) + " bytes");
-  if (bytes > size_) madvise(static_cast<std::byte*>(p) + size_, bytes - size_, MADV_HUGEPAGE);
+  if (bytes > size_ && huge_pages_on())
+    madvise(static_cast<std::byte*>(p) + size_, bytes - size_, MADV_HUGEPAGE);
   data_ = static_cast<std::byte*>(p);
   size_ = bytes;
   return {};

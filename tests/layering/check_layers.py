@@ -39,8 +39,9 @@ ALLOWED = {
     TCP: [BASE, PROTO, TABLE, NET, AUTH, TRANSPORT, METRICS],
     VERBS: [BASE, PROTO, TABLE, NET, AUTH, TRANSPORT, METRICS],
     # --version names the wire formats and RDB versions (common/cli/version.cc);
-    # --metrics is parsed as the endpoint reads it (common/cli/metrics_flag.cc).
-    CLI: [BASE, NET, PROTO, METRICS],
+    # --metrics is parsed as the endpoint reads it (common/cli/metrics_flag.cc),
+    # --huge-pages as table memory takes it (common/cli/huge_pages_flag.cc).
+    CLI: [BASE, NET, PROTO, METRICS, TABLE],
     "server": COMMON,
     "client": COMMON,
     "bench": COMMON + ["server", "client"],

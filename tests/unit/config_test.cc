@@ -2,6 +2,8 @@
 // flag gets.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -9,6 +11,7 @@
 #include "common/cli/args.h"
 #include "common/cli/cpu_list.h"
 #include "common/net/endpoint.h"
+#include "common/table/huge_pages.h"
 #include "server/server_config.h"
 
 namespace rrs {
@@ -143,6 +146,56 @@ TEST(ClientConfig, CpuListFlag) {
   auto sc = parse_server_args(s.argc(), s.argv());
   ASSERT_TRUE(sc.ok()) << sc.status().message();
   EXPECT_EQ(sc->cpus, (std::vector<int>{1}));
+}
+
+TEST(HugePages, FlagOnBothProgramsAutoByDefault) {
+  Argv none({"h", "1"});
+  auto dflt = parse_client_args(none.argc(), none.argv());
+  ASSERT_TRUE(dflt.ok()) << dflt.status().message();
+  EXPECT_EQ(dflt->huge_pages, HugePages::kAuto);
+  Argv a({"h", "1", "--huge-pages", "off"});
+  auto c = parse_client_args(a.argc(), a.argv());
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->huge_pages, HugePages::kOff);
+  Argv s({"--huge-pages", "on"});
+  auto sc = parse_server_args(s.argc(), s.argv());
+  ASSERT_TRUE(sc.ok()) << sc.status().message();
+  EXPECT_EQ(sc->huge_pages, HugePages::kOn);
+  Argv bad({"--huge-pages", "yes"});
+  auto b = parse_server_args(bad.argc(), bad.argv());
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(parse_huge_pages("yes").status().kind(), ErrorKind::kUsage);
+  EXPECT_NE(b.status().message().find("expected auto, on or off"), std::string::npos)
+      << b.status().message();
+}
+
+// auto reads the balloon's feature bits: bit 5 (free page reporting) set
+// turns huge pages off; no balloon, or one without it, leaves them on.
+TEST(HugePages, AutoIsOffUnderABalloonThatReportsFreePages) {
+  const auto root = std::filesystem::temp_directory_path() /
+                    ("rrs-sysfs-" +
+                     std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  const auto device = root / "bus/virtio/drivers/virtio_balloon/virtio0";
+  std::filesystem::remove_all(root);
+  EXPECT_FALSE(balloon_reports_free_pages(root.string()));  // no balloon at all
+  std::filesystem::create_directories(device);
+  auto write_features = [&](const std::string& bits) {
+    std::ofstream(device / "features") << bits << "\n";
+  };
+  write_features("0110000000000000000000000000000010000000");  // stats, deflate-on-oom
+  EXPECT_FALSE(balloon_reports_free_pages(root.string()));
+  EXPECT_NE(set_huge_pages(HugePages::kAuto, root.string()).find("on"), std::string::npos);
+  EXPECT_TRUE(huge_pages_on());
+  write_features("0110010100000000000000000000000010000000");  // + free page reporting
+  EXPECT_TRUE(balloon_reports_free_pages(root.string()));
+  EXPECT_NE(set_huge_pages(HugePages::kAuto, root.string()).find("balloon reports free memory"),
+            std::string::npos);
+  EXPECT_FALSE(huge_pages_on());
+  set_huge_pages(HugePages::kOn, root.string());  // an explicit choice wins
+  EXPECT_TRUE(huge_pages_on());
+  write_features("011");  // too short to say: on
+  EXPECT_FALSE(balloon_reports_free_pages(root.string()));
+  std::filesystem::remove_all(root);
 }
 
 TEST(ClientConfig, ClusterTakesEverySidecar) {
