@@ -351,7 +351,13 @@ class Storm:
             f"master, the latency client and the --loop writer: CPU {a.master_cpu}; the "
             f"master's fork children (bgsave-cpulist), every replica, the standing replica, "
             f"rdma-server, rdma-client and gen_dataset: CPU {a.replica_cpu}. As on a host "
-            f"where a fork child gets a core of its own, the master's thread keeps one"))
+            f"where a fork child gets a core of its own, the master's thread keeps one; "
+            f"this harness (its INFO sampler and pollers) on CPU {a.replica_cpu} too"))
+        if a.replica_cpu is not None:
+            # Off the master's CPU: its Python threads woke there while replicas
+            # arrived and were counted in the master's client latency (pinned
+            # processes below set their own CPU).
+            os.sched_setaffinity(0, {a.replica_cpu})
         self.procs = Procs()
         self.work = tempfile.mkdtemp(prefix="storm_bench.")
         self.quiet = Disturbance(a.wait_quiet, QUIET, OTHERS)
