@@ -154,7 +154,8 @@ def parse_args(argv):
                    help="pin the master's main process to --master-cpu; its fork children "
                         "(bgsave-cpulist), every other server, rdma-server and rdma-client to "
                         "--replica-cpu, as on a host where the master's thread has a core "
-                        "of its own (default: nothing pinned)")
+                        "of its own; this harness too, so that its own threads stay out of "
+                        "the master's latency (default: nothing pinned)")
     p.add_argument("--master-cpu", type=int, default=0)
     p.add_argument("--replica-cpu", type=int, default=1)
     p.add_argument("--wait-quiet", type=float, default=0, metavar="S",
