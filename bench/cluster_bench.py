@@ -448,6 +448,7 @@ class Bench:
         forks0 = self.forks(src.masters)
         rforks0 = self.forks(src.replicas)
         mcpu0, rcpu0 = self.cpu(src.masters), self.cpu(src.replicas)
+        tcpu0 = self.cpu(target.masters)
         servers, ports = [], []
         tag = f"{system}-{masters}-{run}"
         t0 = time.monotonic()
@@ -511,7 +512,8 @@ class Bench:
                "source_masters_cpu_s": self.cpu(src.masters) - mcpu0,
                "source_replicas_cpu_s": self.cpu(src.replicas) - rcpu0,
                "sidecars_cpu_s": sidecar_cpu, "sidecar_peak_rss_mb": sidecar_rss,
-               "client_cpu_s": client_cpu, "client_peak_rss_mb": client_rss}
+               "client_cpu_s": client_cpu, "client_peak_rss_mb": client_rss,
+               "targets_cpu_s": self.cpu(target.masters) - tcpu0}
         for p, _, _ in servers:
             self.procs.stop(p)
         builds = [float(kv_fields(r).get("build_s", "nan")) for r in ready]
@@ -541,6 +543,7 @@ class Bench:
         target.flush()
         busy = self.settle()
         cpu0 = cpu_seconds(self.standalone.proc.pid)
+        tcpu0 = self.cpu(target.masters)
         argv = [self.redis_cli, "--cluster", "import", target.seed(), "--cluster-from",
                 f"{LOOPBACK}:{self.standalone.port}", "--cluster-copy", "--cluster-replace"]
         log = os.path.join(self.work, f"import-{masters}-{run}.log")
@@ -558,7 +561,8 @@ class Bench:
         row = {"system": "redis-cli-import", "target_masters": masters, "run": run + 1,
                "wall_s": wall, "busy_before": busy, "others_cores": others,
                "source_masters_cpu_s": cpu_seconds(self.standalone.proc.pid) - cpu0,
-               "client_cpu_s": cli_cpu, "client_peak_rss_mb": cli_rss}
+               "client_cpu_s": cli_cpu, "client_peak_rss_mb": cli_rss,
+               "targets_cpu_s": self.cpu(target.masters) - tcpu0}
         row.update(self.verify(target, f"redis-cli import into {masters} masters, "
                                        f"run {run + 1}", strict=False))
         self.add(row)
@@ -662,7 +666,7 @@ CSV_FIELDS = ["system", "target_masters", "run", "keys", "wall_s", "keys_per_s",
               "shard_s_max", "load_after_ready_s", "shard_walls", "per_master",
               "source_master_forks", "source_replica_forks", "source_masters_cpu_s",
               "source_replicas_cpu_s", "sidecars_cpu_s", "sidecar_peak_rss_mb", "client_cpu_s",
-              "client_peak_rss_mb", "replica_cpu_s", "verified_keys", "missing_keys", "sampled",
+              "client_peak_rss_mb", "targets_cpu_s", "replica_cpu_s", "verified_keys", "missing_keys", "sampled",
               "sampled_binary", "sampled_bad", "busy_before", "others_cores"]
 
 
@@ -799,11 +803,12 @@ def write_report(a, bench, command, date, host):
     L += ["", "## Cost\n", "CPU s is user+system over the copy; source masters' includes their "
           "reaped fork children (redis-cli: the standalone source, which runs the MIGRATEs); "
           "forks are the source masters' `total_forks` growth (the replicas' in brackets). "
-          "Client: rdma-client or redis-cli, its own rusage; peak RSS is VmHWM / ru_maxrss.\n",
+          "Client: rdma-client or redis-cli, its own rusage; peak RSS is VmHWM / ru_maxrss. Target "
+          "masters: the target cluster's masters over the copy (RESTOREs or MIGRATEs received).\n",
           "| system | target masters | source master forks | source masters CPU s | "
           "source replicas CPU s | sidecars CPU s | sidecar peak RSS MiB | client CPU s | "
-          "client peak RSS MiB | replica(s) CPU s |",
-          "|---|---:|---|---|---|---|---|---|---|---|"]
+          "client peak RSS MiB | target masters CPU s | replica(s) CPU s |",
+          "|---|---:|---|---|---|---|---|---|---|---|---|"]
     for s, m in combos:
         g = group(rows, s, m)
         if not g:
@@ -815,7 +820,8 @@ def write_report(a, bench, command, date, host):
         L.append(f"| {s} | {m or '-'} | {forks} | {fmt(med(g, 'source_masters_cpu_s'))} | "
                  f"{fmt(med(g, 'source_replicas_cpu_s'))} | {fmt(med(g, 'sidecars_cpu_s'))} | "
                  f"{fmt(med(g, 'sidecar_peak_rss_mb'), 0)} | {fmt(med(g, 'client_cpu_s'))} | "
-                 f"{fmt(med(g, 'client_peak_rss_mb'), 0)} | {fmt(med(g, 'replica_cpu_s'))} |")
+                 f"{fmt(med(g, 'client_peak_rss_mb'), 0)} | {fmt(med(g, 'targets_cpu_s'))} | "
+                 f"{fmt(med(g, 'replica_cpu_s'))} |")
     rep = [r for r in rows if r["system"] == "sidecar-replicas"]
     if rep:
         moved = sum(r["source_master_forks"] for r in rep)
