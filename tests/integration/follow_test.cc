@@ -6,10 +6,12 @@
 // it resync and converge again; SIGTERM stops it cleanly.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <csignal>
 #include <functional>
 #include <optional>
 #include <regex>
+#include <string>
 #include <thread>
 
 #include "common/cli/exit_codes.h"
@@ -178,16 +180,23 @@ int64_t pttl(RedisProcess& redis, const std::string& key) {
 // Short TTLs around the snapshot: "extended" is given a long TTL on the
 // master just after the snapshot, "persisted" loses its TTL, "untouched" is
 // left to expire, "later" expires in minutes. The follower starts after the
-// first three's old TTLs have passed.
+// first three's old TTLs have passed. The short TTL must outlive the
+// snapshot (1.5 s did not, once, with two VMs on 2 cores): the wait is from
+// the SETs, so a quick snapshot waits the longer.
 void ttl_race(RedisProcess& master, const std::function<void()>& snapshot) {
-  master.run({"SET", "extended", "v", "PX", "1500"});
-  master.run({"SET", "persisted", "v", "PX", "1500"});
-  master.run({"SET", "untouched", "v", "PX", "1500"});
+  constexpr auto kShortTtl = 4s;
+  const std::string px = std::to_string(std::chrono::milliseconds(kShortTtl).count());
+  const auto set_at = std::chrono::steady_clock::now();
+  master.run({"SET", "extended", "v", "PX", px});
+  master.run({"SET", "persisted", "v", "PX", px});
+  master.run({"SET", "untouched", "v", "PX", px});
   master.run({"SET", "later", "v", "EX", "300"});
   snapshot();
+  EXPECT_GT(pttl(master, "extended"), 0)
+      << "the snapshot outlasted the short TTL: the race was not run";
   master.run({"PEXPIRE", "extended", "600000"});
   master.run({"PERSIST", "persisted"});
-  std::this_thread::sleep_for(2s);
+  std::this_thread::sleep_until(set_at + kShortTtl + 500ms);
 }
 
 // Restore mode: the target expires keys by its own clock, so keys expiring
