@@ -2,6 +2,8 @@
 
 #include <string_view>
 
+#include "client/verify/reply_shape.h"
+
 namespace rrs::verify {
 namespace {
 
@@ -9,20 +11,14 @@ Status bad(const std::string& what) {
   return Status::error("read FUNCTION LIST", what).as(ErrorKind::kBadData);
 }
 
-std::string_view text(const redisReply& r) {
-  return (r.type == REDIS_REPLY_STRING || r.type == REDIS_REPLY_STATUS)
-             ? std::string_view(r.str, r.len)
-             : std::string_view();
-}
-
 }  // namespace
 
 Result<Libraries> parse_libraries(const redisReply& reply) {
-  if (reply.type != REDIS_REPLY_ARRAY) return bad("the reply is not an array");
+  if (!is_array(reply)) return bad("the reply is not an array");
   Libraries out;
   for (size_t i = 0; i < reply.elements; ++i) {
     const redisReply& lib = *reply.element[i];
-    if (lib.type != REDIS_REPLY_ARRAY || lib.elements % 2 != 0)
+    if (!is_array(lib) || lib.elements % 2 != 0)
       return bad("a library is not a list of names and values");
     std::optional<std::string> name, code;
     for (size_t f = 0; f + 1 < lib.elements; f += 2) {

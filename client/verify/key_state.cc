@@ -5,13 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "client/verify/reply_shape.h"
+
 namespace rrs::verify {
 namespace {
-
-// RESP2 (the connection never asks for RESP3): text, integers, nil, arrays.
-bool is_text(const redisReply& r) {
-  return r.type == REDIS_REPLY_STRING || r.type == REDIS_REPLY_STATUS;
-}
 
 // A leaf reply as bytes: a string as it is, an integer in decimal.
 std::string leaf(const redisReply& r) {
@@ -23,16 +20,6 @@ std::string leaf(const redisReply& r) {
 
 Status bad_shape(const std::string& what) {
   return Status::error("read " + what, "the reply has an unexpected shape").as(ErrorKind::kBadData);
-}
-
-bool is_array(const redisReply& r) { return r.type == REDIS_REPLY_ARRAY; }
-
-// An array of alternating text names and values: a RESP2 map.
-bool looks_like_map(const redisReply& r) {
-  if (!is_array(r) || r.elements == 0 || r.elements % 2 != 0) return false;
-  for (size_t i = 0; i < r.elements; i += 2)
-    if (!is_text(*r.element[i])) return false;
-  return true;
 }
 
 }  // namespace
