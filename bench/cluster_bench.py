@@ -804,7 +804,8 @@ def write_report(a, bench, command, date, host):
           "reaped fork children (redis-cli: the standalone source, which runs the MIGRATEs); "
           "forks are the source masters' `total_forks` growth (the replicas' in brackets). "
           "Client: rdma-client or redis-cli, its own rusage; peak RSS is VmHWM / ru_maxrss. Target "
-          "masters: the target cluster's masters over the copy (the writes received: SET or RESTORE per key, or MIGRATEs).\n",
+          "masters: the target cluster's masters over the copy (the writes received: SET or "
+          "RESTORE per key, or MIGRATEs).\n",
           "| system | target masters | source master forks | source masters CPU s | "
           "source replicas CPU s | sidecars CPU s | sidecar peak RSS MiB | client CPU s | "
           "client peak RSS MiB | target masters CPU s | replica(s) CPU s |",
