@@ -23,11 +23,13 @@ Result<HugePages> parse_huge_pages(std::string_view text) {
 bool balloon_reports_free_pages(const std::string& sysfs) {
   std::error_code ec;
   const std::filesystem::path drivers = sysfs + "/bus/virtio/drivers/virtio_balloon";
-  for (const auto& entry : std::filesystem::directory_iterator(drivers, ec)) {
+  // increment(ec), not a range-for: a sysfs read error must not throw.
+  for (std::filesystem::directory_iterator it(drivers, ec), end; !ec && it != end;
+       it.increment(ec)) {
     // Each bound device is a link named virtioN; its features file is one
     // '0'/'1' character per feature bit, bit 0 first.
-    if (entry.path().filename().string().rfind("virtio", 0) != 0) continue;
-    std::ifstream in(entry.path() / "features");
+    if (it->path().filename().string().rfind("virtio", 0) != 0) continue;
+    std::ifstream in(it->path() / "features");
     std::string bits;
     if (in >> bits && bits.size() > kBalloonReportingBit && bits[kBalloonReportingBit] == '1')
       return true;
