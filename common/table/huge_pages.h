@@ -5,7 +5,7 @@
 // entries. In a VM whose balloon reports free memory to its host (virtio
 // free page reporting), the free 2 MiB blocks are exactly what was handed
 // back, and a huge page's first touch then costs the host a fault per small
-// page behind it: 1-2.2 s per GB there, which was most of rdma-server's CPU
+// page behind it: 0.9-2.3 s per GB there, which was most of rdma-server's CPU
 // for a 1 GB table. `auto` decides by that: off under a reporting balloon.
 #pragma once
 
