@@ -3,7 +3,8 @@
 --cluster import vs native full syncs.
 
 One data set (default: 1,000,000 x 1000 B random strings, gen_dataset seed 1,
-every --binary-keys'th key with a binary name; --scale multiplies the count)
+every --binary-keys'th key with a binary name; --scale multiplies the count,
+--value-size sets the bytes per value)
 is loaded twice: into a standalone server, and into a source cluster of 3
 masters (gen_dataset --slots, one run per master with its slot ranges; the
 union is the standalone's data set, checked by digest). Every --runs times,
@@ -57,7 +58,7 @@ import report
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
 
-KEYS, VALUE_SIZE = 1_000_000, 1000  # the default data set of sync_bench
+KEYS, VALUE_SIZE = 1_000_000, 1000  # the default data set of sync_bench (--value-size)
 SYSTEMS = ["native-full", "native-shards", "sidecar", "sidecar-replicas", "redis-cli-import"]
 SYSTEM_WHAT = {
     "sidecar": "an rdma-server (--source psync) beside each source master + one "
@@ -233,6 +234,9 @@ def parse_args(argv):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scale", type=float, default=1.0,
                    help="multiply the key count (1,000,000 x 1000 B); 0.01 for a smoke run")
+    p.add_argument("--value-size", type=int, default=VALUE_SIZE, metavar="B",
+                   help="bytes per value (default 1000); e.g. --scale 10 --value-size 16 for "
+                        "10M small values")
     p.add_argument("--systems", default="all",
                    help=f"comma-separated, from {', '.join(SYSTEMS)} (default: all)")
     p.add_argument("--target-masters", default="4",
@@ -299,7 +303,7 @@ class Bench:
         if "redis-cli-import" in a.systems and not self.redis_cli:
             raise BenchError("redis-cli-import needs redis-cli (Debian: redis-tools)")
         self.keys = max(1, int(KEYS * a.scale))
-        self.payload = self.keys * VALUE_SIZE
+        self.payload = self.keys * a.value_size
         self.procs = Procs()
         self.work = tempfile.mkdtemp(prefix="cluster_bench.")
         self.rows = []        # one dict per copy
@@ -323,7 +327,7 @@ class Bench:
 
     def gen(self, node, slots=None):
         argv = [self.binary("bench/gen_dataset"), "--redis", f"{LOOPBACK}:{node.port}",
-                "--keys", str(self.keys), "--value-size", str(VALUE_SIZE),
+                "--keys", str(self.keys), "--value-size", str(self.a.value_size),
                 "--binary-keys", str(self.a.binary_keys)]
         if slots:
             argv += ["--slots", f"{slots[0]}-{slots[1]}"]
@@ -635,7 +639,7 @@ class Bench:
 
     def run(self):
         print(f"server: {self.a.server.describe()} {self.a.server.binary}; data set "
-              f"{self.keys:,} keys x {VALUE_SIZE} B; systems {','.join(self.a.systems)}; "
+              f"{self.keys:,} keys x {self.a.value_size} B; systems {','.join(self.a.systems)}; "
               f"target masters {self.a.target_masters}", flush=True)
         self.setup()
         for run in range(self.a.runs):
@@ -710,7 +714,7 @@ def write_report(a, bench, command, date, host):
          "| | |", "|---|---|"]
     L += [f"| {k} | {v} |" for k, v in report.machine(REPO_DIR, report.servers_of(a))]
     L += ["", "## Data set\n",
-          f"{bench.keys:,} keys x {VALUE_SIZE:,} random bytes, strings (gen_dataset seed 1) = "
+          f"{bench.keys:,} keys x {a.value_size:,} random bytes, strings (gen_dataset seed 1) = "
           f"{bench.payload / 1e6:,.0f} MB of values; "
           + (f"every {a.binary_keys:,}th key ({len(range(0, bench.keys, a.binary_keys)):,} keys) "
              "has a binary name, `key:\\0\\xff\\r\\n<10 digits>`." if a.binary_keys

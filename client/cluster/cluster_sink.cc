@@ -76,6 +76,7 @@ void ClusterSink::route(RoutedCommand command) {
 
 Status ClusterSink::load(const RecordBatch& batch) {
   const int64_t now = unix_ms();
+  const bool plain_strings = target_.plain_strings();
   for (const Record& r : batch.records) {
     int64_t expire_at = r.expire_at_ms;  // a guarded key's becomes the guard's
     if (!(guard_ && guard_->hold(0, r.key, expire_at, now)) && expire_at >= 0 && expire_at <= now) {
@@ -83,15 +84,26 @@ Status ClusterSink::load(const RecordBatch& batch) {
       continue;
     }
     const uint16_t slot = hash_slot(r.key);
-    const int owner = map_.owner(slot);
-    NodePipeline* p = owner == SlotMap::kUnowned ? nullptr : pipeline(map_.masters()[owner]);
-    if (p != nullptr) {
-      p->write_record(slot, r.index, r.key, expire_at, r.payload, target_.plain_strings());
+    std::optional<std::string_view> value;
+    if (plain_strings && expire_at < 0) value = plain_string(r.payload, scratch_);
+    if (value && SlotMsets::gathers(r.key, *value)) {
+      if (msets_.add(slot, r.index, r.key, *value)) send_mset(slot);
+      if (msets_.over_budget()) RRS_RETURN_IF_ERROR(send_msets());
     } else {
-      RoutedCommand c{slot, r.index, 1, r.key.size() + r.payload.size(), 0, std::string(r.key), {}};
-      append_record(c.wire, r.key, expire_at, r.payload, scratch_, target_.plain_strings());
-      map_stale_ = true;
-      send_later(std::move(c), kRetryAfter);
+      const int owner = map_.owner(slot);
+      NodePipeline* p = owner == SlotMap::kUnowned ? nullptr : pipeline(map_.masters()[owner]);
+      if (p != nullptr) {
+        p->write_record(slot, r.index, r.key, expire_at, r.payload, plain_strings);
+      } else {
+        RoutedCommand c;
+        c.slot = slot;
+        c.index = r.index;
+        c.bytes = r.key.size() + r.payload.size();
+        c.key = r.key;
+        append_record(c.wire, r.key, expire_at, r.payload, scratch_, plain_strings);
+        map_stale_ = true;
+        send_later(std::move(c), kRetryAfter);
+      }
     }
     if (in_flight() >= kMaxInFlight || held_bytes() >= kMaxHeldBytes)
       RRS_RETURN_IF_ERROR(pump(kMaxInFlight / 2, kMaxHeldBytes / 2));
@@ -99,9 +111,53 @@ Status ClusterSink::load(const RecordBatch& batch) {
   return pump(kMaxInFlight, kMaxHeldBytes);
 }
 
+void ClusterSink::send_mset(uint16_t slot) {
+  msets_sent_++;
+  const int owner = map_.owner(slot);
+  if (NodePipeline* p = owner == SlotMap::kUnowned ? nullptr : pipeline(map_.masters()[owner]))
+    return p->write_mset(slot, msets_);
+  std::string wire;
+  RoutedCommand c = msets_.flush(slot, wire);
+  c.wire = std::move(wire);
+  map_stale_ = true;
+  send_later(std::move(c), kRetryAfter);
+}
+
+Status ClusterSink::send_msets() {
+  for (uint16_t slot : msets_.filled()) {
+    send_mset(slot);
+    if (in_flight() >= kMaxInFlight || held_bytes() >= kMaxHeldBytes)
+      RRS_RETURN_IF_ERROR(pump(kMaxInFlight / 2, kMaxHeldBytes / 2));
+  }
+  return {};
+}
+
+void ClusterSink::split(const RoutedCommand& mset, bool later) {
+  auto sets = split_mset(mset);
+  if (!sets.ok()) {  // cannot happen: this client wrote it
+    counts_.failed += mset.keys();
+    if (errors_.size() < kMaxErrorsKept) errors_.push_back(sets.status().message());
+    return;
+  }
+  split_++;
+  for (RoutedCommand& c : *sets) {
+    if (later)
+      send_later(std::move(c), kRetryAfter);
+    else
+      route(std::move(c));
+  }
+}
+
 size_t ClusterSink::in_flight() const {
   size_t n = later_.size();
   for (const auto& [name, p] : pipelines_) n += p.in_flight();
+  return n;
+}
+
+uint64_t ClusterSink::keys_in_flight() const {
+  uint64_t n = 0;
+  for (const Later& l : later_) n += l.command.keys();
+  for (const auto& [name, p] : pipelines_) n += p.keys_in_flight();
   return n;
 }
 
@@ -116,10 +172,10 @@ void ClusterSink::on_outcome(const std::string& node, CommandOutcome o) {
   using What = CommandOutcome::What;
   RoutedCommand& c = o.command;
   if (o.what == What::kLoaded) {
-    counts_.keys++;
+    counts_.keys += c.keys();
     counts_.bytes += c.bytes;
-    counts_.per_db[0]++;
-    per_master_[node]++;
+    counts_.per_db[0] += c.keys();
+    per_master_[node] += c.keys();
     return;
   }
   if (o.what != What::kFailed && ++c.hops > kMaxHops) {
@@ -131,9 +187,10 @@ void ClusterSink::on_outcome(const std::string& node, CommandOutcome o) {
   switch (o.what) {
     case What::kLoaded: return;
     case What::kFailed:
-      counts_.failed++;
+      counts_.failed += c.keys();
       if (errors_.size() < kMaxErrorsKept)
-        errors_.push_back(write_failure("writing a record", 1, c.key, c.index, 0, o.error,
+        errors_.push_back(write_failure(c.keys() > 1 ? "MSET" : "writing a record",
+                                        static_cast<uint32_t>(c.keys()), c.key, c.index, 0, o.error,
                                         static_cast<uint16_t>(info_->header.rdb_version),
                                         target_.oldest()) +
                           " (cluster master " + node + ")");
@@ -141,6 +198,8 @@ void ClusterSink::on_outcome(const std::string& node, CommandOutcome o) {
     case What::kRedirect:
       if (o.redirect.ask) {
         asked_++;
+        // Mid-migration, a slot's keys are on two nodes: one SET each.
+        if (c.keys() > 1) return split(c, false);
         if (NodePipeline* p = pipeline(o.redirect.to)) return p->resend(std::move(c), true);
         return send_later(std::move(c), kRetryAfter);
       }
@@ -149,7 +208,12 @@ void ClusterSink::on_outcome(const std::string& node, CommandOutcome o) {
       return route(std::move(c));
     case What::kRetry:
       retried_++;
-      if (o.error.rfind("CLUSTERDOWN", 0) == 0) map_stale_ = true;
+      if (o.error.rfind("CLUSTERDOWN", 0) == 0) {
+        map_stale_ = true;
+        if (c.keys() > 1) return split(c, true);
+      } else if (c.keys() > 1) {
+        return split(c, false);  // TRYAGAIN: the slot is migrating
+      }
       return send_later(std::move(c), kRetryAfter);
   }
 }
@@ -162,7 +226,7 @@ void ClusterSink::drop_pipeline(const std::string& node, const Status& why) {
   reconnects_++;
   map_stale_ = true;
   log::warn("lost cluster master " + node + ": " + why.message() + "; sending its " +
-            std::to_string(again.size()) + " unanswered RESTOREs again by a fresh slot map");
+            std::to_string(again.size()) + " unanswered writes again by a fresh slot map");
   for (RoutedCommand& c : again) {
     resent_++;
     c.hops++;
@@ -200,7 +264,7 @@ Status ClusterSink::step(Clock::time_point& last_answer) {
     return Status::error("load into the target cluster",
                          "no answer from any master for " +
                              std::to_string(target_.io_timeout().count() / 1000) + " s; " +
-                             std::to_string(in_flight()) + " RESTOREs unanswered")
+                             std::to_string(keys_in_flight()) + " keys' writes unanswered")
         .as(ErrorKind::kUnavailable);
   }
   bool answered = false;
@@ -219,7 +283,10 @@ Status ClusterSink::pump(size_t max_in_flight, size_t max_held) {
   return {};
 }
 
-Status ClusterSink::drain() { return pump(0, 0); }
+Status ClusterSink::drain() {
+  RRS_RETURN_IF_ERROR(send_msets());
+  return pump(0, 0);
+}
 
 Status ClusterSink::finish() {
   for (const RecordFailure& f : invalid_)
@@ -250,7 +317,8 @@ std::string ClusterSink::summary_fields() const {
   return " source=" + config_.server.host + ":" + std::to_string(config_.server.port) +
          " masters=" + std::to_string(per_master_.size()) + " moved=" + std::to_string(moved_) +
          " asked=" + std::to_string(asked_) + " retried=" + std::to_string(retried_) +
-         " resent=" + std::to_string(resent_);
+         " resent=" + std::to_string(resent_) + " msets=" + std::to_string(msets_sent_) +
+         " split=" + std::to_string(split_);
 }
 
 void ClusterSink::abandon(const Status&, uint64_t invalid_records, double seconds) {
@@ -262,14 +330,14 @@ void ClusterSink::abandon(const Status&, uint64_t invalid_records, double second
              std::to_string(config_.server.port) + " stopped after " +
              std::to_string(counts_.keys) + " of " + std::to_string(info_->header.record_count) +
              " keys (by master: " + (held.empty() ? "none" : held) + "); " +
-             std::to_string(in_flight()) +
-             " more RESTOREs were sent or queued but not answered and may also have been "
+             std::to_string(keys_in_flight()) +
+             " more keys' writes were sent or queued but not answered and may also have been "
              "applied; run again with --flush to replace, or --merge to complete it");
   IncompleteReport r;
   r.target = "partial";
   r.counts = counts();
   r.counts.failed = counts_.failed + invalid_records;
-  r.unacknowledged = in_flight();
+  r.unacknowledged = keys_in_flight();
   r.table_keys = info_->header.record_count;
   r.seconds = seconds;
   r.epoch = info_->header.epoch;

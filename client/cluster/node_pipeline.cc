@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "client/cluster/slot_msets.h"
 #include "client/restore/restore_command.h"
 #include "proto/resp_writer.h"
 
@@ -14,7 +15,8 @@ namespace {
 
 constexpr size_t kReadChunk = size_t{64} * 1024;
 // Bytes already answered are dropped from the front of the buffer in steps
-// of at least this much (amortized).
+// of at least this much, and at least as much as stays (what stays is
+// moved: so each byte is moved at most about once).
 constexpr uint64_t kTrimStep = uint64_t{1} << 20;
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
@@ -63,12 +65,31 @@ void NodePipeline::write_record(uint16_t slot, uint64_t index, std::string_view 
                                 int64_t expire_at_ms, std::string_view payload,
                                 bool plain_strings) {
   Pending p;
-  p.command = {slot, index, 1, key.size() + payload.size(), 0, std::string(key), {}};
+  p.command.slot = slot;
+  p.command.index = index;
+  p.command.bytes = key.size() + payload.size();
+  p.command.key = key;
   p.start = appended_;
   append_record(out_, key, expire_at_ms, payload, scratch_, plain_strings);
   appended_ = out_base_ + out_.size();
   p.end = appended_;
   pending_.push_back(std::move(p));
+}
+
+void NodePipeline::write_mset(uint16_t slot, SlotMsets& msets) {
+  Pending p;
+  p.start = appended_;
+  p.command = msets.flush(slot, out_);
+  appended_ = out_base_ + out_.size();
+  p.end = appended_;
+  pending_.push_back(std::move(p));
+}
+
+uint64_t NodePipeline::keys_in_flight() const {
+  uint64_t n = 0;
+  for (const Pending& p : pending_)
+    if (!p.asking) n += p.command.keys();
+  return n;
 }
 
 void NodePipeline::push(Pending p, std::string_view wire) {
@@ -106,7 +127,7 @@ std::string_view NodePipeline::bytes_of(const Pending& p) const {
 void NodePipeline::trim() {
   const uint64_t keep_from = pending_.empty() ? written_ : pending_.front().start;
   const uint64_t drop = std::min(keep_from, written_) - out_base_;
-  if (drop < kTrimStep && drop < out_.size()) return;
+  if (drop < out_.size() && (drop < kTrimStep || drop < out_.size() - drop)) return;
   out_.erase(0, static_cast<size_t>(drop));
   out_base_ += drop;
 }

@@ -26,6 +26,8 @@
 
 namespace rrs {
 
+class SlotMsets;
+
 // A command as the sink knows it: enough to route it again and to name it.
 struct RoutedCommand {
   uint16_t slot = 0;
@@ -38,6 +40,11 @@ struct RoutedCommand {
   std::string key;
   std::string wire;        // the RESP bytes; filled only when handed back
   bool multi_key = false;  // a stream unit with several keys (stream_units.h)
+  // An MSET's table records, in order (slot_msets.h); empty: one, `index`.
+  std::vector<uint64_t> indices;
+
+  // The keys it writes.
+  uint64_t keys() const { return indices.empty() ? 1 : indices.size(); }
 };
 
 // What became of a command, from its reply.
@@ -67,6 +74,9 @@ class NodePipeline {
   // `plain_strings`: the user may run SET (else every record is a RESTORE).
   void write_record(uint16_t slot, uint64_t index, std::string_view key, int64_t expire_at_ms,
                     std::string_view payload, bool plain_strings);
+  // Queues the MSET gathered for `slot` (SlotMsets::flush), straight into
+  // the output stream.
+  void write_mset(uint16_t slot, SlotMsets& msets);
   // Queues a command handed back by some node, after ASKING when `asking`.
   void resend(RoutedCommand command, bool asking);
 
@@ -81,6 +91,8 @@ class NodePipeline {
   std::vector<RoutedCommand> take_unanswered();
 
   size_t in_flight() const { return pending_.size(); }
+  // The keys those commands write (an MSET's count each).
+  uint64_t keys_in_flight() const;
   size_t unsent_bytes() const { return static_cast<size_t>(appended_ - written_); }
   // Bytes held for commands not answered (sent or not).
   size_t held_bytes() const { return out_.size(); }

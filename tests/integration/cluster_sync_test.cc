@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/cli/exit_codes.h"
+#include "proto/hash_slot.h"
 #include "tests/support/cluster_dataset.h"
 #include "tests/support/eventually.h"
 #include "tests/support/ports.h"
@@ -183,12 +184,23 @@ TEST_F(ClusterSyncTest, RedirectionsFromAStaleSlotMapAreFollowed) {
   RedisProcess& to = target.master(0);
   to.run({"CLUSTER", "SETSLOT", std::to_string(asked), "IMPORTING", target.node_id(from)});
   from.run({"CLUSTER", "SETSLOT", std::to_string(asked), "MIGRATING", target.node_id(to)});
+  // Plain strings of that slot go in one MSET, which the migrating master
+  // answers with ASK: it is split into one SET per key.
+  std::string tag;
+  for (int j = 0; hash_slot(tag) != asked; ++j) tag = "{m" + std::to_string(j) + "}";
+  for (int i = 0; i < 4; ++i) {
+    const std::string key = tag + "plain:" + std::to_string(i);
+    ASSERT_TRUE(source_->master(source_->shard_for_slot(asked)).run({"SET", key, "v"}));
+    fill_.keys++;
+    fill_.keys_per_slot[asked]++;
+  }
 
   start_sidecars(ports);
   EXPECT_EQ(client.wait(90s), 0) << client.describe();
   const std::string out = client.stdout_text();
   EXPECT_GT(sum_over_shards(out, "moved"), 0u) << out;
   EXPECT_GT(sum_over_shards(out, "asked"), 0u) << out;
+  EXPECT_GT(sum_over_shards(out, "split"), 0u) << out;
   ASSERT_TRUE(target.migrate_slot(asked, 0)) << target.describe();
   expect_equal(target);
 }

@@ -1,0 +1,106 @@
+// SlotMsets (client/cluster/slot_msets.h): TTL-less strings gathered by hash
+// slot into MSETs, and an MSET split back into one SET per key when the
+// target does not take it whole. No target: the wire bytes are checked.
+#include "client/cluster/slot_msets.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "proto/resp_writer.h"
+
+namespace rrs {
+namespace {
+
+TEST(SlotMsetsTest, GroupsBySlotInOrderAndReusesTheArena) {
+  SlotMsets msets(1 << 20);
+  EXPECT_FALSE(msets.add(7, 10, "a", "1"));
+  EXPECT_FALSE(msets.add(9, 11, "bb", "22"));
+  EXPECT_FALSE(msets.add(7, 12, "c", "333"));
+  EXPECT_EQ(msets.filled(), (std::vector<uint16_t>{7, 9}));
+  const size_t held = msets.held_bytes();
+  EXPECT_GT(held, 0u);
+
+  std::string out = "before";
+  RoutedCommand c = msets.flush(7, out);
+  EXPECT_EQ(out, "before" + resp::command({"MSET", "a", "1", "c", "333"}));
+  EXPECT_EQ(c.slot, 7);
+  EXPECT_EQ(c.index, 10u);
+  EXPECT_EQ(c.indices, (std::vector<uint64_t>{10, 12}));
+  EXPECT_EQ(c.key, "a");
+  EXPECT_EQ(c.keys(), 2u);
+  EXPECT_EQ(c.bytes, 6u);
+  EXPECT_TRUE(c.wire.empty());
+  EXPECT_EQ(msets.filled(), (std::vector<uint16_t>{9}));
+  EXPECT_EQ(msets.held_bytes(), held);  // slot 9 still refers to the arena
+
+  out.clear();
+  (void)msets.flush(9, out);
+  EXPECT_EQ(out, resp::command({"MSET", "bb", "22"}));
+  EXPECT_EQ(msets.held_bytes(), 0u);  // every group empty: the arena starts over
+  EXPECT_TRUE(msets.filled().empty());
+
+  EXPECT_FALSE(msets.add(7, 20, "d", "4"));  // a slot's group starts afresh
+  out.clear();
+  EXPECT_EQ(msets.flush(7, out).indices, (std::vector<uint64_t>{20}));
+  EXPECT_EQ(out, resp::command({"MSET", "d", "4"}));
+}
+
+TEST(SlotMsetsTest, AGroupIsFullAtItsKeyOrByteBound) {
+  SlotMsets msets(1 << 20);
+  uint32_t added = 0;
+  while (!msets.add(3, added, "k" + std::to_string(added), "v")) ++added;
+  EXPECT_EQ(added + 1, SlotMsets::kMaxKeys);
+  std::string out;
+  EXPECT_EQ(msets.flush(3, out).keys(), SlotMsets::kMaxKeys);
+
+  const std::string big(SlotMsets::kMaxBytes / 2, 'x');
+  EXPECT_FALSE(msets.add(4, 1, "a", big));
+  EXPECT_TRUE(msets.add(4, 2, "b", big));
+  EXPECT_TRUE(SlotMsets::gathers("k", std::string(SlotMsets::kMaxBytes - 1, 'x')));
+  EXPECT_FALSE(SlotMsets::gathers("k", std::string(SlotMsets::kMaxBytes, 'x')));
+}
+
+TEST(SlotMsetsTest, ASplitMsetIsOneSetPerKeyWithItsOwnRecord) {
+  SlotMsets msets(1 << 20);
+  const std::string binary("k\0\r\n", 4);
+  (void)msets.add(5, 40, binary, "x");
+  (void)msets.add(5, 41, "{t}b", std::string(1000, 'y'));
+  std::string wire;
+  RoutedCommand c = msets.flush(5, wire);
+  c.wire = wire;
+  EXPECT_EQ(c.key, binary);
+  c.hops = 2;
+
+  auto sets = split_mset(c);
+  ASSERT_TRUE(sets.ok()) << sets.status().message();
+  ASSERT_EQ(sets->size(), 2u);
+  EXPECT_EQ((*sets)[0].wire, resp::command({"SET", binary, "x"}));
+  EXPECT_EQ((*sets)[0].index, 40u);
+  EXPECT_EQ((*sets)[0].key, binary);
+  EXPECT_EQ((*sets)[0].bytes, 5u);
+  EXPECT_EQ((*sets)[1].wire, resp::command({"SET", "{t}b", std::string(1000, 'y')}));
+  EXPECT_EQ((*sets)[1].index, 41u);
+  for (const RoutedCommand& s : *sets) {
+    EXPECT_EQ(s.slot, 5);
+    EXPECT_EQ(s.hops, 2u);
+    EXPECT_EQ(s.keys(), 1u);
+  }
+}
+
+TEST(SlotMsetsTest, SplittingWhatIsNotTheMsetItClaimsIsAnError) {
+  RoutedCommand c;
+  c.indices = {1, 2};
+  c.wire = resp::command({"MSET", "a", "1"});  // one pair, two records
+  EXPECT_FALSE(split_mset(c).ok());
+  c.wire = resp::command({"DEL", "a", "1", "b"});
+  EXPECT_FALSE(split_mset(c).ok());
+  c.wire = resp::command({"MSET", "a", "1", "b", "2"}) + "*1\r\n";
+  EXPECT_FALSE(split_mset(c).ok());
+  c.wire = "*5\r\n$4\r\nMSET";  // cut short
+  EXPECT_FALSE(split_mset(c).ok());
+}
+
+}  // namespace
+}  // namespace rrs
