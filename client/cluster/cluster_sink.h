@@ -1,6 +1,8 @@
 // The cluster load path (rdma-client --cluster): one source shard's records,
-// each RESTOREd into the target master that owns its hash slot, through a
-// pipeline per master, all driven from this thread by one poll loop.
+// each written into the target master that owns its hash slot (RESTORE, SET,
+// or with its slot's other TTL-less strings in one MSET: slot_msets.h),
+// through a pipeline per master, all driven from this thread by one poll
+// loop.
 //
 // Redirections are followed as a cluster client must: MOVED updates the
 // slot map and the command goes to the new owner; ASK sends it there once,

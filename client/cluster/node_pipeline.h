@@ -1,10 +1,12 @@
 // One connection to a target cluster master, carrying pipelined commands:
-// the load's RESTOREs, and follow mode's stream commands and MULTI blocks.
+// the load's writes (RESTORE, SET, a slot's MSET), and follow mode's stream
+// commands and MULTI blocks.
 // Unlike RestoreLoader (one standalone target), every command's bytes are
 // kept until its reply arrives: a cluster may answer MOVED or ASK (the slot
 // is elsewhere), TRYAGAIN or CLUSTERDOWN (not now), or drop the connection
-// (a failover), and the command is then sent again, there or later. RESTORE
-// ... REPLACE ABSTTL makes that safe: a second copy leaves the same key.
+// (a failover), and the command is then sent again, there or later. Each
+// write replaces its key (RESTORE ... REPLACE ABSTTL, SET, MSET), so a
+// second copy leaves the same key.
 //
 // The caller polls fd() for events() and hands the result to on_events();
 // no call blocks after connect().
