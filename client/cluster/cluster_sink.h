@@ -59,9 +59,9 @@ class ClusterSink : public LoadSink {
   const std::map<std::string, uint64_t>& per_master() const { return per_master_; }
 
  private:
-  // Bytes of TTL-less strings held back to gather them by slot: from a
-  // source in hash order, 64 MiB of 1000-byte values makes MSETs of about
-  // 12 keys out of a shard's 5,461 slots.
+  // Bytes of small TTL-less strings held back to gather them by slot: from
+  // a source in hash order, 64 MiB holds about 128 keys with 16-byte values
+  // for each of a shard's 5,461 slots.
   static constexpr size_t kGatherBudget = size_t{64} << 20;
   // A command to send again once `due` has passed.
   struct Later {

@@ -8,16 +8,16 @@ namespace rrs {
 
 namespace {
 
-// The fewest arena bytes a pair takes: "$0\r\n\r\n" twice; the most its
-// framing takes: "$<20 digits>\r\n" and "\r\n", twice.
+// The fewest arena bytes a pair takes: "$0\r\n\r\n" twice; the most a
+// gathered one takes.
 constexpr size_t kMinPairBytes = 12;
-constexpr size_t kMaxPairFraming = size_t{2} * (1 + 20 + 2 + 2);
+constexpr size_t kMaxPairArenaBytes = SlotMsets::kMaxPairBytes + 2 * sizeof("$512\r\n\r\n");
 
 }  // namespace
 
 bool SlotMsets::add(uint16_t slot, uint64_t index, std::string_view key, std::string_view value) {
   if (arena_.capacity() < budget_) {
-    arena_.reserve(budget_ + kMaxBytes + kMaxPairFraming);
+    arena_.reserve(budget_ + kMaxPairArenaBytes);
     entries_.reserve(budget_ / (sizeof(Entry) + kMinPairBytes) + 1);
   }
   Group& g = groups_[slot];
@@ -41,8 +41,7 @@ bool SlotMsets::add(uint16_t slot, uint64_t index, std::string_view key, std::st
   g.last = at;
   g.keys++;
   g.bytes += key.size() + value.size();
-  g.wire += e.size;
-  return g.keys >= kMaxKeys || g.wire >= kMaxBytes;
+  return g.keys >= kMaxKeys;
 }
 
 std::vector<uint16_t> SlotMsets::filled() const {

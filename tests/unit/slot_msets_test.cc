@@ -47,7 +47,7 @@ TEST(SlotMsetsTest, GroupsBySlotInOrderAndReusesTheArena) {
   EXPECT_EQ(out, resp::command({"MSET", "d", "4"}));
 }
 
-TEST(SlotMsetsTest, AGroupIsFullAtItsKeyOrByteBound) {
+TEST(SlotMsetsTest, AGroupIsFullAtItsKeyBoundAndOnlySmallPairsGather) {
   SlotMsets msets(1 << 20);
   uint32_t added = 0;
   while (!msets.add(3, added, "k" + std::to_string(added), "v")) ++added;
@@ -55,18 +55,17 @@ TEST(SlotMsetsTest, AGroupIsFullAtItsKeyOrByteBound) {
   std::string out;
   EXPECT_EQ(msets.flush(3, out).keys(), SlotMsets::kMaxKeys);
 
-  const std::string big(SlotMsets::kMaxBytes / 2, 'x');
-  EXPECT_FALSE(msets.add(4, 1, "a", big));
-  EXPECT_TRUE(msets.add(4, 2, "b", big));
-  EXPECT_TRUE(SlotMsets::gathers("k", std::string(SlotMsets::kMaxBytes - 1, 'x')));
-  EXPECT_FALSE(SlotMsets::gathers("k", std::string(SlotMsets::kMaxBytes, 'x')));
+  EXPECT_TRUE(SlotMsets::gathers("k", std::string(SlotMsets::kMaxPairBytes - 1, 'x')));
+  EXPECT_FALSE(SlotMsets::gathers("k", std::string(SlotMsets::kMaxPairBytes, 'x')));
+  EXPECT_TRUE(SlotMsets::gathers(std::string(SlotMsets::kMaxPairBytes, 'k'), ""));
+  EXPECT_FALSE(SlotMsets::gathers(std::string(SlotMsets::kMaxPairBytes + 1, 'k'), ""));
 }
 
 TEST(SlotMsetsTest, ASplitMsetIsOneSetPerKeyWithItsOwnRecord) {
   SlotMsets msets(1 << 20);
   const std::string binary("k\0\r\n", 4);
   (void)msets.add(5, 40, binary, "x");
-  (void)msets.add(5, 41, "{t}b", std::string(1000, 'y'));
+  (void)msets.add(5, 41, "{t}b", std::string(400, 'y'));
   std::string wire;
   RoutedCommand c = msets.flush(5, wire);
   c.wire = wire;
@@ -80,7 +79,7 @@ TEST(SlotMsetsTest, ASplitMsetIsOneSetPerKeyWithItsOwnRecord) {
   EXPECT_EQ((*sets)[0].index, 40u);
   EXPECT_EQ((*sets)[0].key, binary);
   EXPECT_EQ((*sets)[0].bytes, 5u);
-  EXPECT_EQ((*sets)[1].wire, resp::command({"SET", "{t}b", std::string(1000, 'y')}));
+  EXPECT_EQ((*sets)[1].wire, resp::command({"SET", "{t}b", std::string(400, 'y')}));
   EXPECT_EQ((*sets)[1].index, 41u);
   for (const RoutedCommand& s : *sets) {
     EXPECT_EQ(s.slot, 5);
