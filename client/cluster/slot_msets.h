@@ -62,12 +62,12 @@ class SlotMsets {
   static constexpr uint32_t kNone = UINT32_MAX;
   // One pair in the arena: $<len>\r\n<key>\r\n$<len>\r\n<value>\r\n.
   struct Entry {
-    uint64_t index;    // its table record
-    uint32_t at;       // in arena_
-    uint32_t size;     // both bulks
-    uint32_t key_at;   // the key's bytes
+    uint64_t index;   // its table record
+    uint32_t at;      // in arena_
+    uint32_t size;    // both bulks
+    uint32_t key_at;  // the key's bytes
     uint32_t key_len;
-    uint32_t next;     // the group's next entry, or kNone
+    uint32_t next;  // the group's next entry, or kNone
   };
   struct Group {
     uint32_t first = kNone, last = kNone;
