@@ -139,6 +139,9 @@ TEST_F(FaultTest, KeysTheScanSourceCannotDumpAreCountedAndRefused) {
   ASSERT_TRUE(server.wait_ready()) << server.describe();
   EXPECT_EQ(field_u64(server.ready_fields(), "keys_lost"), 10u) << server.ready_line();
   EXPECT_EQ(field_u64(server.ready_fields(), "records"), 0u) << server.ready_line();
+  // stderr is read apart from stdout: the ready line may come in first.
+  EXPECT_TRUE(server.process().wait_for_line("DUMP of key", std::chrono::seconds(10),
+                                             Process::Stream::kStderr));
   const std::string err = server.process().stderr_text();
   EXPECT_EQ(err.find(std::string("bin\nkey")), std::string::npos) << err;
   EXPECT_NE(err.find("DUMP of key 'bin\\x0akey\\x1b' in DB 0 failed: ERR unknown command"),
