@@ -4,12 +4,15 @@
 // slot by slot. Redirections while the client holds a stale slot map (a
 // resharded slot: MOVED; a slot mid-migration: ASK; a failed-over master:
 // MOVED from its old self) are followed, and the end state is still equal.
-// What cannot go into a cluster is refused before anything is touched.
+// What cannot go into a cluster is refused before anything is touched. A
+// Valkey 9.1 source cluster goes into a Redis 8.0 one and back, converted.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/cli/exit_codes.h"
@@ -390,6 +393,54 @@ TEST_F(ClusterSyncTest, WhatTheTargetCannotTakeIsRefusedUntouched) {
   EXPECT_NE(run.err.find("have no master"), std::string::npos) << run.describe();
   EXPECT_EQ(partial.total_keys(), 0u);
 }
+
+// Other versions on both sides: a Valkey 9.1 or Redis 8.0 source cluster
+// (whose RDB comes slot by slot, so a slot's small strings fill their MSET
+// from consecutive records) into a cluster of the other engine, each value
+// converted for its RDB version. The target ends equal key by key and slot
+// by slot.
+using VersionPair = std::pair<std::string, std::string>;  // source, target
+class ClusterVersionsTest : public SidecarTest,
+                            public ::testing::WithParamInterface<VersionPair> {};
+
+TEST_P(ClusterVersionsTest, ThreeShardsIntoThreeMastersOfTheOtherEngine) {
+  const auto& [source_name, target_name] = GetParam();
+  TestServer source_server, target_server;
+  RRS_NEED_SERVER(source_server, source_name);
+  RRS_NEED_SERVER(target_server, target_name);
+  RedisCluster source(ClusterOptions().with_masters(3).with_server(source_server));
+  ASSERT_TRUE(source.started()) << source.start_error();
+  const ClusterFill fill = fill_cluster(source, kKeys);
+  RedisCluster target(ClusterOptions().with_masters(3).with_server(target_server));
+  ASSERT_TRUE(target.started()) << target.start_error();
+
+  std::vector<std::unique_ptr<SidecarServer>> sidecars;
+  std::vector<std::string> argv = {"--cluster"};
+  for (RedisProcess* m : source.masters())
+    sidecars.push_back(std::make_unique<SidecarServer>(m->address()));
+  for (auto& s : sidecars) {
+    ASSERT_TRUE(s->wait_ready()) << s->describe();
+    argv.push_back(sidecar_host() + ":" + std::to_string(s->port()));
+  }
+  argv.insert(argv.end(), {"--redis", target.seed(), "--transport", test_transport()});
+  ClientRun run = run_client(argv);
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_NE(run.out.find("convert_rdb="), std::string::npos) << run.out;
+  EXPECT_GT(sum_over_shards(run.out, "msets"), 0u) << run.out;
+  EXPECT_EQ(target.total_keys(), fill.keys);
+  EXPECT_EQ(target.keys_per_slot(), fill.keys_per_slot);
+  EXPECT_EQ(target.logical_state(), source.logical_state());
+}
+
+INSTANTIATE_TEST_SUITE_P(Servers, ClusterVersionsTest,
+                         ::testing::Values(VersionPair{"valkey-9.1", "redis-8.0"},
+                                           VersionPair{"redis-8.0", "valkey-9.1"}),
+                         [](const auto& pair) {
+                           std::string name = pair.param.first + "_to_" + pair.param.second;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           std::replace(name.begin(), name.end(), '.', '_');
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace rrs::test
