@@ -1,44 +1,73 @@
 #include "client/cluster/slot_msets.h"
 
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <memory>
+
 #include "client/restore/restore_command.h"
 #include "proto/resp_parser.h"
 #include "proto/resp_writer.h"
 
 namespace rrs {
 
+SlotMsets::SlotMsets(size_t budget)
+    : chunks_(std::max<size_t>(1, budget / kChunkBytes)), groups_(kHashSlots) {
+  free_.reserve(chunks_);
+  for (size_t c = chunks_; c > 0; --c) free_.push_back(static_cast<uint32_t>(c - 1));
+}
+
 namespace {
 
-// The fewest arena bytes a pair takes: "$0\r\n\r\n" twice; the most a
-// gathered one takes.
-constexpr size_t kMinPairBytes = 12;
-constexpr size_t kMaxPairArenaBytes = SlotMsets::kMaxPairBytes + 2 * sizeof("$512\r\n\r\n");
+size_t decimal_digits(size_t n) {
+  size_t d = 1;
+  while (n >= 10) n /= 10, ++d;
+  return d;
+}
+
+// A RESP bulk string's bytes: $<len>\r\n<bytes>\r\n.
+size_t bulk_bytes(std::string_view s) { return 1 + decimal_digits(s.size()) + 2 + s.size() + 2; }
+
+// Writes the bulk string at `at`; returns where it ends.
+char* put_bulk(char* at, std::string_view s) {
+  *at++ = '$';
+  at = std::to_chars(at, at + 20, s.size()).ptr;
+  *at++ = '\r';
+  *at++ = '\n';
+  std::memcpy(at, s.data(), s.size());
+  at += s.size();
+  *at++ = '\r';
+  *at++ = '\n';
+  return at;
+}
 
 }  // namespace
 
 bool SlotMsets::add(uint16_t slot, uint64_t index, std::string_view key, std::string_view value) {
-  if (arena_.capacity() < budget_) {
-    arena_.reserve(budget_ + kMaxPairArenaBytes);
-    entries_.reserve(budget_ / (sizeof(Entry) + kMinPairBytes) + 1);
+  if (!memory_) {  // not touched here: pages come as chunks are used
+    memory_ = std::make_unique_for_overwrite<char[]>(chunks_ * kChunkBytes);
+    next_.assign(chunks_, kNone);
+    used_.assign(chunks_, 0);
   }
+  const size_t size = bulk_bytes(key) + bulk_bytes(value);
+  static_assert(sizeof(PairHeader) + size_t{2} * (1 + 3 + 4) + kMaxPairBytes <= kChunkBytes,
+                "a gathered pair fits in one chunk");
   Group& g = groups_[slot];
-  Entry e{};
-  e.index = index;
-  e.at = static_cast<uint32_t>(arena_.size());
-  resp::append_bulk(arena_, key);
-  e.key_at = static_cast<uint32_t>(arena_.size() - key.size() - 2);
-  e.key_len = static_cast<uint32_t>(key.size());
-  resp::append_bulk(arena_, value);
-  e.size = static_cast<uint32_t>(arena_.size() - e.at);
-  e.next = kNone;
-  const auto at = static_cast<uint32_t>(entries_.size());
-  entries_.push_back(e);
-  if (g.keys == 0) {
-    g.first = at;
-    live_++;
-  } else {
-    entries_[g.last].next = at;
+  if (g.last == kNone || used_[g.last] + sizeof(PairHeader) + size > kChunkBytes) {
+    const uint32_t c = free_.back();  // not over_budget(): there is one
+    free_.pop_back();
+    next_[c] = kNone;
+    used_[c] = 0;
+    (g.last == kNone ? g.first : next_[g.last]) = c;
+    g.last = c;
   }
-  g.last = at;
+  char* at = chunk(g.last) + used_[g.last];
+  const PairHeader h{index, static_cast<uint32_t>(size),
+                     static_cast<uint16_t>(1 + decimal_digits(key.size()) + 2),
+                     static_cast<uint16_t>(key.size())};
+  std::memcpy(at, &h, sizeof h);
+  put_bulk(put_bulk(at + sizeof h, key), value);
+  used_[g.last] += static_cast<uint32_t>(sizeof h + size);
   g.keys++;
   g.bytes += key.size() + value.size();
   return g.keys >= kMaxKeys;
@@ -59,18 +88,22 @@ RoutedCommand SlotMsets::flush(uint16_t slot, std::string& out) {
   c.indices.reserve(g.keys);
   resp::append_array_header(out, 1 + 2 * size_t{g.keys});
   resp::append_bulk(out, "MSET");
-  for (uint32_t i = g.first; i != kNone; i = entries_[i].next) {
-    const Entry& e = entries_[i];
-    if (c.indices.empty()) c.key.assign(arena_, e.key_at, e.key_len);
-    c.indices.push_back(e.index);
-    out.append(arena_, e.at, e.size);
+  for (uint32_t k = g.first; k != kNone; k = next_[k]) {
+    const char* p = chunk(k);
+    const char* end = p + used_[k];
+    while (p < end) {
+      PairHeader h{};
+      std::memcpy(&h, p, sizeof h);
+      p += sizeof h;
+      if (c.indices.empty()) c.key.assign(p + h.key_at, h.key_len);
+      c.indices.push_back(h.index);
+      out.append(p, h.size);
+      p += h.size;
+    }
+    free_.push_back(k);
   }
   c.index = c.indices.front();
   g = Group{};
-  if (--live_ == 0) {  // nothing refers to the arena: reuse it from the start
-    arena_.clear();
-    entries_.clear();
-  }
   return c;
 }
 

@@ -13,14 +13,13 @@
 namespace rrs {
 namespace {
 
-TEST(SlotMsetsTest, GroupsBySlotInOrderAndReusesTheArena) {
+TEST(SlotMsetsTest, GroupsBySlotInOrderAndGivesChunksBack) {
   SlotMsets msets(1 << 20);
   EXPECT_FALSE(msets.add(7, 10, "a", "1"));
   EXPECT_FALSE(msets.add(9, 11, "bb", "22"));
   EXPECT_FALSE(msets.add(7, 12, "c", "333"));
   EXPECT_EQ(msets.filled(), (std::vector<uint16_t>{7, 9}));
-  const size_t held = msets.held_bytes();
-  EXPECT_GT(held, 0u);
+  EXPECT_EQ(msets.held_bytes(), 2 * SlotMsets::kChunkBytes);
 
   std::string out = "before";
   RoutedCommand c = msets.flush(7, out);
@@ -33,18 +32,46 @@ TEST(SlotMsetsTest, GroupsBySlotInOrderAndReusesTheArena) {
   EXPECT_EQ(c.bytes, 6u);
   EXPECT_TRUE(c.wire.empty());
   EXPECT_EQ(msets.filled(), (std::vector<uint16_t>{9}));
-  EXPECT_EQ(msets.held_bytes(), held);  // slot 9 still refers to the arena
+  EXPECT_EQ(msets.held_bytes(), SlotMsets::kChunkBytes);
 
   out.clear();
   (void)msets.flush(9, out);
   EXPECT_EQ(out, resp::command({"MSET", "bb", "22"}));
-  EXPECT_EQ(msets.held_bytes(), 0u);  // every group empty: the arena starts over
+  EXPECT_EQ(msets.held_bytes(), 0u);
   EXPECT_TRUE(msets.filled().empty());
 
   EXPECT_FALSE(msets.add(7, 20, "d", "4"));  // a slot's group starts afresh
   out.clear();
   EXPECT_EQ(msets.flush(7, out).indices, (std::vector<uint64_t>{20}));
   EXPECT_EQ(out, resp::command({"MSET", "d", "4"}));
+}
+
+TEST(SlotMsetsTest, AGroupSpansChunksInOrderAndTheBudgetCountsChunks) {
+  SlotMsets msets(3 * SlotMsets::kChunkBytes);
+  std::vector<std::string_view> want = {"MSET"};
+  std::vector<std::string> keys, values;
+  for (int i = 0; i < 12; ++i) {  // 500-byte pairs: 7 to a chunk
+    keys.push_back("k" + std::to_string(i));
+    values.push_back(std::string(500 - keys.back().size(), static_cast<char>('a' + i)));
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_FALSE(msets.over_budget()) << i;
+    (void)msets.add(1, i, keys[i], values[i]);
+    want.push_back(keys[i]);
+    want.push_back(values[i]);
+  }
+  EXPECT_EQ(msets.held_bytes(), 2 * SlotMsets::kChunkBytes);
+  EXPECT_FALSE(msets.over_budget());
+  (void)msets.add(2, 99, "x", "y");
+  EXPECT_TRUE(msets.over_budget());  // every chunk is held
+
+  std::string out, expected;
+  resp::append_command(expected, std::span<const std::string_view>(want));
+  RoutedCommand c = msets.flush(1, out);
+  EXPECT_EQ(out, expected);
+  EXPECT_EQ(c.keys(), keys.size());
+  EXPECT_EQ(c.indices.back(), keys.size() - 1);
+  EXPECT_FALSE(msets.over_budget());
 }
 
 TEST(SlotMsetsTest, AGroupIsFullAtItsKeyBoundAndOnlySmallPairsGather) {
