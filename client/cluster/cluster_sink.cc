@@ -64,9 +64,13 @@ void ClusterSink::send_later(RoutedCommand command, std::chrono::milliseconds af
   later_.push_back({Clock::now() + after, std::move(command)});
 }
 
+NodePipeline* ClusterSink::owner_pipeline(uint16_t slot) {
+  const int owner = map_.owner(slot);
+  return owner == SlotMap::kUnowned ? nullptr : pipeline(map_.masters()[owner]);
+}
+
 void ClusterSink::route(RoutedCommand command) {
-  const int owner = map_.owner(command.slot);
-  NodePipeline* p = owner == SlotMap::kUnowned ? nullptr : pipeline(map_.masters()[owner]);
+  NodePipeline* p = owner_pipeline(command.slot);
   if (p == nullptr) {
     map_stale_ = true;
     return send_later(std::move(command), kRetryAfter);
@@ -84,26 +88,22 @@ Status ClusterSink::load(const RecordBatch& batch) {
       continue;
     }
     const uint16_t slot = hash_slot(r.key);
-    std::optional<std::string_view> value;
-    if (plain_strings && expire_at < 0) value = plain_string(r.payload, scratch_);
-    if (value && SlotMsets::gathers(r.key, *value)) {
+    const std::optional<std::string_view> value = plain_strings ? plain_string(r.payload, scratch_)
+                                                                : std::nullopt;
+    if (value && expire_at < 0 && SlotMsets::gathers(r.key, *value)) {
       if (msets_.add(slot, r.index, r.key, *value)) send_mset(slot);
       if (msets_.over_budget()) RRS_RETURN_IF_ERROR(send_msets());
+    } else if (NodePipeline* p = owner_pipeline(slot)) {
+      p->write_record(slot, r.index, r.key, expire_at, r.payload, value);
     } else {
-      const int owner = map_.owner(slot);
-      NodePipeline* p = owner == SlotMap::kUnowned ? nullptr : pipeline(map_.masters()[owner]);
-      if (p != nullptr) {
-        p->write_record(slot, r.index, r.key, expire_at, r.payload, plain_strings);
-      } else {
-        RoutedCommand c;
-        c.slot = slot;
-        c.index = r.index;
-        c.bytes = r.key.size() + r.payload.size();
-        c.key = r.key;
-        append_record(c.wire, r.key, expire_at, r.payload, scratch_, plain_strings);
-        map_stale_ = true;
-        send_later(std::move(c), kRetryAfter);
-      }
+      RoutedCommand c;
+      c.slot = slot;
+      c.index = r.index;
+      c.bytes = r.key.size() + r.payload.size();
+      c.key = r.key;
+      append_write(c.wire, r.key, expire_at, r.payload, value);
+      map_stale_ = true;
+      send_later(std::move(c), kRetryAfter);
     }
     if (in_flight() >= kMaxInFlight || held_bytes() >= kMaxHeldBytes)
       RRS_RETURN_IF_ERROR(pump(kMaxInFlight / 2, kMaxHeldBytes / 2));
@@ -113,9 +113,7 @@ Status ClusterSink::load(const RecordBatch& batch) {
 
 void ClusterSink::send_mset(uint16_t slot) {
   msets_sent_++;
-  const int owner = map_.owner(slot);
-  if (NodePipeline* p = owner == SlotMap::kUnowned ? nullptr : pipeline(map_.masters()[owner]))
-    return p->write_mset(slot, msets_);
+  if (NodePipeline* p = owner_pipeline(slot)) return p->write_mset(slot, msets_);
   std::string wire;
   RoutedCommand c = msets_.flush(slot, wire);
   c.wire = std::move(wire);

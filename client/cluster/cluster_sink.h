@@ -71,6 +71,8 @@ class ClusterSink : public LoadSink {
   // The pipeline to `node`, connected on first use; nullptr if it cannot be
   // reached now (the caller sends again later).
   NodePipeline* pipeline(const Endpoint& node);
+  // The pipeline to the master that owns `slot` by the current map.
+  NodePipeline* owner_pipeline(uint16_t slot);
   void route(RoutedCommand command);
   // Sends the MSET gathered for `slot` to its owner (or later).
   void send_mset(uint16_t slot);

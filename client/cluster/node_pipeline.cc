@@ -63,14 +63,14 @@ NodePipeline::~NodePipeline() {
 
 void NodePipeline::write_record(uint16_t slot, uint64_t index, std::string_view key,
                                 int64_t expire_at_ms, std::string_view payload,
-                                bool plain_strings) {
+                                std::optional<std::string_view> value) {
   Pending p;
   p.command.slot = slot;
   p.command.index = index;
   p.command.bytes = key.size() + payload.size();
   p.command.key = key;
   p.start = appended_;
-  append_record(out_, key, expire_at_ms, payload, scratch_, plain_strings);
+  append_write(out_, key, expire_at_ms, payload, value);
   appended_ = out_base_ + out_.size();
   p.end = appended_;
   pending_.push_back(std::move(p));

@@ -71,11 +71,10 @@ class NodePipeline {
   NodePipeline& operator=(NodePipeline&&) noexcept;
   ~NodePipeline();
 
-  // Queues the command that writes a table record (restore_command.h: SET
-  // for a plain string, else RESTORE key expire payload REPLACE ABSTTL).
-  // `plain_strings`: the user may run SET (else every record is a RESTORE).
+  // Queues the command that writes a table record (restore_command.h:
+  // append_write): SET of `value`, the record's plain string, or RESTORE.
   void write_record(uint16_t slot, uint64_t index, std::string_view key, int64_t expire_at_ms,
-                    std::string_view payload, bool plain_strings);
+                    std::string_view payload, std::optional<std::string_view> value);
   // Queues the MSET gathered for `slot` (SlotMsets::flush), straight into
   // the output stream.
   void write_mset(uint16_t slot, SlotMsets& msets);
@@ -121,7 +120,6 @@ class NodePipeline {
   RedisClient redis_;
   redisReader* reader_ = nullptr;
   std::string out_;        // stream bytes from out_base_ on, kept until answered
-  std::string scratch_;    // a decompressed string value (restore_command.h)
   uint64_t out_base_ = 0;  // stream offset of out_[0]
   uint64_t appended_ = 0, written_ = 0;
   std::deque<Pending> pending_;

@@ -1,7 +1,6 @@
 #include "client/cluster/slot_msets.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstring>
 #include <memory>
 
@@ -17,39 +16,14 @@ SlotMsets::SlotMsets(size_t budget)
   for (size_t c = chunks_; c > 0; --c) free_.push_back(static_cast<uint32_t>(c - 1));
 }
 
-namespace {
-
-size_t decimal_digits(size_t n) {
-  size_t d = 1;
-  while (n >= 10) n /= 10, ++d;
-  return d;
-}
-
-// A RESP bulk string's bytes: $<len>\r\n<bytes>\r\n.
-size_t bulk_bytes(std::string_view s) { return 1 + decimal_digits(s.size()) + 2 + s.size() + 2; }
-
-// Writes the bulk string at `at`; returns where it ends.
-char* put_bulk(char* at, std::string_view s) {
-  *at++ = '$';
-  at = std::to_chars(at, at + 20, s.size()).ptr;
-  *at++ = '\r';
-  *at++ = '\n';
-  std::memcpy(at, s.data(), s.size());
-  at += s.size();
-  *at++ = '\r';
-  *at++ = '\n';
-  return at;
-}
-
-}  // namespace
-
 bool SlotMsets::add(uint16_t slot, uint64_t index, std::string_view key, std::string_view value) {
   if (!memory_) {  // not touched here: pages come as chunks are used
     memory_ = std::make_unique_for_overwrite<char[]>(chunks_ * kChunkBytes);
     next_.assign(chunks_, kNone);
     used_.assign(chunks_, 0);
   }
-  const size_t size = bulk_bytes(key) + bulk_bytes(value);
+  const size_t key_bulk = resp::bulk_size(key);
+  const size_t size = key_bulk + resp::bulk_size(value);
   static_assert(sizeof(PairHeader) + size_t{2} * (1 + 3 + 4) + kMaxPairBytes <= kChunkBytes,
                 "a gathered pair fits in one chunk");
   Group& g = groups_[slot];
@@ -63,10 +37,10 @@ bool SlotMsets::add(uint16_t slot, uint64_t index, std::string_view key, std::st
   }
   char* at = chunk(g.last) + used_[g.last];
   const PairHeader h{index, static_cast<uint32_t>(size),
-                     static_cast<uint16_t>(1 + decimal_digits(key.size()) + 2),
+                     static_cast<uint16_t>(key_bulk - key.size() - 2),
                      static_cast<uint16_t>(key.size())};
   std::memcpy(at, &h, sizeof h);
-  put_bulk(put_bulk(at + sizeof h, key), value);
+  resp::write_bulk(resp::write_bulk(at + sizeof h, key), value);
   used_[g.last] += static_cast<uint32_t>(sizeof h + size);
   g.keys++;
   g.bytes += key.size() + value.size();

@@ -69,14 +69,20 @@ Result<bool> may_write_plain_strings(RedisClient& redis) {
   return true;
 }
 
-const char* append_record(std::string& out, std::string_view key, int64_t expire_at_ms,
-                          std::string_view payload, std::string& scratch, bool plain_strings) {
-  if (auto value = plain_strings ? plain_string(payload, scratch) : std::nullopt) {
+const char* append_write(std::string& out, std::string_view key, int64_t expire_at_ms,
+                         std::string_view payload, std::optional<std::string_view> value) {
+  if (value) {
     append_set(out, key, expire_at_ms, *value);
     return "SET";
   }
   append_restore(out, key, expire_at_ms, payload);
   return "RESTORE";
+}
+
+const char* append_record(std::string& out, std::string_view key, int64_t expire_at_ms,
+                          std::string_view payload, std::string& scratch, bool plain_strings) {
+  return append_write(out, key, expire_at_ms, payload,
+                      plain_strings ? plain_string(payload, scratch) : std::nullopt);
 }
 
 void MsetBuilder::add(std::string_view key, std::string_view value) {

@@ -55,6 +55,11 @@ bool probe_refused(std::string_view error);
 void append_set(std::string& out, std::string_view key, int64_t expire_at_ms,
                 std::string_view value);
 
+// Appends SET (with `value`, the record's plain string from plain_string())
+// or, without one, RESTORE of its payload; returns the command's name.
+const char* append_write(std::string& out, std::string_view key, int64_t expire_at_ms,
+                         std::string_view payload, std::optional<std::string_view> value);
+
 // Appends the command that writes one record on its own: SET for a plain
 // string, RESTORE for anything else (`scratch` as for plain_string). Returns
 // the command's name, for messages.

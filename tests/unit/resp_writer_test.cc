@@ -37,5 +37,17 @@ TEST(RespWriter, AppendsAPipelineOurParserReadsBack) {
   EXPECT_EQ((*second)->args[3].size(), 1000u);
 }
 
+TEST(RespWriter, WriteBulkLaysOutWhatAppendBulkAppends) {
+  for (const std::string& bytes : {std::string(), std::string("a\0\r\n", 4), std::string(9, 'x'),
+                                   std::string(10, 'y'), std::string(1000, 'z')}) {
+    std::string appended;
+    append_bulk(appended, bytes);
+    EXPECT_EQ(bulk_size(bytes), appended.size());
+    std::string written(bulk_size(bytes), '?');
+    EXPECT_EQ(write_bulk(written.data(), bytes), written.data() + written.size());
+    EXPECT_EQ(written, appended);
+  }
+}
+
 }  // namespace
 }  // namespace rrs::resp
