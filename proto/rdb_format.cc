@@ -99,6 +99,20 @@ uint16_t first_version(uint8_t type, uint16_t version) {
   }
 }
 
+bool is_opcode_of_any_version(uint8_t type) {
+  switch (type) {
+    case kOpExpireTimeMs:
+    case kOpAux:
+    case kOpResizeDb:
+    case kOpIdle:
+    case kOpFreq:
+    case kOpModuleAux:
+    case kOpFunction2:
+    case kOpSlotInfo: return true;
+    default: return false;
+  }
+}
+
 void append_length(std::string& out, uint64_t n) {
   if (n < (1u << 6)) {
     out.push_back(static_cast<char>(n));

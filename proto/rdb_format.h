@@ -15,8 +15,13 @@
 //   10 Redis 7.0          listpacks (16-19), FUNCTION2 (and its pre-GA form)
 //   11 Redis 7.2          set listpack (20), stream v3 (21)
 //   12 Redis 7.4 and 8.0  hashes with field TTLs (22-25), SLOT_INFO
-// Each version's loader reads every older version; a byte that came later
-// is not a type or opcode in an RDB of an older version (first_version()).
+// Each version's loader reads every older version; a value type that came
+// later is not a type in an RDB of an older version (first_version()). The
+// opcodes are another matter: the servers' loaders (rdb.c's rdbLoad in
+// Redis 3.2 to 8.0 and in Valkey) dispatch on the opcode byte alone and
+// never ask the header's version, so an opcode is read in an RDB of any
+// version whose numbering has it (is_loadable()): an RDB 6 with AUX fields
+// loads.
 //
 // The two engines share the numbers up to RDB 11 (Redis 7.2, Valkey 7.2 and
 // 8.x), then diverge: Redis goes on with 12, Valkey jumps to 80 and writes a
@@ -44,9 +49,10 @@ inline constexpr uint16_t kMaxValkeyVersion = 80;    // Valkey 9.0 and 9.1
 inline constexpr uint16_t kFirstVersionWithChecksum = 5;
 // Before RDB 3 an expiry is EXPIRETIME: whole seconds, a signed 32-bit count.
 inline constexpr uint16_t kFirstVersionWithExpireMs = 3;
-// Before RDB 7 there are no AUX fields and no RESIZEDB hints.
+// Before RDB 7 no server writes AUX fields or RESIZEDB hints (a loader
+// reads them in any version: is_loadable).
 inline constexpr uint16_t kFirstVersionWithAux = 7;
-// Before RDB 10 there are no function libraries (FUNCTION2).
+// Before RDB 10 no server writes function libraries (FUNCTION2).
 inline constexpr uint16_t kFirstVersionWithFunctions = 10;
 
 // Valkey numbers its formats from 80 (12 to 79 are Redis's): such an RDB
@@ -147,6 +153,22 @@ uint16_t first_version(uint8_t type, uint16_t version);
 inline bool is_in_format(uint8_t type, uint16_t version) {
   const uint16_t first = first_version(type, version);
   return first != 0 && first <= version;
+}
+// The opcodes Redis's and Valkey's rdbLoad read in an RDB of any version:
+// EXPIRETIME_MS, AUX, RESIZEDB, IDLE, FREQ, MODULE_AUX, FUNCTION2 and
+// SLOT_INFO (each loader's opcode chain tests the byte, never rdbver). Not
+// the 7.0 release-candidate FUNCTION: only Redis 7.0 loads it at all (7.2 on
+// and Valkey refuse it in every version), so it stays where 7.0's release
+// candidates wrote it, RDB 10 and later.
+bool is_opcode_of_any_version(uint8_t type);
+// Whether the parser reads `type` in an RDB of `version`, as the servers
+// load it: a value type in the versions that have it (is_in_format), an
+// opcode above in any version whose numbering names it (type_name: Valkey's
+// 80 has no Redis type 23 to 243, Redis's have no SLOT_IMPORT), any other
+// opcode from the version it came with.
+inline bool is_loadable(uint8_t type, uint16_t version) {
+  if (type_name(type, version) == nullptr) return false;
+  return is_opcode_of_any_version(type) || is_in_format(type, version);
 }
 
 // Appends `n` in RDB length encoding.

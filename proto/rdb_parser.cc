@@ -310,9 +310,10 @@ Result<RdbParser::Step> RdbParser::parse_item(Event& ev) {
 
   uint8_t op = c.u8();
   if (!c.ok()) return short_or_bad();
-  // Decided by the header alone: a byte that came in a later RDB version
-  // is not a type or opcode of this one, whatever a newer loader would make of it.
-  if (!is_in_format(op, version_)) {
+  // Decided by the header alone: a value type that came in a later RDB
+  // version is not a type of this one; an opcode is read in any version
+  // whose numbering has it, as the servers' loaders read it (is_loadable).
+  if (!is_loadable(op, version_)) {
     const char* name = type_name(op, version_);
     const std::string in = " in RDB version " + std::to_string(version_);
     return Status::error("RDB at byte " + std::to_string(consumed_),
@@ -374,7 +375,7 @@ Result<RdbParser::Step> RdbParser::parse_item(Event& ev) {
       if (!c.ok()) return short_or_bad();
       finish_item(c.pos());
       return Step::kConsumed;
-    case kOpValkeySlotImport: {  // Valkey's numbering only (is_in_format)
+    case kOpValkeySlotImport: {  // Valkey's numbering only (is_loadable)
       // Slots this node was importing when it forked: the job's 40-byte
       // name, then inclusive slot ranges. Their keys are in the RDB but
       // not yet the node's: the caller decides.

@@ -2,7 +2,9 @@
 // 2.4 and the 2.6 development formats), which no server here writes: files
 // made by hand with every type and expiry form each version has, in the
 // encodings Redis 2.4 wrote (zipmap, ziplists with 16/32/64-bit integer
-// entries, intsets, zset scores as strings, EXPIRETIME in seconds). For each
+// entries, intsets, zset scores as strings, EXPIRETIME in seconds); and an
+// RDB 6 with AUX fields and RESIZEDB, opcodes of RDB 7 that every server's
+// loader reads in a file of any version. For each
 // server version the reference is that server loading the file itself (as
 // its dump.rdb); a target loaded through the sidecar in restore mode, and in
 // replica mode (from disk and diskless: before RDB 5 nothing may follow
@@ -107,9 +109,16 @@ std::string key(uint8_t type, const std::string& name, const std::string& value)
   return static_cast<char>(type) + str(name) + value;
 }
 
-// Every type and expiry form RDB `version` has, in DBs 0 and 3.
+// Every type and expiry form RDB `version` has, in DBs 0 and 3; an RDB 6
+// also AUX fields and a RESIZEDB hint, as a tool may write them (Redis 3.0
+// did not, the servers' loaders read them in any version).
 std::string old_rdb(uint16_t version) {
-  std::string r = "REDIS000" + std::to_string(version) + "\xfe\x00"s;
+  std::string r = "REDIS000" + std::to_string(version);
+  if (version == 6)
+    r += "\xfa"s + str("redis-ver") + str("3.0.7") + "\xfa"s + str("redis-bits") + "\xc0\x40"s +
+         "\xfa"s + str("ctime") + str("1700000000") + "\xfa"s + str("%tool") + str("hand-made");
+  r += "\xfe\x00"s;
+  if (version == 6) r += "\xfb"s + len(15) + len(2);
   r += key(rdb::kString, "string", str("v" + std::to_string(version)));
   r += key(rdb::kString, "int", "\xc2"s + le(static_cast<uint64_t>(-123456789), 4));
   r += key(rdb::kString, "lzf", lzf_string(std::string(300, 'z') + "end"));
@@ -223,7 +232,7 @@ TEST_P(RdbOldVersions, LoadAsTheServerLoadsTheFile) {
 std::vector<Case> every_case() {
   std::vector<Case> cases;
   for (const char* server : {"redis-7.0", "valkey-8.0", "redis-8.0", "valkey-9.1"})
-    for (uint16_t version = 1; version <= 5; ++version) cases.emplace_back(server, version);
+    for (uint16_t version = 1; version <= 6; ++version) cases.emplace_back(server, version);
   return cases;
 }
 

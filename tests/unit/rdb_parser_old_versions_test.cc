@@ -3,8 +3,9 @@
 // nothing newer: the original five types (zset scores as strings),
 // EXPIRETIME in seconds, then Redis 2.4's zipmap, ziplist and intset blobs
 // (RDB 2), EXPIRETIME_MS (3), the ziplist hash (4) and the checksum after
-// EOF (5). Each is fed whole, byte by byte and in random fragments; bytes of
-// a later version are refused, naming the version they came with.
+// EOF (5). Each is fed whole, byte by byte and in random fragments; value
+// types of a later version are refused, naming the version they came with,
+// opcodes of a later version read as the servers read them.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -238,8 +239,9 @@ std::string error_of(uint16_t version, const std::string& body) {
   return whole.error;
 }
 
-// A type or opcode of a later version is refused in an older file, at its
-// byte, naming the version it came with; in that version it parses.
+// A value type of a later version is refused in an older file, at its
+// byte, naming the version it came with; in that version it parses. So is
+// the 7.0 release-candidate FUNCTION, which only Redis 7.0 loads at all.
 TEST(OldVersionsRefuse, WhatCameLater) {
   struct Case {
     uint16_t came_with;
@@ -251,17 +253,12 @@ TEST(OldVersionsRefuse, WhatCameLater) {
       {2, "\x0a\x01z"s + str(kZiplist), "list ziplist (0x0a)"},
       {2, "\x0b\x01z"s + str(kIntset), "set intset (0x0b)"},
       {2, "\x0c\x01z"s + str(kZiplist), "zset ziplist (0x0c)"},
-      {3, "\xfc"s + le(1, 8) + "\x00\x01k\x01v"s, "opcode EXPIRETIME_MS (0xfc)"},
       {4, "\x0d\x01z"s + str(kZiplist), "hash ziplist (0x0d)"},
-      {7, "\xfa"s + str("redis-ver") + str("3.2.0"), "opcode AUX (0xfa)"},
-      {7, "\xfb\x01\x00"s, "opcode RESIZEDB (0xfb)"},
       {7, "\x0e\x01z\x01"s + str(kZiplist), "list quicklist (0x0e)"},
       {8, "\x05\x01z\x01"s + str("m") + le(0, 8), "zset2 (0x05)"},
-      {9, "\xf8\x05"s, "opcode IDLE (0xf8)"},
-      {9, "\xf9\x05"s, "opcode FREQ (0xf9)"},
-      {10, "\xf5"s + str("#!lua name=l\n"), "opcode FUNCTION2 (0xf5)"},
+      {10, "\xf6"s + str("lib") + str("LUA") + "\x00"s + str("return 1"),
+       "opcode FUNCTION (7.0 release candidate format) (0xf6)"},
       {11, "\x14\x01z"s + str(le(7, 4) + le(0, 2) + "\xff"), "set listpack (0x14)"},
-      {12, "\xf4\x01\x01\x00"s, "opcode SLOT_INFO (0xf4)"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -277,6 +274,40 @@ TEST(OldVersionsRefuse, WhatCameLater) {
   // 0x08 is no type in any version.
   EXPECT_NE(error_of(1, "\x08\x01k\x01v"s).find("unknown type or opcode 0x08 in RDB version 1"),
             std::string::npos);
+}
+
+// The opcodes, though, are read in a file of every version, whichever
+// version they came with: Redis's and Valkey's rdbLoad test the opcode
+// byte and never the header's version.
+TEST(OldVersionsAccept, OpcodesOfLaterVersions) {
+  struct Case {
+    std::string name;  // and the version it came with
+    std::string body;  // the opcode and what follows it
+  };
+  const std::vector<Case> cases = {
+      {"EXPIRETIME_MS (3)", "\xfc"s + le(2114380800123, 8) + "\x00\x01k\x01v"s},
+      {"AUX (7)", "\xfa"s + str("redis-ver") + str("3.2.0")},
+      {"RESIZEDB (7)", "\xfb\x01\x00"s},
+      {"IDLE (9)", "\xf8\x05"s},
+      {"FREQ (9)", "\xf9\x05"s},
+      {"MODULE_AUX (9)", "\xf7"s + len(0x1234ull << 10) + len(kModuleUint) + len(2) +
+                             len(kModuleString) + str("aux") + len(kModuleEof)},
+      {"FUNCTION2 (10)", "\xf5"s + str("#!lua name=l\n")},
+      {"SLOT_INFO (12)", "\xf4\x01\x01\x00"s},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    for (uint16_t v = 1; v <= kMaxRedisVersion; ++v) EXPECT_EQ(error_of(v, c.body), "") << v;
+  }
+  // An RDB 1 with AUX fields and an expiry in milliseconds: the events.
+  const std::string rdb = header(1) + "\xfa"s + str("redis-ver") + str("2.0.0") + "\xfe\x00"s +
+                          "\xfc"s + le(2114380800123, 8) + "\x00\x01k\x01v\xff"s;
+  Outcome o = parse_whole(rdb);
+  ASSERT_EQ(o.error, "");
+  EXPECT_TRUE(o.done);
+  ASSERT_EQ(o.events.size(), 4u);
+  EXPECT_EQ(o.events[0].kind, EventKind::kAux);
+  EXPECT_EQ(records(o), std::vector<std::string>{"0 0 2114380800123 k\n\x01v"});
 }
 
 TEST(OldVersionsRefuse, VersionZeroAndGarbage) {

@@ -389,6 +389,66 @@ std::string error_of(const std::string& rdb, Limits limits = {}) {
   return whole.error;
 }
 
+// Redis's and Valkey's loaders read an opcode they know in an RDB of any
+// version (rdbLoad tests the byte, never the header's version): an RDB 6
+// with AUX fields, RESIZEDB, LRU/LFU hints, module AUX data, a function
+// library and SLOT_INFO parses. The value types stay those of the header's
+// version.
+TEST(RdbParserTest, OpcodesAreReadInAnyVersion) {
+  RdbWriter w(6);
+  w.byte(kOpAux).str("redis-ver").str("3.0.7");
+  w.byte(kOpAux).str("redis-bits").byte(0xc0).byte(64);  // an int8-encoded string
+  w.byte(kOpAux).str("ctime").str("1700000000");
+  w.byte(kOpModuleAux).len(0x1234567890ull << 10).len(kModuleUint).len(2);
+  w.len(kModuleString).str("aux").len(kModuleEof);
+  w.byte(kOpFunction2).str("#!lua name=lib\nserver.register_function('f', function() end)");
+  w.byte(kOpSelectDb).len(0).byte(kOpResizeDb).len(2).len(1);
+  w.byte(kOpSlotInfo).len(866).len(2).len(1);
+  w.byte(kOpIdle).len(100).key(kString, "k").str("v");
+  w.byte(kOpFreq).byte(5).byte(kOpExpireTimeMs).le(1893456000123, 8).key(kString, "e").str("x");
+  const std::vector<Seen> want = {
+      {EventKind::kAux, "redis-ver", "3.0.7"},
+      {EventKind::kAux, "redis-bits", "64"},
+      {EventKind::kAux, "ctime", "1700000000"},
+      {EventKind::kModuleAux, {}, {}, 0x1234567890ull << 10},
+      {EventKind::kFunction, "#!lua name=lib\nserver.register_function('f', function() end)"},
+      {EventKind::kSelectDb, {}, {}, 0},
+      {EventKind::kResizeDb, "2", "1", 0},
+      {EventKind::kRecord, "0:k", "\x01v", kString},
+      {EventKind::kRecord, "0:e", "\x01x", kString, 1893456000123},
+      {EventKind::kEnd},
+  };
+  const std::string rdb = w.finish();
+  for (auto size : {rdb.size(), size_t{1}, size_t{5}}) {
+    Outcome o = parse(rdb, [&] { return size; });
+    EXPECT_EQ(o.error, "") << size;
+    EXPECT_TRUE(o.done) << size;
+    EXPECT_EQ(o.events, want) << size;
+  }
+  for (uint8_t op : {kOpAux, kOpResizeDb, kOpExpireTimeMs, kOpIdle, kOpFreq, kOpModuleAux,
+                     kOpFunction2, kOpSlotInfo})
+    for (uint16_t v = kMinVersion; v <= kMaxRedisVersion; ++v)
+      EXPECT_TRUE(is_loadable(op, v)) << int{op} << " in " << v;
+
+  // A value type of a later version is still no type of this one.
+  RdbWriter set_listpack(6);
+  set_listpack.key(kSetListpack, "s").str("listpack");
+  const std::string type_error = error_of(set_listpack.finish());
+  EXPECT_NE(type_error.find("set listpack (0x14) in RDB version 6: it came with RDB 11"),
+            std::string::npos)
+      << type_error;
+  // Nor is the 7.0 release-candidate FUNCTION before RDB 10: only Redis 7.0
+  // loads it at all (7.2 on and Valkey refuse it in every version).
+  RdbWriter pre_ga(9);
+  pre_ga.byte(kOpFunctionPreGa).str("lib").str("LUA").len(0).str("code");
+  const std::string pre_ga_error = error_of(pre_ga.finish());
+  EXPECT_NE(pre_ga_error.find("(0xf6) in RDB version 9: it came with RDB 10"), std::string::npos)
+      << pre_ga_error;
+  // SLOT_IMPORT is Valkey's 243 only; in Redis's numbering it is no opcode.
+  EXPECT_FALSE(is_loadable(kOpValkeySlotImport, 11));
+  EXPECT_TRUE(is_loadable(kOpValkeySlotImport, 80));
+}
+
 TEST(RdbParserTest, ChecksumMismatch) {
   RdbWriter w;
   w.key(kString, "k").str("value");
