@@ -58,6 +58,7 @@ const char* error_code_name(ErrorCode c) {
     case ErrorCode::kAuthFailed: return "authentication failed";
     case ErrorCode::kServerFull: return "server full";
     case ErrorCode::kIdle: return "idle too long";
+    case ErrorCode::kSnapshotPending: return "snapshot pending";
   }
   return "unknown error";
 }
@@ -67,7 +68,8 @@ ErrorKind error_kind(ErrorCode c) {
     case ErrorCode::kNotReady:
     case ErrorCode::kEpochGone:
     case ErrorCode::kServerFull:
-    case ErrorCode::kIdle: return ErrorKind::kUnavailable;
+    case ErrorCode::kIdle:
+    case ErrorCode::kSnapshotPending: return ErrorKind::kUnavailable;
     case ErrorCode::kAuthFailed: return ErrorKind::kDenied;
     default: return ErrorKind::kBadData;
   }
@@ -77,6 +79,7 @@ void append_hello(std::string& out, uint32_t request_id, const Hello& m) {
   std::byte b[kHelloSize] = {};
   wire::store_u16(b + 0, m.min_version);
   wire::store_u16(b + 2, m.max_version);
+  wire::store_u32(b + 4, m.log_only ? kHelloLogOnly : 0);
   std::memcpy(b + 8, m.client_nonce.data(), kNonceSize);
   append_frame_header(out, MsgType::kHello, kHelloSize, request_id);
   append_body(out, b);
@@ -175,10 +178,12 @@ Status other_versions(std::span<const std::byte> body) {
 Result<Hello> decode_hello(std::span<const std::byte> body) {
   RRS_RETURN_IF_ERROR(other_versions(body));
   RRS_RETURN_IF_ERROR(check_size("HELLO", body, kHelloSize));
-  if (!all_zero(body.subspan(4, 4))) return bad("HELLO", "reserved flags are set");
+  const uint32_t flags = load_u32(&body[4]);
+  if ((flags & ~kHelloLogOnly) != 0) return bad("HELLO", "reserved flags are set");
   Hello m;
   m.min_version = load_u16(body.data());
   m.max_version = load_u16(&body[2]);
+  m.log_only = (flags & kHelloLogOnly) != 0;
   std::memcpy(m.client_nonce.data(), &body[8], kNonceSize);
   if (m.min_version > m.max_version) return bad("HELLO", "min_version > max_version");
   return m;

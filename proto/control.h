@@ -10,8 +10,8 @@
 //   12 4 request_id (chosen by the client; echoed in the answer)
 //
 // Bodies:
-//   HELLO        c->s 24 B: min_version u16, max_version u16, flags u32 (0),
-//                           client_nonce [16]
+//   HELLO        c->s 24 B: min_version u16, max_version u16, flags u32 (bit 0:
+//                           log only), client_nonce [16]
 //   HELLO_OK     s->c 32 B: version u16, flags u16 (bit 0: AUTH required),
 //                           max_read_len u32, max_in_flight u32,
 //                           keepalive_interval_ms u32 (0: none), server_nonce [16]
@@ -19,7 +19,8 @@
 //   AUTH_OK      s->c 32 B: the server's own proof, so the client knows it
 //                           talks to a sidecar that holds the secret too
 //   GET_DESCRIPTOR c->s 0 B
-//   DESCRIPTOR   s->c 64 B: epoch u64, table_length u64, remote_addr u64 (verbs;
+//   DESCRIPTOR   s->c 64 B: epoch u64, table_length u64 (0: no table, only to a
+//                           log-only client), remote_addr u64 (verbs;
 //                           0 over TCP), rkey u32 (verbs; 0 over TCP),
 //                           layout_version u16, transport u16,
 //                           log_id u64 (0: no change log), log_length u64,
@@ -50,8 +51,11 @@
 namespace rrs::control {
 
 inline constexpr uint8_t kMagic[4] = {'R', 'S', 'C', '1'};
-// 2: the change log; 3: nonces in HELLO/HELLO_OK, AUTH and AUTH_OK.
-inline constexpr uint16_t kProtocolVersion = 3;
+// 2: the change log; 3: nonces in HELLO/HELLO_OK, AUTH and AUTH_OK; 4: the
+// HELLO flag "log only", descriptors without a table, "snapshot pending".
+inline constexpr uint16_t kProtocolVersion = 4;
+// HELLO flags.
+inline constexpr uint32_t kHelloLogOnly = 1;
 inline constexpr size_t kFrameHeaderSize = 16;
 inline constexpr size_t kNonceSize = 16, kProofSize = 32;
 inline constexpr size_t kHelloSize = 24, kHelloOkSize = 32, kAuthSize = kProofSize,
@@ -96,10 +100,13 @@ enum class ErrorCode : uint32_t {
   kAuthFailed = 9,   // no AUTH, or a wrong proof: the secrets differ
   kServerFull = 10,  // --max-clients reached; try again later
   kIdle = 11,        // no request for --idle-timeout, or no AUTH in time
+  // No table fits this client yet: the server is taking a snapshot for it
+  // (or gathering replicas for one). Alive and working: wait, ask again.
+  kSnapshotPending = 12,
 };
 const char* error_code_name(ErrorCode c);
 // How a client should take an ERROR: kUnavailable when trying again later
-// may work (not ready, epoch gone, server full, idle), kDenied for a failed
+// may work (not ready, epoch gone, server full, idle, snapshot pending), kDenied for a failed
 // authentication, kBadData for the rest.
 ErrorKind error_kind(ErrorCode c);
 
@@ -114,6 +121,10 @@ struct FrameHeader {
 struct Hello {
   uint16_t min_version = kProtocolVersion;
   uint16_t max_version = kProtocolVersion;
+  // The client follows the change log and needs no table (it has loaded
+  // one): a descriptor without one will do, and its connection does not
+  // keep the table from being given back.
+  bool log_only = false;
   Nonce client_nonce{};
 };
 

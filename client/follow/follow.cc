@@ -21,6 +21,7 @@ constexpr auto kReconnectPause = std::chrono::seconds(1);
 // Asks the sidecar for its descriptor every second until it serves a table
 // other than `synced`'s; false if stopped first.
 bool wait_for_new_table(const ClientConfig& config, SyncedTable& synced) {
+  synced.reader->set_log_only(false);  // a table is what it wants now
   while (!stop_requested()) {
     std::this_thread::sleep_for(kReconnectPause);
     Status s = synced.reader->connect(Clock::now() + config.connect_timeout);
@@ -138,7 +139,7 @@ Status run_follow(const ClientConfig& config) {
       log::warn(end.why + "; resyncing from the newest table");
       continue;
     }
-    log::warn(end.why + "; waiting for rdma-server's next snapshot (see its --snapshot-every)");
+    log::warn(end.why + "; asking rdma-server for a new snapshot");
     if (!wait_for_new_table(config, table)) return {};
   }
 }

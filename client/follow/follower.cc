@@ -199,7 +199,26 @@ Result<FollowEnd> Follower::settled(FollowEnd end) {
   return end;
 }
 
+Result<std::optional<FollowEnd>> Follower::let_go_of_table() {
+  const uint64_t log_id = synced_.reader->descriptor().log_id;
+  synced_.reader->set_log_only(true);
+  Status s = synced_.reader->connect(Clock::now() + config_.connect_timeout);
+  if (!s.ok()) RRS_RETURN_IF_ERROR(reconnect(s));
+  if (synced_.reader->descriptor().log_id != log_id)
+    return std::optional<FollowEnd>(
+        FollowEnd{false, "rdma-server now serves another change log (it restarted, or the master "
+                         "made it resync)"});
+  return std::optional<FollowEnd>();
+}
+
 Result<FollowEnd> Follower::run() {
+  // From here on only the change log is read, on a connection that says so:
+  // rdma-server may give the table's memory back (--table-retain).
+  if (synced_.reader->descriptor().log_id != 0) {
+    auto gone = let_go_of_table();
+    if (!gone.ok()) return gone.status();
+    if (*gone) return **gone;
+  }
   RRS_RETURN_IF_ERROR(tail_.attach());
   auto first = refresh_header();
   if (!first.ok()) return first.status();

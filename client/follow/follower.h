@@ -51,6 +51,9 @@ class Follower {
 
  private:
   Result<FollowEnd> step(bool& idle);
+  // Reconnects as a log-only client (the table is loaded); a FollowEnd if
+  // the sidecar now serves another log.
+  Result<std::optional<FollowEnd>> let_go_of_table();
   // `end`, once the replies to everything sent are in.
   Result<FollowEnd> settled(FollowEnd end);
   // The header, reconnecting (for as long as it takes) if the sidecar went

@@ -20,7 +20,20 @@ struct Table {
   // stream share it.
   ChangeLogPtr log;
   uint64_t epoch() const { return header.epoch; }
+  // No bytes: a table not taken yet, or given back while its change log
+  // goes on. Served to log-only clients (followers) alone.
+  bool empty() const { return header.total_size == 0; }
 };
+
+// An epoch without a table (Table::empty), continued by `log` (may be null).
+inline std::shared_ptr<Table> table_without_bytes(uint64_t epoch, ChangeLogPtr log) {
+  auto t = std::make_shared<Table>();
+  t->header.epoch = epoch;
+  t->header.state = table::State::kReady;
+  t->header.total_size = 0;
+  t->log = std::move(log);
+  return t;
+}
 
 using TablePtr = std::shared_ptr<const Table>;
 

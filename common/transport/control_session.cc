@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "common/auth/auth.h"
+#include "common/base/log.h"
 
 namespace rrs {
 
@@ -48,6 +49,22 @@ Verdict<control::Descriptor> ServerSession::describe(const TablePtr& t,
   return d;
 }
 
+Verdict<control::Descriptor> ServerSession::offer(const TablePtr& t,
+                                                  control::TransportKind transport) {
+  // Before AUTH (verbs' connect request) only whether anything is published:
+  // a peer that has not proved the secret never makes the master fork.
+  const bool wants_table = ready() && !log_only_;
+  if (wants_table) {
+    if (terms_.demand)
+      if (std::optional<Refusal> no = terms_.demand->refuse(t)) return std::move(*no);
+    if (t && t->empty())
+      return Refusal{ErrorCode::kNotReady, "no table is published (not taken yet, or given back)"};
+  }
+  auto d = describe(t, transport);
+  if (d.ok() && wants_table) table_epoch_ = d->epoch;
+  return d;
+}
+
 Refusal ServerSession::refuse(ErrorCode code, std::string why) {
   state_ = State::kClosing;
   return Refusal{code, std::move(why)};
@@ -82,6 +99,7 @@ Verdict<control::HelloOk> ServerSession::hello(const Result<control::Hello>& m, 
   ok.server_nonce = *nonce;
   client_nonce_ = m->client_nonce;
   server_nonce_ = ok.server_nonce;
+  log_only_ = m->log_only;
   state_ = ok.auth_required ? State::kAwaitAuth : State::kReady;
   return ok;
 }
@@ -117,7 +135,7 @@ Verdict<control::Descriptor> ServerSession::on_get_descriptor(std::span<const st
                                                               const TablePtr& table) {
   if (!ready()) return not_ready();
   if (!body.empty()) return refuse(ErrorCode::kBadMessage, "unexpected body");
-  auto d = describe(table, control::TransportKind::kTcp);
+  auto d = offer(table, control::TransportKind::kTcp);
   if (!d.ok()) state_ = State::kClosing;
   return d;
 }
@@ -190,6 +208,7 @@ Result<control::Hello> ClientSession::start(Clock::time_point deadline) {
   control::Hello hello;
   RRS_ASSIGN_OR_RETURN(client_nonce_, auth::random_nonce());
   hello.client_nonce = client_nonce_;
+  hello.log_only = log_only_;
   hello_ok_ = {};
   descriptor_ = {};
   return hello;
@@ -226,9 +245,13 @@ Status ClientSession::on_descriptor(std::span<const std::byte> body,
 Status ClientSession::accept_descriptor(const control::Descriptor& d,
                                         control::TransportKind transport) {
   const bool verbs = transport == control::TransportKind::kVerbs;
-  if (d.transport != transport || (verbs && d.rkey == 0))
+  if (d.transport != transport || (verbs && d.table_length != 0 && d.rkey == 0))
     return Status::error("read descriptor", verbs ? "server did not publish an RDMA region"
                                                   : "server described another transport")
+        .as(ErrorKind::kBadData);
+  if (d.table_length == 0 && !log_only_)
+    return Status::error("read descriptor", "the server described no table to a client that "
+                                            "asked for one")
         .as(ErrorKind::kBadData);
   descriptor_ = d;
   return {};
@@ -297,14 +320,36 @@ Status connect_with_backoff(Clock::time_point deadline, const ConnectAttempt& at
   // A server that restarts is back within a second or so; waiting longer
   // between tries would only delay the client.
   constexpr auto kMaxBackoff = std::chrono::milliseconds(1000);
+  // How often a wait for the server's snapshot is logged.
+  constexpr auto kPendingNote = std::chrono::seconds(5);
+  const auto timeout = deadline - Clock::now();
+  const auto waiting_since = Clock::now();
+  auto next_note = waiting_since;
   auto backoff = kFirstBackoff;
   for (;;) {
-    Status s = attempt();
+    Status s = attempt(deadline);
+    if (snapshot_pending(s)) {
+      // The whole timeout from now, and the next pause on top of it.
+      deadline = std::max(deadline, Clock::now() + timeout + kMaxBackoff);
+      if (Clock::now() >= next_note) {
+        log::info("waiting for rdma-server's snapshot (" +
+                  std::to_string(static_cast<int>(seconds_since(waiting_since))) +
+                  " s so far): " + s.reason());
+        next_note = Clock::now() + kPendingNote;
+      }
+    }
     if (s.ok() || s.kind() != ErrorKind::kUnavailable || Clock::now() + backoff >= deadline)
       return s;
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, kMaxBackoff);
   }
+}
+
+bool snapshot_pending(const Status& s) {
+  static const std::string prefix = std::string(
+                                        control::error_code_name(ErrorCode::kSnapshotPending)) +
+                                    ": ";
+  return !s.ok() && s.reason().starts_with(prefix);
 }
 
 }  // namespace rrs

@@ -57,12 +57,27 @@ class [[nodiscard]] Verdict {
   std::variant<T, Refusal> v_;
 };
 
+// Snapshots on demand (rdma-server): a transport asks, on its loop thread,
+// before it hands the published table to a new client.
+class TableDemand {
+ public:
+  virtual ~TableDemand() = default;
+  // Nullopt when `table` (the one published; null while there is none) may
+  // be given to a new client. Else the answer to send (kSnapshotPending
+  // while one is being taken for it, kNotReady when taking one failed),
+  // after asking for a snapshot if none is under way.
+  virtual std::optional<Refusal> refuse(const TablePtr& table) = 0;
+};
+
 // What a server offers its clients; announced in HELLO_OK.
 struct ServerTerms {
   AccessPolicy access;
   uint32_t max_in_flight = 16;
   // Verbs: how often a client must send KEEPALIVE. 0 over TCP (the kernel's keepalive).
   std::chrono::milliseconds keepalive_interval{0};
+  // Decides whether the published table may be handed out (null: any
+  // published table may; rdma-server's snapshots on demand set it).
+  TableDemand* demand = nullptr;
 };
 
 // The server's half of one client's session. Loop thread only, like its connection.
@@ -91,6 +106,12 @@ class ServerSession {
   // addresses and rkeys), or "not ready" while there is none.
   static Verdict<control::Descriptor> describe(const TablePtr& table,
                                                control::TransportKind transport);
+  // What this client may have of the published `table`: a client that
+  // wants the table gets it if the terms' TableDemand lets it (else its
+  // answer: "snapshot pending"...); a log-only client (HELLO flag) gets
+  // the descriptor whatever the table, even one without bytes. Remembers
+  // the epoch of a table handed out (holds_table).
+  Verdict<control::Descriptor> offer(const TablePtr& table, control::TransportKind transport);
 
   // HELLO as a frame body (TCP) or the connect private data (verbs: HELLO
   // frame, padded): the HELLO_OK to answer with.
@@ -129,6 +150,10 @@ class ServerSession {
   Refusal refuse(control::ErrorCode code, std::string why);
 
   State state() const { return state_; }
+  // Whether this client was given the table of `epoch` (not log-only):
+  // while it stays connected, that table is being read.
+  bool holds_table(uint64_t epoch) const { return table_epoch_ == epoch; }
+  bool log_only() const { return log_only_; }
   bool ready() const { return state_ == State::kReady; }
   bool closing() const { return state_ == State::kClosing; }
 
@@ -140,6 +165,8 @@ class ServerSession {
 
   const ServerTerms& terms_;
   State state_ = State::kAwaitHello;
+  bool log_only_ = false;
+  std::optional<uint64_t> table_epoch_;
   control::Nonce client_nonce_{}, server_nonce_{};
 };
 
@@ -148,6 +175,11 @@ class ServerSession {
 class ClientSession {
  public:
   explicit ClientSession(std::optional<std::string> secret) : secret_(std::move(secret)) {}
+
+  // From the next start() on, ask for the change log alone (a follower
+  // that has loaded its table): the server may then give a descriptor
+  // without a table, and lets the table go when no one else reads it.
+  void set_log_only(bool on) { log_only_ = on; }
 
   // A new handshake: the HELLO to send, with a fresh nonce. The whole
   // handshake must be done by `deadline`, however the server spaces its
@@ -189,19 +221,25 @@ class ClientSession {
   Status accept_descriptor(const control::Descriptor& d, control::TransportKind transport);
 
   std::optional<std::string> secret_;
+  bool log_only_ = false;
   Clock::time_point deadline_ = Clock::time_point::max();
   control::Nonce client_nonce_{};
   control::HelloOk hello_ok_;
   control::Descriptor descriptor_;
 };
 
-// One connect loop for every reader: calls `attempt` until it succeeds, fails
-// with a kind other than kUnavailable (retrying cannot help: a wrong secret,
-// a lying server), or `deadline` comes; waits 100 ms after the first
-// failure, doubling up to 1 s. Returns the last status. The server's "not
-// ready" and "server full" are kUnavailable (control::error_kind): a client
-// waits them out until its --connect-timeout.
-using ConnectAttempt = std::function<Status()>;
+// One connect loop for every reader: calls `attempt` (with the deadline it
+// must end by) until it succeeds, fails with a kind other than kUnavailable
+// (retrying cannot help: a wrong secret, a lying server), or the deadline
+// comes; waits 100 ms after the first failure, doubling up to 1 s. Returns
+// the last status. The server's "not ready" and "server full" are
+// kUnavailable (control::error_kind): a client waits them out until its
+// --connect-timeout. "snapshot pending" says the server is alive and taking
+// a snapshot for us, which takes as long as the master's RDB: each one moves
+// the deadline on by the whole timeout, and is logged every few seconds.
+using ConnectAttempt = std::function<Status(Clock::time_point deadline)>;
 Status connect_with_backoff(Clock::time_point deadline, const ConnectAttempt& attempt);
+// Whether `s` is a server's "snapshot pending" answer.
+bool snapshot_pending(const Status& s);
 
 }  // namespace rrs

@@ -73,6 +73,10 @@ class TableServer {
   virtual void disconnect_all() = 0;
   // Clients connected now. Loop thread only.
   virtual size_t client_count() const = 0;
+  // Clients connected now that were given the table of `epoch` and have not
+  // let it go (a follower reconnects log-only once it has loaded): while
+  // any does, that table is being read. Loop thread only.
+  virtual size_t table_readers(uint64_t epoch) const = 0;
 };
 
 // Client side. One thread drives a reader; it is not thread safe.
@@ -84,6 +88,11 @@ class TableReader {
   // until `deadline` while the server is unreachable, has no table yet or is
   // full (so a client may start first, or wait for a slot).
   virtual Status connect(Clock::time_point deadline) = 0;
+  // From the next connect() on, ask for the change log alone (a follower
+  // that has loaded its table): the descriptor may then describe no table
+  // (table_length 0), and this client does not keep the server from giving
+  // the table's memory back.
+  virtual void set_log_only(bool on) = 0;
   virtual const control::Descriptor& descriptor() const = 0;
   virtual uint32_t max_read_length() const = 0;
   virtual uint32_t max_in_flight() const = 0;

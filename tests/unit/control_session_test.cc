@@ -132,12 +132,14 @@ TEST(ControlSession, ConnectRetriesOnlyWhatMayPass) {
   const auto far = Clock::now() + std::chrono::seconds(30);
   for (ErrorCode passing : {ErrorCode::kNotReady, ErrorCode::kServerFull}) {
     int tries = 0;
-    Status s = connect_with_backoff(far, [&] { return ++tries < 3 ? answer(passing) : Status(); });
+    Status s = connect_with_backoff(far, [&](Clock::time_point) {
+      return ++tries < 3 ? answer(passing) : Status();
+    });
     EXPECT_TRUE(s.ok()) << s.message();
     EXPECT_EQ(tries, 3);
   }
   int tries = 0;
-  Status denied = connect_with_backoff(far, [&] {
+  Status denied = connect_with_backoff(far, [&](Clock::time_point) {
     ++tries;
     return answer(ErrorCode::kAuthFailed);
   });
@@ -146,14 +148,43 @@ TEST(ControlSession, ConnectRetriesOnlyWhatMayPass) {
 
   tries = 0;
   const auto start = Clock::now();
-  Status late = connect_with_backoff(start + std::chrono::milliseconds(250), [&] {
-    ++tries;
-    return answer(ErrorCode::kServerFull);
-  });
+  Status late = connect_with_backoff(start + std::chrono::milliseconds(250),
+                                     [&](Clock::time_point) {
+                                       ++tries;
+                                       return answer(ErrorCode::kServerFull);
+                                     });
   EXPECT_EQ(late.kind(), ErrorKind::kUnavailable);
   EXPECT_NE(late.message().find('x'), std::string::npos) << late.message();
   EXPECT_GE(tries, 2);  // 100 ms, then 200 ms would pass the deadline
   EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(400));
+}
+
+// A server taking a snapshot for us is waited for past the deadline: each
+// "snapshot pending" moves it on by the whole timeout, and the attempt is
+// given the moved deadline.
+TEST(ControlSession, SnapshotPendingMovesTheDeadlineOn) {
+  auto answer = [](ErrorCode code) {
+    std::string e;
+    control::append_error(e, 0, {code, "12 s in"});
+    return ClientSession::server_error_frame(std::as_bytes(std::span(e)));
+  };
+  EXPECT_TRUE(snapshot_pending(answer(ErrorCode::kSnapshotPending)));
+  EXPECT_FALSE(snapshot_pending(answer(ErrorCode::kNotReady)));
+  EXPECT_FALSE(snapshot_pending(Status()));
+  EXPECT_EQ(answer(ErrorCode::kSnapshotPending).kind(), ErrorKind::kUnavailable);
+
+  const auto start = Clock::now();
+  const auto first_deadline = start + std::chrono::milliseconds(150);
+  int tries = 0;
+  Clock::time_point last_deadline;
+  Status s = connect_with_backoff(first_deadline, [&](Clock::time_point deadline) {
+    last_deadline = deadline;
+    return ++tries < 4 ? answer(ErrorCode::kSnapshotPending) : Status();
+  });
+  EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(tries, 4);  // 100 + 200 + 400 ms of waits: well past the first deadline
+  EXPECT_GT(Clock::now(), first_deadline);
+  EXPECT_GT(last_deadline, first_deadline);
 }
 
 }  // namespace

@@ -28,6 +28,15 @@ TEST(Control, MessagesRoundTrip) {
   auto hello = decode_hello(bytes(f, kFrameHeaderSize));
   ASSERT_TRUE(hello.ok());
   EXPECT_EQ(hello->max_version, 3);
+  EXPECT_FALSE(hello->log_only);
+  // A follower's HELLO asks for the change log alone; other flags are reserved.
+  f.clear();
+  append_hello(f, 8, Hello{.log_only = true});
+  auto follower = decode_hello(bytes(f, kFrameHeaderSize));
+  ASSERT_TRUE(follower.ok()) << follower.status().message();
+  EXPECT_TRUE(follower->log_only);
+  f[kFrameHeaderSize + 4] = '\x03';
+  EXPECT_FALSE(decode_hello(bytes(f, kFrameHeaderSize)).ok());
 
   f.clear();
   append_descriptor(f, 1,

@@ -27,8 +27,8 @@ Status TcpTableReader::connect(Clock::time_point deadline) {
   fd_.reset();
   out_.clear();
   pending_.clear();  // reads of a previous connection are lost with it
-  return connect_with_backoff(deadline, [&]() -> Status {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return connect_with_backoff(deadline, [&](Clock::time_point until) -> Status {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
     auto attempt = std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(2000));
     auto fd = tcp_connect(server_, attempt);
     if (!fd.ok())
@@ -36,7 +36,7 @@ Status TcpTableReader::connect(Clock::time_point deadline) {
           .wrap("could not reach rdma-server (retried until --connect-timeout)")
           .as(ErrorKind::kUnavailable);
     fd_ = std::move(*fd);
-    return handshake(std::min(deadline, Clock::now() + io_timeout_))
+    return handshake(std::min(until, Clock::now() + io_timeout_))
         .wrap("handshake with rdma-server at " + server_.to_string());
   });
 }

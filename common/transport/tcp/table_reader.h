@@ -32,6 +32,7 @@ class TcpTableReader final : public TableReader {
   Status poll(std::vector<uint64_t>& done, std::chrono::milliseconds timeout) override;
   // TCP's own keepalive (enable_tcp_keepalive) covers a silent connection.
   Status keepalive() override { return {}; }
+  void set_log_only(bool on) override { session_.set_log_only(on); }
 
  private:
   struct Pending {

@@ -64,6 +64,8 @@ class TcpTableServer::Client {
     bufferevent_enable(bev_, EV_READ | EV_WRITE);
   }
 
+  const ServerSession& session() const { return session_; }
+
   // A new connection: admitted to its handshake, or told why not and closed.
   void admit() {
     if (auto no = enter_handshake()) reject(0, *no);
@@ -394,6 +396,12 @@ void TcpTableServer::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* ad
   auto* c = new Client(*self, bev, peer_name(addr), peer_host(fd));
   self->clients_.insert(c);
   c->admit();
+}
+
+size_t TcpTableServer::table_readers(uint64_t epoch) const {
+  size_t n = 0;
+  for (const Client* c : clients_) n += c->session().holds_table(epoch) ? 1 : 0;
+  return n;
 }
 
 std::vector<TcpTableServer::Queue> TcpTableServer::queues_for_test() const {

@@ -32,6 +32,8 @@ struct TcpServerLimits {
   // dropped: one that stops reading cannot pin a retired epoch any longer.
   std::chrono::milliseconds reply_timeout{60000};
   AccessPolicy access;
+  // Whether the published table may be handed out (ServerTerms::demand).
+  TableDemand* demand = nullptr;
 };
 
 class TcpTableServer final : public TableServer {
@@ -48,6 +50,7 @@ class TcpTableServer final : public TableServer {
   uint16_t port() const { return bound_.port; }
   // Every connection, in its handshake or authenticated.
   size_t client_count() const override { return clients_.size(); }
+  size_t table_readers(uint64_t epoch) const override;
   // Per connection: answers queued and not yet taken by the kernel, and their
   // bytes. Loop thread only; for tests.
   struct Queue {
@@ -59,7 +62,9 @@ class TcpTableServer final : public TableServer {
 
  private:
   TcpTableServer(event_base* base, const TcpServerLimits& limits)
-      : base_(base), limits_(limits), terms_{limits.access, limits.max_in_flight} {}
+      : base_(base),
+        limits_(limits),
+        terms_{limits.access, limits.max_in_flight, {}, limits.demand} {}
   static void on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* addr, int len, void* arg);
   void drop(Client* c);
 

@@ -24,10 +24,12 @@ struct EpochMrs {
 
 Result<EpochMrs> register_epoch(ibv_pd* pd, const Table& t, int access, const std::string& where) {
   EpochMrs mrs;
-  mrs.table.reset(ibv_reg_mr(pd, const_cast<std::byte*>(t.bytes.data()), t.bytes.size(), access));
-  if (!mrs.table)
-    return Status::from_errno("register the " + std::to_string(t.bytes.size() >> 20) +
-                              " MiB table " + where);
+  if (!t.empty()) {  // an epoch without a table has only its log to serve
+    mrs.table.reset(ibv_reg_mr(pd, const_cast<std::byte*>(t.bytes.data()), t.bytes.size(), access));
+    if (!mrs.table)
+      return Status::from_errno("register the " + std::to_string(t.bytes.size() >> 20) +
+                                " MiB table " + where);
+  }
   if (const ChangeLogPtr& log = t.log) {
     // The sidecar writes the log with the CPU; peers may only read it.
     mrs.log.reset(
@@ -90,7 +92,7 @@ control::Descriptor describe(const Registration& r) {
   const bool shared = r.protection == Protection::kSharedMr;
   control::Descriptor d = *ServerSession::describe(r.table, control::TransportKind::kVerbs);
   d.remote_addr = reinterpret_cast<uint64_t>(r.table->bytes.data());
-  d.rkey = shared ? r.mr->rkey : 0;
+  d.rkey = shared && r.mr ? r.mr->rkey : 0;
   if (const ChangeLogPtr& log = r.table->log) {
     d.log_addr = reinterpret_cast<uint64_t>(log->memory().data());
     d.log_rkey = shared ? r.log_mr->rkey : 0;

@@ -25,8 +25,8 @@ VerbsTableReader::~VerbsTableReader() { close(); }
 // drops the CM's packets, cannot hold us past --connect-timeout.
 Status VerbsTableReader::connect(Clock::time_point deadline) {
   deadline = std::max(deadline, Clock::now() + std::chrono::milliseconds(verbs::kResolveTimeoutMs));
-  Status s = connect_with_backoff(deadline, [&] {
-    Status tried = attempt(deadline);
+  Status s = connect_with_backoff(deadline, [&](Clock::time_point until) {
+    Status tried = attempt(until);
     if (!tried.ok()) close();
     return tried;
   });

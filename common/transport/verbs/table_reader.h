@@ -52,6 +52,7 @@ class VerbsTableReader final : public TableReader {
   Status post_reads(std::span<const TableRead> batch) override;
   Status poll(std::vector<uint64_t>& done, std::chrono::milliseconds timeout) override;
   Status keepalive() override;
+  void set_log_only(bool on) override { session_.set_log_only(on); }
 
   // Tests only: read under other rkeys than the server gave us (to show that
   // another client's window does not work from this QP).

@@ -187,7 +187,7 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
   auto hello = c->session.on_connect(private_data(param));
   if (!hello.ok()) return reject(id, hello.refusal());
   if (auto no = admit(*c, peer_of(id))) return reject(id, *no);
-  if (auto d = ServerSession::describe(current_, control::TransportKind::kVerbs); !d.ok())
+  if (auto d = c->session.offer(current_, control::TransportKind::kVerbs); !d.ok())
     return reject(id, d.refusal());
   auto reg = registry_.registration_for(id->verbs, current_);
   if (!reg.ok()) return reject(id, {ErrorCode::kInternal, reg.status().message()});

@@ -44,6 +44,8 @@ struct VerbsServerLimits {
   // How often clients must send a keepalive (announced in HELLO_OK).
   std::chrono::milliseconds keepalive_interval{2000};
   AccessPolicy access;
+  // Whether the published table may be handed out (ServerTerms::demand).
+  TableDemand* demand = nullptr;
   // Tests only: act as if the device had no type-2 memory windows, so the
   // protection-domain-per-client fallback runs on rxe (which has them).
   // rdma-server sets it from $RRS_TEST_NO_MEMORY_WINDOWS=1, with a warning.
@@ -73,6 +75,11 @@ class VerbsTableServer final : public TableServer {
   std::string address() const override { return bound_.to_string(); }
   void disconnect_all() override;
   size_t client_count() const override { return connections_.size(); }
+  size_t table_readers(uint64_t epoch) const override {
+    size_t n = 0;
+    for (const auto& [id, c] : connections_) n += c->session.holds_table(epoch) ? 1 : 0;
+    return n;
+  }
 
  private:
   // tests/transport/verbs_protection_test.cc, verbs_registration_test.cc
@@ -82,7 +89,7 @@ class VerbsTableServer final : public TableServer {
   VerbsTableServer(event_base* base, const VerbsServerLimits& limits)
       : base_(base),
         limits_(limits),
-        terms_{limits.access, limits.max_in_flight, limits.keepalive_interval},
+        terms_{limits.access, limits.max_in_flight, limits.keepalive_interval, limits.demand},
         registry_(limits.access.secret.has_value(), limits.test_no_memory_windows) {}
 
   // table_server.cc: connection management (CM events) and epochs.

@@ -60,7 +60,7 @@ std::string VerbsTableServer::answer_keepalive(Connection& c, uint64_t seq) {
 // the descriptor (the rkey's first trip), once the client's access is granted
 // (grant(): under kPdPerClient, later, off the loop).
 std::string VerbsTableServer::answer_auth(Connection& c, const control::Proof& server_proof) {
-  if (auto d = ServerSession::describe(current_, control::TransportKind::kVerbs); !d.ok()) {
+  if (auto d = c.session.offer(current_, control::TransportKind::kVerbs); !d.ok()) {
     close_with(c, c.session.refuse(d.refusal().code, d.refusal().why));
     return "";
   }
