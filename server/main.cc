@@ -2,14 +2,12 @@
 // Every step returns a Status; only main() turns it into an exit code.
 #include <event2/event.h>
 
-#include <atomic>
 #include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <optional>
-#include <thread>
 
 #include "common/auth/auth.h"
 #include "common/base/clock.h"
@@ -18,13 +16,11 @@
 #include "common/cli/exit_codes.h"
 #include "common/cli/version.h"
 #include "common/metrics/http_endpoint.h"
-#include "common/net/loop_mailbox.h"
 #include "common/table/huge_pages.h"
 #include "common/transport/tcp/table_server.h"
 #include "common/transport/verbs/device.h"
 #include "common/transport/verbs/table_server.h"
-#include "proto/rdb_convert.h"
-#include "server/cluster_shard.h"
+#include "server/epoch_keeper.h"
 #include "server/psync_source.h"
 #include "server/rdb_file_source.h"
 #include "server/scan_source.h"
@@ -36,22 +32,17 @@ using namespace rrs;
 
 namespace {
 
-// A new epoch number: the creation time in ms, so a restarted sidecar never
-// reuses an epoch a client may still hold.
-uint64_t next_epoch() { return static_cast<uint64_t>(unix_ms()); }
-
-using Servers = std::vector<std::pair<std::string, std::unique_ptr<TableServer>>>;
-
 // TCP always serves unless --transport verbs; verbs serves when asked, or in
 // auto mode when an RDMA device is up (same port number: rdmacm has its own
 // port space).
 Result<Servers> start_servers(event_base* base, const ServerConfig& config,
-                              const AccessPolicy& access) {
+                              const AccessPolicy& access, TableDemand* demand) {
   Servers servers;
   Endpoint at{config.listen_host, config.port};
   if (config.transport != TransportChoice::kVerbs) {
     TcpServerLimits tcp_limits;
     tcp_limits.access = access;
+    tcp_limits.demand = demand;
     auto tcp = TcpTableServer::listen(base, at, tcp_limits);
     if (!tcp.ok()) return tcp.status();
     at.port = (*tcp)->port();  // --port 0: verbs takes the port TCP was given
@@ -63,6 +54,7 @@ Result<Servers> start_servers(event_base* base, const ServerConfig& config,
     VerbsServerLimits limits;
     limits.retire_grace = config.retire_grace;
     limits.access = access;
+    limits.demand = demand;
     limits.test_no_memory_windows = test_hooks::no_memory_windows();
     limits.test_registration_delay = test_hooks::pd_registration_delay();
     auto verbs = VerbsTableServer::listen(base, at, limits);
@@ -79,13 +71,9 @@ Result<Servers> start_servers(event_base* base, const ServerConfig& config,
   return servers;
 }
 
-// `arg` points to the PSYNC source (null for the others), which does not
-// exist yet when the handler is installed.
-void on_snapshot_signal(evutil_socket_t, short, void* arg) {
-  if (PsyncSource* psync = *static_cast<PsyncSource**>(arg))
-    psync->request_snapshot();
-  else
-    log::warn("SIGUSR1 asks for a new snapshot; only --source psync takes them");
+// SIGUSR1 asks for a new snapshot now.
+void on_snapshot_signal(evutil_socket_t, short, void* keeper) {
+  static_cast<EpochKeeper*>(keeper)->snapshot_now();
 }
 
 void on_signal(evutil_socket_t sig, short, void* base) {
@@ -100,39 +88,6 @@ uint16_t port_of(const std::string& address) {
   uint16_t n = 0;
   auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), n);
   return ec == std::errc() && end == port.data() + port.size() ? n : 0;
-}
-
-Status publish_everywhere(Servers& servers, const TablePtr& table) {
-  for (auto& [name, server] : servers)
-    if (Status s = server->publish(table); !s.ok()) return s.wrap("publish over " + name);
-  return {};
-}
-
-void print_table_line(const char* what, const table::Header& h, const SnapshotStats& stats,
-                      double build_s) {
-  std::printf("%s epoch=%llu records=%llu bytes=%llu slot_size=%u functions=%llu build_s=%.3f "
-              "source=%s offset=%llu replid=%s engine=%s version=%s rdb=%u module_aux=%u "
-              "empty_skipped=%llu keys_lost=%llu",
-              what, static_cast<unsigned long long>(h.epoch),
-              static_cast<unsigned long long>(h.record_count),
-              static_cast<unsigned long long>(h.total_size), h.slot_size,
-              static_cast<unsigned long long>(stats.functions), build_s,
-              table::source_name(h.source_kind), static_cast<unsigned long long>(h.source_offset),
-              h.source_replid.empty() ? "-" : h.source_replid.c_str(),
-              h.engine == Engine::kValkey  ? "valkey"
-              : h.engine == Engine::kRedis ? "redis"
-                                           : "-",
-              h.server_version.empty() ? "-" : h.server_version.c_str(), h.rdb_version,
-              h.module_aux_count, static_cast<unsigned long long>(h.empty_skipped),
-              static_cast<unsigned long long>(h.keys_lost));
-  for (size_t i = 0; i < rdb::kLossKindCount; ++i)
-    std::printf(" lossy_%s=%llu", rdb::loss_key(i),
-                static_cast<unsigned long long>(h.lossy[i].count));
-  std::printf(" hash_slots=%s", slots_text(stats.hash_slots).c_str());
-  // A replica as source: the table is its master's history (docs/snapshot-sources.md).
-  std::printf(" source_role=%s", stats.source_role.name());
-  if (stats.source_role.kind == SourceRole::kReplica)
-    std::printf(" source_master=%s", stats.source_role.master.c_str());
 }
 
 // Who may read the table: the shared secret (or loopback only without one).
@@ -186,119 +141,6 @@ Source make_source(const ServerConfig& config, const RedisCredentials& creds,
   return out;
 }
 
-// The first table: snapshot, build, publish everywhere, print the ready line.
-Result<TablePtr> publish_first_table(const Source& src, Servers& servers) {
-  const auto t0 = Clock::now();
-  TableBuilder builder;
-  RRS_ASSIGN_OR_RETURN(SnapshotStats stats, src.source->snapshot(builder));
-  RRS_ASSIGN_OR_RETURN(std::shared_ptr<Table> table, builder.build(next_epoch()));
-  test_hooks::corrupt_slot(*table);
-  if (src.psync) table->log = src.psync->log();
-  const double build_s = seconds_since(t0);
-  RRS_RETURN_IF_ERROR(publish_everywhere(servers, table));
-  server_metrics().published(*table, build_s);
-
-  std::string names;
-  for (auto& [name, server] : servers) names += (names.empty() ? "" : "+") + name;
-  const table::SlotSizeChoice& c = builder.slot_choice();
-  if (stats.vanished || stats.failed)
-    log::warn(std::to_string(stats.vanished) + " keys vanished during the snapshot, " +
-              std::to_string(stats.failed) +
-              " could not be dumped (keys_lost: clients refuse the table without "
-              "--allow-missing-keys)");
-  print_table_line("ready", table->header, stats, build_s);
-  std::printf(" heap_records=%llu log_bytes=%llu listening=%s transport=%s\n",
-              static_cast<unsigned long long>(c.heap_records),
-              static_cast<unsigned long long>(table->log ? table->log->capacity() : 0),
-              servers.front().second->address().c_str(), names.c_str());
-  std::fflush(stdout);
-  return TablePtr(table);
-}
-
-// PSYNC: keeps the replication link on its own thread, appending the stream
-// to the change log. A full resync there builds the next epoch with a new
-// log, which the loop publishes; then the old log is marked superseded, so
-// its followers resync from the new epoch (the old one retires).
-class EpochFollower {
- public:
-  EpochFollower(Servers& servers, TablePtr first) : servers_(servers), current_(std::move(first)) {}
-  EpochFollower(const EpochFollower&) = delete;
-  EpochFollower& operator=(const EpochFollower&) = delete;
-  ~EpochFollower() { stop(); }
-
-  Status start(event_base* base, PsyncSource& psync) {
-    base_ = base;
-    RRS_ASSIGN_OR_RETURN(mailbox_, LoopMailbox::create(base));
-    thread_ = std::thread([this, &psync] {
-      Status s = psync.follow(stop_, [this](TableBuilder& next, const SnapshotStats& stats,
-                                            const ChangeLogPtr& log) {
-        on_new_snapshot(next, stats, log);
-      });
-      if (!s.ok())
-        mailbox_->post(
-            [this, s] { fail(s.wrap("the replication link was given up (restart rdma-server)")); });
-    });
-    return {};
-  }
-  // Why serving stopped early: the change log can no longer grow.
-  const Status& failure() const { return failure_; }
-  void stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-    mailbox_.reset();
-  }
-
- private:
-  // On the follow thread: build, then hand the table to the loop thread.
-  void on_new_snapshot(TableBuilder& next, const SnapshotStats& stats, const ChangeLogPtr& log) {
-    const auto t1 = Clock::now();
-    auto built = next.build(next_epoch());
-    if (!built.ok()) {
-      Status s = built.status().wrap("build the new history's table");
-      mailbox_->post([this, s] { fail(s); });
-      return;
-    }
-    test_hooks::corrupt_slot(**built);
-    (*built)->log = log;
-    const double build_s = seconds_since(t1);
-    mailbox_->post([this, table = TablePtr(*built), stats, build_s] {
-      Status s = publish_everywhere(servers_, table);
-      if (s.ok() && test_hooks::fail_republish())
-        s = Status::error("publish on verbs", "RRS_TEST_FAIL_REPUBLISH");
-      if (!s.ok()) return fail(s.wrap("publish the new table"));
-      if (current_->log && current_->log != table->log) current_->log->mark_superseded();
-      current_ = table;
-      server_metrics().published(*table, build_s);
-      print_table_line("published", table->header, stats, build_s);
-      std::printf("\n");
-      std::fflush(stdout);
-    });
-  }
-
-  // Loop thread. The current log will never grow again (the link left its
-  // history, or the table that continues it could not be served: a verbs
-  // publish may fail after the TCP one, leaving the transports apart). Exit
-  // (4) rather than mark the log dead and stay up: a process that serves a
-  // table of a history its link has left helps nobody, and a supervisor's
-  // restart takes a fresh snapshot. The log is marked superseded first, so
-  // followers that read it before the exit resync rather than idle.
-  void fail(const Status& why) {
-    if (!failure_.ok()) return;
-    failure_ = why.as(ErrorKind::kBadData);
-    log::error(failure_.message() + "; the change log can no longer grow: exiting");
-    if (current_->log) current_->log->mark_superseded();
-    event_base_loopbreak(base_);
-  }
-
-  Servers& servers_;
-  event_base* base_ = nullptr;
-  Status failure_;    // loop thread
-  TablePtr current_;  // loop thread
-  std::atomic<bool> stop_{false};
-  std::unique_ptr<LoopMailbox> mailbox_;
-  std::thread thread_;
-};
-
 // --metrics: every name registered, then served from a thread of its own.
 Result<std::unique_ptr<metrics::HttpEndpoint>> start_metrics(const std::optional<Endpoint>& at) {
   if (!at) return std::unique_ptr<metrics::HttpEndpoint>();
@@ -324,32 +166,37 @@ Status serve(const ServerConfig& config) {
   RRS_ASSIGN_OR_RETURN(auto metrics, start_metrics(config.metrics));
   std::unique_ptr<event_base, void (*)(event_base*)> base(event_base_new(), event_base_free);
   // SIGUSR1's default action ends the process, so its handler goes in before
-  // anything that can take time. One that comes during the first snapshot is
-  // handled once the loop runs, after the first table is published.
-  PsyncSource* psync = nullptr;
+  // anything that can take time. One that comes during a first snapshot
+  // taken at start is handled once the loop runs, after it is published.
+  EpochKeeper keeper(base.get(), KeeperOptions{config.snapshot_delay, config.table_retain});
   std::unique_ptr<event, void (*)(event*)> sigusr1(
-      evsignal_new(base.get(), SIGUSR1, on_snapshot_signal, &psync), event_free);
+      evsignal_new(base.get(), SIGUSR1, on_snapshot_signal, &keeper), event_free);
   event_add(sigusr1.get(), nullptr);
   RRS_ASSIGN_OR_RETURN(RedisCredentials creds,
                        load_credentials(config.redis_auth_file, kServerAuthEnv));
   RRS_ASSIGN_OR_RETURN(AccessPolicy access, access_policy(config));
   // Listen first, so a taken port or a missing RDMA device is reported before
-  // a long snapshot. The loop does not run until the table is published:
-  // clients that connect early simply wait in the backlog (within their
-  // --connect-timeout), and never see a half-built table.
-  RRS_ASSIGN_OR_RETURN(Servers servers, start_servers(base.get(), config, access));
+  // a long snapshot. The loop does not run until the first table is
+  // published (when it is taken at start): clients that connect early simply
+  // wait in the backlog (within their --connect-timeout), and never see a
+  // half-built table.
+  RRS_ASSIGN_OR_RETURN(Servers servers, start_servers(base.get(), config, access, &keeper));
   const Source src = make_source(config, creds, port_of(servers.front().second->address()));
-  psync = src.psync;
-  RRS_ASSIGN_OR_RETURN(TablePtr table, publish_first_table(src, servers));
-
-  EpochFollower follower(servers, table);
-  if (src.psync) RRS_RETURN_IF_ERROR(follower.start(base.get(), *src.psync));
+  // Only PSYNC forks the master: its first snapshot waits for a client
+  // unless --snapshot-at-start. The scan and rdb sources build at once.
+  if (src.psync && !config.snapshot_at_start) {
+    RRS_RETURN_IF_ERROR(src.psync->check_master().wrap("check the master before serving"));
+    RRS_RETURN_IF_ERROR(keeper.serve_on_demand(servers));
+  } else {
+    RRS_RETURN_IF_ERROR(keeper.publish_first(*src.source, servers));
+  }
+  if (src.psync) RRS_RETURN_IF_ERROR(keeper.follow(*src.psync));
   run_loop(base.get());
-  follower.stop();
+  keeper.stop();
   servers.clear();
   // One more turn lets libevent finish freeing the connections it deferred.
   event_base_loop(base.get(), EVLOOP_NONBLOCK);
-  return follower.failure();
+  return keeper.failure();
 }
 
 }  // namespace

@@ -44,7 +44,13 @@ void PsyncSource::back_off(const std::string& why, const std::atomic<bool>& stop
 
 Result<SnapshotStats> PsyncSource::snapshot(TableBuilder& into) {
   static const std::atomic<bool> never{false};
+  return snapshot_until(into, never);
+}
+
+Result<SnapshotStats> PsyncSource::snapshot_until(TableBuilder& into,
+                                                  const std::atomic<bool>& stop) {
   for (int attempt = 1;; ++attempt) {
+    if (stop.load()) return Status::error("snapshot", "stopping").as(ErrorKind::kUnavailable);
     link_.reset();
     auto link = MasterLink::connect(master_, creds_, opts_.link);
     if (!link.ok()) {
@@ -52,7 +58,7 @@ Result<SnapshotStats> PsyncSource::snapshot(TableBuilder& into) {
       if (attempt == 1 || link.status().kind() != ErrorKind::kUnavailable)
         return link.status().wrap("connect to master for PSYNC");
       back_off("snapshot attempt " + std::to_string(attempt) + ": " + link.status().message(),
-               never);
+               stop);
       continue;
     }
     // A replica without its master at start: say why now (exit 3), rather
@@ -61,17 +67,17 @@ Result<SnapshotStats> PsyncSource::snapshot(TableBuilder& into) {
     if (!role.ok()) {
       if (attempt == 1) return role.status();
       back_off("snapshot attempt " + std::to_string(attempt) + ": " + role.status().message(),
-               never);
+               stop);
       continue;
     }
     auto reply = link->psync("?", -1);
     if (!reply.ok()) return reply.status();
     if (reply->kind != PsyncReply::kFull) {
-      back_off(reply->why, never);
+      back_off(reply->why, stop);
       continue;
     }
     into = TableBuilder();  // nothing from a broken attempt survives
-    auto stats = receive(*link, *reply, into, never, opts_.limits, *role);
+    auto stats = receive(*link, *reply, into, stop, opts_.limits, *role);
     if (stats.ok()) {
       auto log = new_log(*reply);
       if (!log.ok()) return log.status();
@@ -86,7 +92,7 @@ Result<SnapshotStats> PsyncSource::snapshot(TableBuilder& into) {
     // will not get better by asking the master to fork again.
     if (stats.status().kind() != ErrorKind::kUnavailable) return stats.status();
     back_off("snapshot attempt " + std::to_string(attempt) + " failed: " + stats.status().message(),
-             never);
+             stop);
   }
 }
 
@@ -143,6 +149,16 @@ ChangeLogPtr PsyncSource::log() const {
   return log_;
 }
 
+std::string PsyncSource::last_failure() const {
+  std::lock_guard lock(mu_);
+  return last_failure_;
+}
+
+void PsyncSource::set_failure(std::string why) {
+  std::lock_guard lock(mu_);
+  last_failure_ = std::move(why);
+}
+
 void PsyncSource::refresh(const std::atomic<bool>& stop, const std::atomic<bool>& link_gone,
                           const OnSnapshot& on_snapshot) {
   auto pause = opts_.retry_first;
@@ -163,10 +179,12 @@ void PsyncSource::refresh(const std::atomic<bool>& stop, const std::atomic<bool>
               "; taking a new snapshot on a second link while the log goes on");
     const Status taken = take_fresh_snapshot(current_log, stop, on_snapshot);
     if (taken.ok()) {
+      set_failure("");
       pause = opts_.retry_first;
       continue;
     }
     log::warn(taken.message());
+    set_failure(taken.message());
     // A request stands until a snapshot is taken (e.g. after a source
     // replica's link is back); do not make the master fork again at once.
     if (asked) snapshot_requested_ = true;
@@ -227,7 +245,43 @@ Result<ChangeLogPtr> PsyncSource::new_log(const PsyncReply& reply) {
   return log;
 }
 
+Status PsyncSource::first_snapshot(const std::atomic<bool>& stop, const OnSnapshot& on_snapshot) {
+  auto pause = opts_.retry_first;
+  while (!stop.load()) {
+    if (!snapshot_requested_.exchange(false)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    log::info("a snapshot was asked for: the master forks now (PSYNC ? -1)");
+    TableBuilder builder;
+    auto stats = snapshot_until(builder, stop);
+    if (stats.ok()) {
+      set_failure("");
+      on_snapshot(builder, *stats, log());
+      return {};
+    }
+    if (stop.load()) return {};
+    // Bytes we cannot parse will not get better by making the master fork again.
+    if (stats.status().kind() == ErrorKind::kBadData)
+      return stats.status().wrap("the snapshot asked for");
+    // The request stands: the next attempt comes after a pause that doubles,
+    // so an unreachable master is not asked again at once.
+    log::warn("the snapshot asked for failed: " + stats.status().message() + "; retrying in " +
+              std::to_string(pause.count() / 1000) + " s");
+    set_failure(stats.status().message());
+    snapshot_requested_ = true;
+    for (auto until = Clock::now() + pause; !stop.load() && Clock::now() < until;)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    pause = std::min(pause * 2, opts_.retry_max);
+  }
+  return {};
+}
+
 Status PsyncSource::follow(const std::atomic<bool>& stop, const OnSnapshot& on_snapshot) {
+  if (!link_) {
+    RRS_RETURN_IF_ERROR(first_snapshot(stop, on_snapshot));
+    if (stop.load()) return {};
+  }
   std::atomic<bool> link_gone{false};
   std::thread refresher([&] { refresh(stop, link_gone, on_snapshot); });
   Status s = follow_link(stop, on_snapshot);

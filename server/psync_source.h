@@ -10,11 +10,12 @@
 // resync instead, the new RDB becomes a new snapshot with a new log, while
 // the current table is still served.
 //
-// New epochs of the same history: once the log has grown `snapshot_every`
-// bytes past the current table (or on request), a second link takes a fresh
-// RDB while the first keeps feeding the log; the new table continues in the
-// same log, so followers carry on undisturbed, and replicas that join later
-// (or fall behind the ring) start from a table the log still reaches.
+// Snapshots are taken when asked for (request_snapshot(): a client that no
+// table fits, SIGUSR1), never on a timer unless `snapshot_every` says so:
+// each one forks the master. Without a table yet, follow() waits for the
+// first request before it opens any link. New epochs of the same history
+// are taken on a second link, while the first keeps feeding the log; the new
+// table continues in the same log, so followers carry on undisturbed.
 #pragma once
 
 #include <atomic>
@@ -39,10 +40,10 @@ struct PsyncOptions {
   // Data bytes in the change log's ring (rdma-server --log-size); 0: keep no
   // log (replicas cannot follow).
   uint64_t log_capacity = 64u << 20;
-  // Take a new snapshot when the log has grown this much since the current
-  // table (rdma-server --snapshot-every); 0: only on request. Below the
-  // log's capacity, so the newest table is always one the log continues.
-  uint64_t snapshot_every = 48u << 20;
+  // Also take a new snapshot when the log has grown this much since the
+  // current table (rdma-server --snapshot-every); 0 (default): only when
+  // asked. Below the log's capacity when set.
+  uint64_t snapshot_every = 0;
   // Tests only (rdma-server's $RRS_TEST_CORRUPT_LOG=N): flip the stream byte
   // N bytes into every new log once it is sealed, so tests can show followers
   // catch it. Never set in production.
@@ -63,9 +64,16 @@ class PsyncSource final : public SnapshotSource {
   // down on the first attempt; a transfer that breaks off is retried with
   // backoff.
   Result<SnapshotStats> snapshot(TableBuilder& into) override;
+  // Whether the master can be snapshotted now (reachable, credentials
+  // accepted, its role one we take a snapshot of), without asking for one:
+  // checked at start when the first snapshot waits for a client.
+  Status check_master() { return ready_source().status(); }
 
-  // Keeps the link until `stop`: appends the stream to log(), acknowledges
-  // it, reconnects when it drops. A full resync on reconnect builds into a
+  // Without a table yet (no snapshot() before), first waits for a request
+  // and takes the first snapshot, retrying with backoff while it fails (the
+  // request stands), and hands it to `on_snapshot`. Then keeps the link
+  // until `stop`: appends the stream to log(), acknowledges it, reconnects
+  // when it drops. A full resync on reconnect builds into a
   // fresh builder, starts a new log, and hands both to `on_snapshot`; the
   // caller publishes them and supersedes the old log. New snapshots of the
   // same history (snapshot_every, request_snapshot()) are handed over the
@@ -80,10 +88,19 @@ class PsyncSource final : public SnapshotSource {
   // The change log continuing the last snapshot (null with log_capacity 0).
   ChangeLogPtr log() const;
 
-  // Asks for a new snapshot of the same history now (SIGUSR1). Any thread.
+  // Asks for a new snapshot of the same history now (SIGUSR1, a client no
+  // table fits). It stands until one is taken. Any thread.
   void request_snapshot() { snapshot_requested_ = true; }
+  // Why the last attempt at a requested snapshot failed; empty once one
+  // succeeds. Any thread.
+  std::string last_failure() const;
 
  private:
+  // snapshot(), stopping early (kUnavailable) when `stop` is set.
+  Result<SnapshotStats> snapshot_until(TableBuilder& into, const std::atomic<bool>& stop);
+  // follow() without a table: the first snapshot, when asked for.
+  Status first_snapshot(const std::atomic<bool>& stop, const OnSnapshot& on_snapshot);
+  void set_failure(std::string why);
   // The source's role, read before each PSYNC; an error when it cannot
   // serve a snapshot now (a replica whose link is down: kUnavailable).
   Result<SourceRole> ready_source();
@@ -122,6 +139,7 @@ class PsyncSource final : public SnapshotSource {
   mutable std::mutex mu_;
   ChangeLogPtr log_;
   uint64_t table_offset_ = 0;
+  std::string last_failure_;
   std::atomic<bool> snapshot_requested_{false};
 };
 

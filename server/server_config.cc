@@ -22,8 +22,10 @@ namespace {
 constexpr const char* kUsage = R"(Usage: rdma-server [options]
 
 Snapshots a Redis master (or reads an RDB file) into a mapping table and
-serves it to rdma-client replicas. Prints a line containing "ready" when the table is published, then
-serves until SIGINT/SIGTERM.
+serves it to rdma-client replicas. Prints a line starting with "ready" once it
+serves (with --source psync, before any snapshot: the first client that asks
+for the table starts one), then one starting with "published" for each new
+table, and serves until SIGINT/SIGTERM.
 
 Options:
   --redis HOST:PORT       master to snapshot (default 127.0.0.1:6379)
@@ -77,11 +79,30 @@ Options:
                           replication stream that `rdma-client --follow`
                           reads (default 64M; k/M/G suffixes; 0: none). A
                           follower further behind than this must resync.
-  --snapshot-every BYTES  psync: take a new snapshot (one more fork of the
-                          master, on a second link) when the log has grown
-                          this much past the current table (default 3/4 of
-                          --log-size; 0: only on SIGUSR1). Followers carry on
-                          in the same log; new replicas start from it.
+  --snapshot-delay SECS   psync: a snapshot forks the master, so one is taken
+                          only when a client needs it: there is no table
+                          yet, or the change log has moved past the table
+                          (a new replica could not follow from it). The
+                          first such client starts a wait of SECS (default
+                          3; 0: none) before the master is asked, so that
+                          replicas arriving together share one fork, like
+                          Redis's repl-diskless-sync-delay. Clients are told
+                          "snapshot pending" meanwhile and wait for it
+  --snapshot-at-start     psync: take the first snapshot at start (one fork
+                          now), so the first client does not wait for it
+  --table-retain SECS     psync: give the table's memory back once no client
+                          has read it for SECS (default 60; -1: keep it; at
+                          least 5 s, for the clients still arriving; never
+                          with --log-size 0).
+                          Followers read only the change log, which goes on;
+                          the next client that needs a table starts a new
+                          snapshot. Prints "released epoch=E bytes=B"
+  --snapshot-every BYTES  psync: also take a new snapshot (one more fork of
+                          the master, on a second link) whenever the log has
+                          grown this much past the current table, needed or
+                          not (default 0: never). Below --log-size. Followers
+                          carry on in the same log; new replicas start from
+                          the newest table.
   --retire-grace SECS     verbs: how long a replaced epoch stays registered
                           for clients still connected to it (default 60)
   --cpu LIST              run on these CPUs only ("1", "2-3,6"): keep the
@@ -107,8 +128,8 @@ Over verbs the table is registered (pinned) once per epoch: RLIMIT_MEMLOCK
 must cover it (`ulimit -l unlimited`, or LimitMEMLOCK=infinity under systemd),
 unless the process has CAP_IPC_LOCK; the error says so if not.
 
-SIGUSR1 asks for a new snapshot now (psync; one sent during the first snapshot
-is taken after it). The rdb source reads its file once; to serve a newer
+SIGUSR1 asks for a new snapshot now, without the delay (psync; one sent during
+a snapshot is taken after it). The rdb source reads its file once; to serve a newer
 backup, restart rdma-server.
 
 With psync, a master that goes away mid-RDB is retried with backoff (1 s
@@ -149,8 +170,7 @@ const char* server_usage() { return kUsage; }
 Result<ServerConfig> parse_server_args(int argc, char** argv) {
   ServerConfig c;
   ArgReader args(argc, argv);
-  std::optional<uint64_t> snapshot_every;  // default: from --log-size
-  std::string master_flag;                 // the last flag that names a master, if any
+  std::string master_flag;  // the last flag that names a master, if any
   std::string v;
   while (!args.done() && args.error().empty()) {
     if (args.flag("-h") || args.flag("--help")) {
@@ -166,9 +186,20 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
                args.number("--max-clients", 1, 100000, c.max_clients) ||
                args.number("--scan-count", 1, 1000000, c.scan_count) ||
                args.size("--log-size", 0, uint64_t{1} << 40, c.log_size) ||
+               args.size("--snapshot-every", 0, uint64_t{1} << 40, c.snapshot_every) ||
                metrics_option(args, c.metrics) || huge_pages_option(args, c.huge_pages)) {
-    } else if (uint64_t every = 0; args.size("--snapshot-every", 0, uint64_t{1} << 40, every)) {
-      snapshot_every = every;
+    } else if (args.option("--table-retain", v)) {
+      if (v == "-1") {
+        c.table_retain.reset();
+      } else if (auto secs = parse_uint("--table-retain", v, 0, uint64_t{86400} * 365); secs.ok()) {
+        c.table_retain = std::chrono::seconds(*secs);
+      } else {
+        args.fail(secs.status().message() + " (or -1: keep the table)");
+      }
+    } else if (args.flag("--snapshot-at-start")) {
+      c.snapshot_at_start = true;
+    } else if (uint64_t secs = 0; args.number("--snapshot-delay", 0, 3600, secs)) {
+      c.snapshot_delay = std::chrono::seconds(secs);
     } else if (uint64_t idle = 0; args.number("--idle-timeout", 0, uint64_t{86400} * 7, idle)) {
       c.idle_timeout = std::chrono::seconds(idle);
     } else if (uint64_t grace = 0; args.number("--retire-grace", 0, 86400, grace)) {
@@ -200,7 +231,6 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
   }
   if (!args.error().empty()) return Status::error("arguments", args.error());
   RRS_RETURN_IF_ERROR(check_source(c, master_flag));
-  c.snapshot_every = snapshot_every.value_or(c.log_size / 4 * 3);
   if (c.log_size && c.snapshot_every >= c.log_size)
     return Status::error("arguments", "--snapshot-every must be below --log-size (" +
                                           std::to_string(c.log_size) +

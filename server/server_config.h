@@ -46,10 +46,23 @@ struct ServerConfig {
   // master read; a follower more than this far behind must resync. 64 MiB
   // holds about 25 s of a 20k writes/s load of 100-byte values. 0: no log.
   uint64_t log_size = 64u << 20;
-  // --snapshot-every: take a new snapshot (the master forks once) when the
-  // log has grown this much past the current table, so the newest table is
-  // one the log still continues. Default: 3/4 of --log-size.
-  uint64_t snapshot_every = 48u << 20;
+  // --snapshot-every: also take a new snapshot (the master forks once) when
+  // the log has grown this much past the current table. 0 (default): only
+  // when a client needs one, or on SIGUSR1.
+  uint64_t snapshot_every = 0;
+  // --snapshot-at-start: psync takes its first snapshot when rdma-server
+  // starts (one fork now, so the first client does not wait for it), not
+  // when the first client asks.
+  bool snapshot_at_start = false;
+  // --snapshot-delay: between the first client that needs a snapshot and
+  // asking the master for it, so replicas arriving together share one fork
+  // (like Redis's repl-diskless-sync-delay).
+  std::chrono::milliseconds snapshot_delay{3000};
+  // --table-retain: psync gives the table's memory back once no client has
+  // read it for this long (followers read only the change log, which goes
+  // on); a burst of replicas within it shares the table. nullopt (-1): keep
+  // it for as long as it is served.
+  std::optional<std::chrono::seconds> table_retain = std::chrono::seconds(60);
   // --retire-grace: how long a replaced epoch stays readable over verbs for
   // a client that was given it and is still connected (TCP answers reads
   // already queued). A follower then reconnects and finds its log again.

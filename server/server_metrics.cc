@@ -20,8 +20,10 @@ ServerMetrics::ServerMetrics()
       epoch_created_(metrics::global().gauge(
           "rrs_server_epoch_created_timestamp_seconds",
           "When the published table was built (Unix time); its age is time() minus this.")),
-      table_bytes_(metrics::global().gauge("rrs_server_table_bytes",
-                                           "Size of the published table, header to heap.")),
+      table_bytes_(metrics::global().gauge(
+          "rrs_server_table_bytes",
+          "Size of the table held, header to heap (0 when none is: not taken yet, or given "
+          "back after --table-retain).")),
       heap_bytes_(metrics::global().gauge(
           "rrs_server_table_heap_bytes",
           "Bytes of the published table's heap (records too big for their slot).")),
@@ -86,6 +88,13 @@ void ServerMetrics::published(const Table& table, double build_s) {
       dbs_.insert(db.db);
     }
   log_ = table.log;
+}
+
+void ServerMetrics::released() {
+  table_bytes_.set(0);
+  heap_bytes_.set(0);
+  std::lock_guard lock(mu_);
+  for (uint32_t db : dbs_) records_.gauge({std::to_string(db)}).set(0);
 }
 
 ServerMetrics& server_metrics() {

@@ -20,6 +20,9 @@ class ServerMetrics {
   // A table was published (first, or a new epoch): its numbers, and the
   // change log whose offsets the scrape reads from now on. Any thread.
   void published(const Table& table, double build_s);
+  // The table was given back (--table-retain): no table is held now; the
+  // epoch and change log gauges stay as they were.
+  void released();
   // The master link (psync): up or down, and the offset our copy reached.
   metrics::Gauge& master_link_up;
   metrics::Gauge& master_offset;

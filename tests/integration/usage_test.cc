@@ -66,6 +66,21 @@ TEST_F(UsageTest, ServerRdbSourceFlags) {
   }
 }
 
+// When snapshots are taken and how long a table is kept: bad values name
+// what was expected.
+TEST_F(UsageTest, ServerSnapshotFlags) {
+  for (auto [args, expect] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--table-retain", "-2"}, "or -1: keep the table"},
+           {{"--table-retain", "soon"}, "--table-retain"},
+           {{"--snapshot-delay", "-1"}, "--snapshot-delay"},
+           {{"--snapshot-every", "64M"}, "--snapshot-every must be below --log-size"}}) {
+    args.insert(args.begin(), {"--redis", "127.0.0.1:1"});
+    std::string err;
+    EXPECT_EQ(run_server(args, &err), exit_code::kUsage) << err;
+    EXPECT_NE(err.find(expect), std::string::npos) << err;
+  }
+}
+
 // A CPU this process may not use (CPU_SETSIZE is 1024; no test machine has
 // CPU 1000): exit 2, naming the CPUs it may use.
 TEST_F(UsageTest, ServerCpuNotAllowedHere) {

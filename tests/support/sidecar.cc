@@ -29,7 +29,7 @@ bool names_transport(const std::vector<std::string>& args) {
 }
 
 std::vector<std::string> server_argv(uint16_t port, const std::string& redis,
-                                     std::vector<std::string> extra) {
+                                     std::vector<std::string> extra, FirstSnapshot first) {
   std::vector<std::string> argv = {kServerBin, "--listen", sidecar_host(), "--port",
                                    std::to_string(port)};
   if (!redis.empty()) argv.insert(argv.begin() + 1, {"--redis", redis});
@@ -37,6 +37,7 @@ std::vector<std::string> server_argv(uint16_t port, const std::string& redis,
     argv.push_back("--transport");
     argv.push_back(test_transport());
   }
+  if (first == FirstSnapshot::kAtStart) argv.push_back("--snapshot-at-start");
   argv.insert(argv.end(), extra.begin(), extra.end());
   return argv;
 }
@@ -84,8 +85,8 @@ std::optional<Fields> incomplete_line(const std::string& out) {
 }
 
 SidecarServer::SidecarServer(const std::string& redis, std::vector<std::string> extra,
-                             const Process::Env& env)
-    : port_(free_loopback_port()), proc_(server_argv(port_, redis, std::move(extra)), env) {}
+                             const Process::Env& env, FirstSnapshot first)
+    : port_(free_loopback_port()), proc_(server_argv(port_, redis, std::move(extra), first), env) {}
 
 bool SidecarServer::wait_ready(std::chrono::milliseconds timeout) {
   auto line = proc_.wait_for_line("ready", timeout);

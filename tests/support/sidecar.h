@@ -38,13 +38,20 @@ std::string test_transport();
 // $RRS_VERBS_ADDR over verbs.
 std::string sidecar_host();
 
+// When rdma-server (psync) takes its first snapshot: at start (what most
+// tests want: the table is there once wait_ready() returns, and the ready
+// line describes it), or when the first client asks (the default for users).
+enum class FirstSnapshot { kAtStart, kOnDemand };
+
 // rdma-server on sidecar_host() at a free port reading `redis` ("HOST:PORT";
 // "": no --redis, for --source rdb), with --transport test_transport() unless
-// `extra` names a transport. `extra` goes last.
+// `extra` names a transport, and --snapshot-at-start unless `first` is
+// kOnDemand. `extra` goes last.
 class SidecarServer {
  public:
   explicit SidecarServer(const std::string& redis, std::vector<std::string> extra = {},
-                         const Process::Env& env = {});
+                         const Process::Env& env = {},
+                         FirstSnapshot first = FirstSnapshot::kAtStart);
 
   // Waits for the `ready` line. On failure returns false; describe() says why.
   bool wait_ready(std::chrono::milliseconds timeout = std::chrono::seconds(60));
