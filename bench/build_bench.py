@@ -259,7 +259,7 @@ class BuildBench:
 
     def sidecar(self, source, run):
         server = Sidecar(self.procs, f"rdma-server-{source}{run}", self.work)
-        argv = self.pin() + [self.binary("server/rdma-server"), "--redis",
+        argv = self.pin() + [self.binary("server/rdma-server"), "--snapshot-at-start", "--redis",
                              f"{LOOPBACK}:{self.master.port}", "--listen", LOOPBACK,
                              "--source", source, "--transport", "tcp"]
         ready_s, line = server.start(argv, self.timeout_s)

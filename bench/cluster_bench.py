@@ -460,7 +460,8 @@ class Bench:
             port = free_port()
             out = open(os.path.join(self.work, f"{tag}-server{i}.log"), "w")
             err = open(os.path.join(self.work, f"{tag}-server{i}.stderr"), "w")
-            argv = [self.binary("server/rdma-server"), "--redis", f"{LOOPBACK}:{node.port}",
+            argv = [self.binary("server/rdma-server"), "--snapshot-at-start",
+                    "--redis", f"{LOOPBACK}:{node.port}",
                     "--listen", self.host, "--port", str(port), "--source", "psync",
                     "--transport", self.a.transport, "--huge-pages", self.a.huge_pages]
             servers.append((self.procs.start(f"rdma-server{i}", argv, stdout=out, stderr=err),

@@ -99,17 +99,18 @@ if [ "$listen" != 127.0.0.1 ]; then
   chmod 600 "$work/secret"
   secret_args=(--auth-file "$work/secret")
 fi
-step "rdma-server takes the master's own full sync (PSYNC), parses the RDB into its table, serves it on $listen:$sidecar"
+step "rdma-server starts beside the master on $listen:$sidecar: no snapshot (no fork of the master) until a client asks"
 t=$(now)
+# --snapshot-delay 0: one replica here, nobody to gather (default 3 s).
 "$server_bin" --redis "127.0.0.1:$master" --listen "$listen" --port "$sidecar" --transport "$transport" \
-  "${secret_args[@]}" >"$work/server.out" 2>"$work/server.err" &
+  --snapshot-delay 0 "${secret_args[@]}" >"$work/server.out" 2>"$work/server.err" &
 pids+=($!)
 until grep -q ready "$work/server.out" 2>/dev/null; do
   kill -0 "${pids[-1]}" 2>/dev/null || { cat "$work/server.err" >&2; exit 1; }
   sleep 0.05
 done
 echo "$(grep ready "$work/server.out")"
-echo "published in $(since "$t")"
+echo "serving in $(since "$t")"
 
 writes() {  # prefix count: SET and INCR pairs, piped to the master
   for i in $(seq 1 "$2"); do printf 'SET %s:%d value-%d\r\nINCR counter\r\n' "$1" "$i" "$i"; done |
@@ -118,8 +119,9 @@ writes() {  # prefix count: SET and INCR pairs, piped to the master
 synced_counts() { redis-cli -p "$master" info stats | grep -E '^sync_(full|partial_ok):' | tr -d '\r' | tr '\n' ' '; }
 
 step "empty replica Redis on 127.0.0.1:$replica (repl-diskless-load swapdb); rdma-client --mode replica --handoff, with writes on the master"
-echo "the replica becomes a replica of rdma-client, loads the table as an RDB streamed from it,"
-echo "catches up from the sidecar's change log, then is handed to the master (partial resync)"
+echo "rdma-client asks for the table: rdma-server takes the master's own full sync (PSYNC) and parses"
+echo "the RDB into its table; the replica becomes a replica of rdma-client, loads the table as an RDB"
+echo "streamed from it, catches up from the sidecar's change log, then is handed to the master (partial resync)"
 start_redis replica "$replica"
 redis-cli -p "$replica" config set repl-diskless-load swapdb >/dev/null
 before=$(synced_counts)
@@ -129,8 +131,9 @@ t=$(now)
 "$client_bin" "$listen" "$sidecar" --redis "127.0.0.1:$replica" --mode replica \
   --transport "$transport" "${secret_args[@]}" --handoff --master "127.0.0.1:$master" --quiet >"$work/client.out" 2>"$work/client.err" ||
   { echo "demo: rdma-client exited $?" >&2; cat "$work/client.err" >&2; exit 1; }
+grep '^published' "$work/server.out"
 grep -E '^(synced|stopped|handoff)' "$work/client.out"
-echo "full sync, catch-up and handoff took $(since "$t") (wall, including process start)"
+echo "snapshot, full sync, catch-up and handoff took $(since "$t") (wall, including process start)"
 wait "$writer"
 echo "master INFO stats before: $before"
 echo "master INFO stats after:  $(synced_counts)"

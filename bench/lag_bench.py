@@ -113,7 +113,8 @@ def parse_args(argv):
                         "guest-setup.sh exports)")
     p.add_argument("--log-size", default="64M", help="rdma-server --log-size (default 64M)")
     p.add_argument("--snapshot-every", default=None,
-                   help="rdma-server --snapshot-every (default: rdma-server's, 3/4 of the log)")
+                   help="rdma-server --snapshot-every (default: rdma-server's, 0: no periodic "
+                        "snapshot)")
     add_server_args(p)
     p.add_argument("--build-dir", default="build",
                    help="CMake build tree, relative to the repo root unless absolute")
@@ -462,7 +463,8 @@ class LagBench:
         wait_until("the native replica's full sync", lambda: replica_synced(native), 120)
 
         server = Sidecar(self.procs, f"{tag}-rdma-server", self.work)
-        argv = [self.binary("server/rdma-server"), "--redis", f"{LOOPBACK}:{master.port}",
+        argv = [self.binary("server/rdma-server"), "--snapshot-at-start",
+                "--redis", f"{LOOPBACK}:{master.port}",
                 "--listen", a.sidecar_host, "--source", "psync", "--transport", a.transport,
                 "--log-size", a.log_size]
         if a.snapshot_every is not None:
@@ -770,11 +772,8 @@ def read_off(a, runs):
     bps = max(1.0, statistics.median(r["stream_bps"] for r in runs))
     lines.append(f"- the master's replication stream: {bps / 1e6:.2f} MB/s")
     forks = sum(r["forks"] for r in runs)
-    if forks:
-        if a.snapshot_every is not None:
-            what, every = a.snapshot_every, size_bytes(a.snapshot_every)
-        else:
-            what, every = f"default, 3/4 of --log-size {a.log_size}", size_bytes(a.log_size) * 3 // 4
+    if forks and a.snapshot_every is not None and size_bytes(a.snapshot_every) > 0:
+        what, every = a.snapshot_every, size_bytes(a.snapshot_every)
         lines.append(f"- the master forked {forks} time(s) in the measured windows: rdma-server's "
                      f"periodic snapshot (`--snapshot-every` {what}: at this stream rate one "
                      f"every {every / bps:.0f} s). The fork and the RDB it streams stall the "

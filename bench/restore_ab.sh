@@ -26,7 +26,7 @@ trap cleanup EXIT
 redis-server --port 47001 --save '' --appendonly no --daemonize yes --dir "$dir" --logfile "$dir/m.log"
 sleep 0.5
 build/bench/gen_dataset --redis 127.0.0.1:47001 --keys "$keys" --value-size "$vsize" >/dev/null
-build/server/rdma-server --redis 127.0.0.1:47001 --listen 127.0.0.1 --port 47100 --transport tcp \
+build/server/rdma-server --redis 127.0.0.1:47001 --listen 127.0.0.1 --port 47100 --transport tcp --snapshot-at-start \
   >"$dir/server.log" 2>&1 &
 spid=$!
 for _ in $(seq 120); do grep -q ready "$dir/server.log" && break; sleep 0.5; done

@@ -463,7 +463,8 @@ class Storm:
         port = free_port()
         out = os.path.join(self.work, f"{tag}-rdma-server.log")
         argv = pin_prefix(self.cpu("other")) + [
-            self.binary("server/rdma-server"), "--redis", f"{LOOPBACK}:{source.port}",
+            self.binary("server/rdma-server"), "--snapshot-at-start",
+            "--redis", f"{LOOPBACK}:{source.port}",
             "--listen", LOOPBACK, "--port", str(port), "--source", "psync",
             "--transport", "tcp", "--log-size", str(self.a.log_size)]
         with open(out, "w") as o, open(out + ".stderr", "w") as e:

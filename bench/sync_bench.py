@@ -374,7 +374,8 @@ class Bench:
         self.master.call("CONFIG", "SET", "repl-diskless-sync", "yes")
         self.master.call("CONFIG", "SET", "repl-diskless-sync-delay", "0")
         server = Sidecar(self.procs, f"rdma-server-{system}{run}", self.work)
-        argv = [self.binary("server/rdma-server"), "--redis", f"{LOOPBACK}:{self.master.port}",
+        argv = [self.binary("server/rdma-server"), "--snapshot-at-start",
+                "--redis", f"{LOOPBACK}:{self.master.port}",
                 "--listen", host, "--source", self.a.sidecar_source,
                 "--transport", "verbs" if verbs else "tcp"]
         self.settle()

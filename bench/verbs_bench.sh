@@ -61,7 +61,7 @@ master=$(free_port); sidecar=$(free_port)
 start_redis master "$master"
 "$build/bench/gen_dataset" --redis "127.0.0.1:$master" --keys "$keys" --value-size 1000 >/dev/null
 "$build/server/rdma-server" --redis "127.0.0.1:$master" --listen "$addr" --port "$sidecar" \
-  --transport auto >"$work/server.out" 2>"$work/server.err" &
+  --transport auto --snapshot-at-start >"$work/server.out" 2>"$work/server.err" &
 server=$!
 pids+=($server)
 until grep -q ready "$work/server.out"; do

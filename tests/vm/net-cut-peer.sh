@@ -39,7 +39,7 @@ digest=$(redis-cli -p $redis_port DEBUG DIGEST 2>&1)
   { finish "the master did not start with $keys keys (digest '$digest'; see $log)"; kill $redis_pid; exit 1; }
 
 RDMA_SIDECAR_SECRET=$(cat "$shared/secret") "$build/server/rdma-server" \
-  --redis 127.0.0.1:$redis_port --listen "$addr" --port $sidecar_port --transport verbs \
+  --redis 127.0.0.1:$redis_port --listen "$addr" --port $sidecar_port --transport verbs --snapshot-at-start \
   >>"$log" 2>&1 &
 sidecar_pid=$!
 deadline=$((SECONDS + 120))
