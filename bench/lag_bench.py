@@ -772,6 +772,9 @@ def read_off(a, runs):
     bps = max(1.0, statistics.median(r["stream_bps"] for r in runs))
     lines.append(f"- the master's replication stream: {bps / 1e6:.2f} MB/s")
     forks = sum(r["forks"] for r in runs)
+    window_s = a.seconds * len(runs)
+    lines.append(f"- master forks in the measured windows ({window_s:.0f} s in all): {forks} "
+                 f"(INFO total_forks; rdma-server takes a snapshot only when a client needs one)")
     if forks and a.snapshot_every is not None and size_bytes(a.snapshot_every) > 0:
         what, every = a.snapshot_every, size_bytes(a.snapshot_every)
         lines.append(f"- the master forked {forks} time(s) in the measured windows: rdma-server's "
