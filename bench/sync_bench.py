@@ -2,21 +2,50 @@
 """Full-sync benchmark: native Redis/Valkey replication vs the sidecar, 1..N replicas.
 
 For each data set (--datasets), on one master loaded by gen_dataset, every
-system (--systems) gives N fresh, empty replicas (--replicas, all at once) a
-full copy, --runs times. Every server runs the --server version (a NAME from
-`bash tests/servers.sh list`; default redis-7.0), or, with --target-server,
-the master runs --server and every replica (native, sidecar target, the
-floor's) --target-server:
+system (--systems) gives fresh, empty replicas a full copy, --runs times.
+Every server runs the --server version (a NAME from `bash tests/servers.sh
+list`; default redis-7.0), or, with --target-server, the master runs --server
+and every replica (native, sidecar target, the floor's) --target-server.
 
-  native-disk      REPLICAOF; master forks and writes an RDB to disk, then
-                   streams it (replicas arriving meanwhile share that RDB)
-  native-diskless  REPLICAOF; master forks and streams the RDB straight to
-                   the replicas (repl-diskless-sync-max-replicas N: one fork
-                   for all N); replicas load with repl-diskless-load swapdb
-  sidecar-tcp      rdma-server snapshots the master once per run (the epoch;
-                   --sidecar-source psync by default: the master forks once
-                   and streams its RDB), then N rdma-clients load N replicas
-                   over TCP
+The headline figure is what a user waits for: per replica, the wall time
+from its request to its copy loaded, including any snapshot of the master it
+had to wait for (CLOCK_MONOTONIC, never CPU time).
+
+  native-disk      REPLICAOF to N replicas at once; the master forks and
+                   writes an RDB to disk, then streams it (replicas arriving
+                   meanwhile share that RDB)
+  native-diskless  REPLICAOF to N replicas at once; the master forks and
+                   streams the RDB straight to them (repl-diskless-sync-delay
+                   5, -max-replicas N: one fork for all N); replicas load with
+                   repl-diskless-load swapdb. The baseline.
+                   Every native replica is a "first": it always waits for a
+                   fork and RDB of its own sync.
+  sidecar-tcp      per run, one epoch of an on-demand rdma-server (no
+                   --snapshot-at-start), with --snapshot-delay 0 because the
+                   native comparison waits out no gathering delay either: its
+                   fork starts as soon as its N replicas are connected
+                   (repl-diskless-sync-max-replicas N cuts the 5 s delay
+                   short), and the master serving rdma-server's PSYNC runs
+                   repl-diskless-sync-delay 0; rdma-server's default 3 s
+                   would be a wait charged to the sidecar alone. Also
+                   --table-retain -1, so the table cannot be given back
+                   between the run's syncs. Once it prints `ready table=none`:
+                   first   one replica's rdma-client starts alone (t0). The
+                           server answers "snapshot pending", takes the
+                           master's full sync (--sidecar-source psync: the
+                           master forks), builds the table and prints
+                           `published`; the client, retrying (100 ms
+                           doubling to 1 s), then loads. Its figure: t0 to
+                           the client's exit = snapshot + load in series.
+                   later   then, for each N of --replicas, N fresh replicas'
+                           clients start at once on the same epoch (the table
+                           held; each client's epoch= is checked): start to
+                           exit, all N done. Load only, as the whole figure
+                           was before on-demand snapshots.
+                   over TCP, --mode restore (pipelined RESTORE).
+                   --sidecar-source scan builds at start (rdma-server has no
+                   on-demand scan): t0 is then rdma-server's spawn, with the
+                   first client started at once (it waits in the backlog).
   sidecar-verbs    the same over RDMA (needs --device / RRS_VERBS_ADDR)
   sidecar-tcp-replica, sidecar-verbs-replica
                    the same, but each rdma-client runs --mode replica: the
@@ -26,13 +55,35 @@ floor's) --target-server:
                    master that does nothing but send the file (rdb_feeder.py):
                    the fastest a replica can ingest on this machine
 
-Per replica: wall time from the start to its last key loaded (CLOCK_MONOTONIC,
-never CPU time), MB/s, keys/s, and for the sidecar the transfer part. Per
-sync: the master server process's CPU time (its fork children included) and
-peak RSS, copy-on-write of its fork child, rdma-server's CPU time; the table
-build once per epoch. Every copy is checked (DBSIZE, DEBUG DIGEST). A target
-that cannot take the master's data (rdma-client exit 5; a replica that cannot
-load the master's RDB version) is reported as refused and not measured. Writes
+Columns of the report (rows by system, arrival, replicas at once):
+  request to loaded s (what a user waits for)
+                   per run the time until all N replicas of the sync are
+                   loaded; median (min-max) over runs. For a sidecar's first
+                   replica: its snapshot + its load; its row precedes the
+                   system's later rows.
+  x native diskless
+                   that median / native-diskless's median with the same
+                   number of replicas (a first replica: native-diskless with
+                   1), same invocation. The read-off lines give first-replica
+                   sidecar / native-diskless and later-replica sidecar /
+                   native-diskless.
+  snapshot s       sidecar first: t0 to the `published` line (the harness
+                   polls rdma-server's stdout every 10 ms): the snapshot's
+                   whole time. The line's own build_s and records are in the
+                   report's snapshot line; on a `published` line build_s
+                   times only the table's final assembly once the master's
+                   RDB was read (the `ready` line of --snapshot-at-start
+                   timed the whole snapshot).
+  load only s      secondary: sidecar first: `published` to the client's
+                   exit (with the client's retry gap); later: = request to
+                   loaded (nothing to wait for). Native: none separable.
+Also per sync: MB/s, keys/s, the clients' transfer part, the master server
+process's CPU time (its fork children included; for the first replica its
+snapshot, for later syncs the epoch's snapshot plus the sync) and peak RSS,
+copy-on-write of its fork child, rdma-server's CPU time. Every copy is
+checked (DBSIZE, DEBUG DIGEST). A target that cannot take the master's data
+(rdma-client exit 5; a replica that cannot load the master's RDB version) is
+reported as refused and not measured. Writes
 bench/results/<date>-<host>[-SERVER][-tag].{md,csv} and PNG plots (SERVER:
 the --server name unless redis-7.0, `A-to-B` with another --target-server).
 See bench/README.md.
@@ -52,7 +103,8 @@ import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from benchlib import (add_server_args, built_binary, choose_pinning, resolve_servers, run_harness,
+from benchlib import (add_server_args, built_binary, choose_pinning, free_port, resolve_servers,
+                      run_harness,
                       LOOPBACK, BenchError, Disturbance, Procs, RedisServer, Refused, Sidecar,
                       cpu_seconds, kv_fields, load_dataset, master_idle, peak_rss_mb,
                       replica_synced, reset_peak_rss, tail, wait_until)
@@ -361,12 +413,14 @@ class Bench:
         cost = self.master_cost_end(cpu0)
         for i, r in enumerate(replicas):
             self.verify(r, f"{system} replica {i + 1}")
-            self.record(ds, system, n, run, i, done[i] - t0, dict(cost, busy_before=busy,
-                        others_cores=others, replica_cpu_s=rcpu[i]))
+            # Every native replica is a first: it waits for the fork and RDB of its sync.
+            self.record(ds, system, n, run, i, done[i] - t0, dict(cost, arrival="first",
+                        busy_before=busy, others_cores=others, replica_cpu_s=rcpu[i]))
             r.stop()
 
     def sidecar(self, ds, system, counts, run):
-        """One epoch per run: build the table once, then sync each replica count from it."""
+        """One epoch per run: its first replica alone (the snapshot taken on its
+        request, then its load), then each replica count on the held table."""
         verbs = "verbs" in system
         host = self.a.verbs_addr if verbs else LOOPBACK
         self.wait_master_idle(ds)
@@ -374,37 +428,168 @@ class Bench:
         self.master.call("CONFIG", "SET", "repl-diskless-sync", "yes")
         self.master.call("CONFIG", "SET", "repl-diskless-sync-delay", "0")
         server = Sidecar(self.procs, f"rdma-server-{system}{run}", self.work)
-        argv = [self.binary("server/rdma-server"), "--snapshot-at-start",
+        # No --snapshot-at-start: the snapshot waits for the first client.
+        # --snapshot-delay 0: native waits out no gathering delay either (see
+        # the docstring). --table-retain -1: the table stays held for the
+        # later syncs however long the checks between them take.
+        argv = [self.binary("server/rdma-server"),
                 "--redis", f"{LOOPBACK}:{self.master.port}",
                 "--listen", host, "--source", self.a.sidecar_source,
-                "--transport", "verbs" if verbs else "tcp"]
-        self.settle()
-        cpu0 = self.master_cost_start()
-        ready_s, line = server.start(argv, self.timeout_s(ds))
-        # psync: the master reaps its fork child just after the RDB is sent;
-        # only then is the child's CPU in the master's account (cstime).
-        wait_until("the master's fork child to be reaped",
-                   lambda: master_idle(self.master, replicas_allowed=1), self.timeout_s(ds))
-        build_cost = self.master_cost_end(cpu0)
-        fields = kv_fields(line)
-        if fields.get("records") != str(ds.keys):
-            raise BenchError(f"rdma-server published {fields.get('records')} records, "
-                             f"expected {ds.keys}: {line}")
-        build = {"dataset": ds.name, "system": system, "run": run + 1,
-                 "build_s": float(fields.get("build_s", ready_s)), "ready_s": ready_s,
-                 "table_bytes": int(fields.get("bytes", 0)),
-                 "sidecar_cpu_s": cpu_seconds(server.proc.pid, children=False),
-                 "sidecar_peak_rss_mb": peak_rss_mb(server.proc.pid), **build_cost}
-        self.builds.append(build)
-        print(f"  run {run + 1} {system}: table built in {build['build_s']:.2f} s "
-              f"(master CPU {build_cost['master_cpu_s']:.2f} s)", flush=True)
+                "--transport", "verbs" if verbs else "tcp",
+                "--snapshot-delay", "0", "--table-retain", "-1"]
         try:
+            build = self.sidecar_first(ds, system, run, server, argv, host)
             for n in counts:
                 self.sidecar_sync(ds, system, n, run, server, host, build)
         finally:
             server.stop()
 
+    def start_client(self, tag, i, host, port, replica, transport, mode, extra=()):
+        log = open(os.path.join(self.work, f"{tag}-client{i}.log"), "w")
+        argv = [self.binary("client/rdma-client"), host, str(port), "--redis",
+                f"{LOOPBACK}:{replica.port}", "--transport", transport, "--mode", mode,
+                "--quiet"] + self.client_pin() + list(extra)
+        return self.procs.start("rdma-client", argv, stdout=subprocess.PIPE, stderr=log,
+                                text=True), log
+
+    def finish_clients(self, system, clients, replicas, mode, epoch):
+        """Reaps the exited clients; raises Refused (exit 5) or BenchError;
+        checks each replica (the epoch it was loaded from, its offset in
+        replica mode, DBSIZE, DEBUG DIGEST); returns each client's `synced`
+        fields."""
+        outs = []
+        for p, log in clients:
+            log.close()
+            outs.append(p.stdout.read())
+            p.stdout.close()
+            self.procs.stop(p)
+        for (p, log), out in zip(clients, outs):
+            if p.returncode == 5:  # the target cannot take the table: the pair is refused
+                self.stop_all(replicas)
+                raise Refused("rdma-client refused the target (exit 5): " +
+                              refusal(tail(log.name)))
+            if p.returncode != 0:
+                raise BenchError(f"rdma-client exited {p.returncode}:\n{out}{tail(log.name)}")
+        fields = []
+        for i, (out, r) in enumerate(zip(outs, replicas)):
+            synced = [ln for ln in out.splitlines() if ln.startswith("synced")]
+            f = kv_fields(synced[-1]) if synced else {}
+            if f.get("epoch") != epoch:
+                raise BenchError(f"{system} replica {i + 1}: loaded epoch {f.get('epoch')}, "
+                                 f"rdma-server published epoch {epoch} (a second snapshot?)")
+            if mode == "replica":
+                # Left a replica of the client's closed listener: it must be at
+                # the table's offset; then detach it, so it stops reconnecting.
+                at = r.info("replication").get("master_repl_offset")
+                if at != f.get("offset"):
+                    raise BenchError(f"{system} replica {i + 1}: master_repl_offset {at}, the "
+                                     f"client reported offset={f.get('offset')}")
+                r.call("REPLICAOF", "NO", "ONE")
+            self.verify(r, f"{system} replica {i + 1}")
+            fields.append(f)
+        return fields
+
+    def sidecar_first(self, ds, system, run, server, argv, host):
+        """The epoch's first replica, alone: from its client's start (psync: on
+        a server that printed `ready table=none`) to the client's exit, which
+        includes the snapshot the server takes for it. Returns the build."""
+        mode = "replica" if system.endswith("-replica") else "restore"
+        transport = "verbs" if "verbs" in system else "tcp"
+        on_demand = self.a.sidecar_source == "psync"
+        replicas = self.start_replicas(1, f"{system}{run}-first",
+                                       REPLICA_SWAPDB if mode == "replica" else ())
+        if on_demand:
+            ready_s, line = server.start(argv, self.timeout_s(ds))
+            if "table=none" not in line.split():
+                raise BenchError(f"rdma-server took a snapshot at start, not on demand: {line}")
+        busy = self.settle()
+        cpu0 = self.master_cost_start()
+        kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.monotonic()
+        if not on_demand:
+            # scan builds at start: the request is rdma-server's start, and the
+            # first client waits in its listen backlog until the table is ready.
+            self.spawn_sidecar(server, argv)
+        srv0 = cpu_seconds(server.proc.pid, children=False)
+        # "snapshot pending" moves the client's deadline on; a scan build only
+        # has the backlog, so the client gets the harness's whole timeout.
+        clients = [self.start_client(f"{system}{run}-first", 0, host, server.port, replicas[0],
+                                     transport, mode,
+                                     ["--connect-timeout", str(int(self.timeout_s(ds)))])]
+        word = "published" if on_demand else "ready"
+        seen = {}  # the table's line, and when the harness first saw it
+        done = [None]
+
+        def exited():
+            if "line" not in seen:
+                ln = server_line(server, word)
+                if ln:
+                    seen["line"], seen["t"] = ln, time.monotonic()
+            if server.proc.poll() is not None:
+                raise BenchError(f"{server.name} exited {server.proc.returncode}:\n"
+                                 f"{tail(server.log)}{tail(server.log + '.stderr')}")
+            if clients[0][0].poll() is not None:
+                done[0] = time.monotonic()
+                return True
+            return False
+        wait_until(f"{system}'s first rdma-client (snapshot + load)", exited,
+                   self.timeout_s(ds) * 2)
+        kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        others = self.others_cores()
+        rcpu = cpu_seconds(replicas[0].proc.pid, children=False)
+        sidecar_cpu = cpu_seconds(server.proc.pid, children=False) - srv0
+        if "line" not in seen:
+            if clients[0][0].returncode == 0:
+                raise BenchError(f"rdma-client loaded, but rdma-server printed no `{word}` line:"
+                                 f"\n{tail(server.log)}")
+            self.finish_clients(system, clients, replicas, mode, None)  # raises its failure
+        # psync: the master reaps its fork child just after the RDB is sent;
+        # only then is the child's CPU in the master's account (cstime).
+        wait_until("the master's fork child to be reaped",
+                   lambda: master_idle(self.master, replicas_allowed=1), self.timeout_s(ds))
+        cost = self.master_cost_end(cpu0)
+        if not on_demand:
+            cost["master_cow_mb"] = 0.0  # no fork: rdb_last_cow_size is an older sync's
+        fields = kv_fields(seen["line"])
+        if fields.get("records") != str(ds.keys):
+            raise BenchError(f"rdma-server published {fields.get('records')} records, "
+                             f"expected {ds.keys}: {seen['line']}")
+        f = self.finish_clients(system, clients, replicas, mode, fields.get("epoch"))[0]
+        wall, snapshot_s = done[0] - t0, seen["t"] - t0
+        build = {"dataset": ds.name, "system": system, "run": run + 1,
+                 "epoch": fields.get("epoch"), "records": int(fields["records"]),
+                 "build_s": float(fields.get("build_s", "nan")), "snapshot_s": snapshot_s,
+                 "table_bytes": int(fields.get("bytes", 0)),
+                 "sidecar_cpu_s": sidecar_cpu,
+                 "sidecar_peak_rss_mb": peak_rss_mb(server.proc.pid), **cost}
+        self.builds.append(build)
+        self.record(ds, system, 1, run, 0, wall, {
+            "arrival": "first", "snapshot_s": snapshot_s, "load_s": done[0] - seen["t"],
+            "transfer_s": float(f.get("transfer_s", "nan")),
+            "client_s": float(f.get("seconds", "nan")),
+            "client_cpu_s": kids1.ru_utime + kids1.ru_stime - kids0.ru_utime - kids0.ru_stime,
+            "rdb_bytes": int(f.get("rdb_bytes", 0)),
+            "master_cpu_s": cost["master_cpu_s"], "master_cpu_sync_s": cost["master_cpu_s"],
+            "master_peak_rss_mb": cost["master_peak_rss_mb"],
+            "master_cow_mb": cost["master_cow_mb"], "sidecar_cpu_s": sidecar_cpu,
+            "build_s": build["build_s"], "epoch": build["epoch"], "busy_before": busy,
+            "others_cores": others, "replica_cpu_s": rcpu})
+        replicas[0].stop()
+        print(f"  run {run + 1} {system}: first replica {wall:.2f} s = snapshot "
+              f"{snapshot_s:.2f} s ({build['records']:,} records; its line's build_s "
+              f"{build['build_s']:.2f}) + load {done[0] - seen['t']:.2f} s; master CPU "
+              f"{cost['master_cpu_s']:.2f} s", flush=True)
+        return build
+
+    def spawn_sidecar(self, server, argv):
+        """Sidecar.start() without the wait for `ready`."""
+        server.port = free_port()
+        with open(server.log, "w") as out, open(server.log + ".stderr", "w") as err:
+            server.proc = self.procs.start(server.name, argv + ["--port", str(server.port)],
+                                           stdout=out, stderr=err)
+
     def sidecar_sync(self, ds, system, n, run, server, host, build):
+        """n later replicas of the epoch at once: the table is held."""
         # --mode replica: the replica loads the client's RDB as a full sync, so
         # it gets swapdb, as native diskless and the floor's replicas do.
         mode = "replica" if system.endswith("-replica") else "restore"
@@ -416,15 +601,9 @@ class Bench:
         # The clients are the only children reaped until all have exited.
         kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         transport = "verbs" if "verbs" in system else "tcp"
-        clients = []
         t0 = time.monotonic()
-        for i, r in enumerate(replicas):
-            log = open(os.path.join(self.work, f"{system}{run}-{n}-client{i}.log"), "w")
-            argv = [self.binary("client/rdma-client"), host, str(server.port), "--redis",
-                    f"{LOOPBACK}:{r.port}", "--transport", transport, "--mode", mode, "--quiet"
-                    ] + self.client_pin()
-            clients.append((self.procs.start("rdma-client", argv, stdout=subprocess.PIPE,
-                                             stderr=log, text=True), log))
+        clients = [self.start_client(f"{system}{run}-{n}", i, host, server.port, r, transport,
+                                     mode) for i, r in enumerate(replicas)]
         done = [None] * n
 
         def all_exited():
@@ -441,33 +620,10 @@ class Bench:
         # The master's share of this sync: the table build (once per epoch) + now.
         total_master = build["master_cpu_s"] + cost["master_cpu_s"]
         sidecar_cpu = cpu_seconds(server.proc.pid, children=False) - srv0
-        outs = []
-        for p, log in clients:
-            log.close()
-            outs.append(p.stdout.read())
-            p.stdout.close()
-            self.procs.stop(p)
-        for (p, log), out in zip(clients, outs):
-            if p.returncode == 5:  # the target cannot take the table: the pair is refused
-                self.stop_all(replicas)
-                raise Refused("rdma-client refused the target (exit 5): " +
-                              refusal(tail(log.name)))
-            if p.returncode != 0:
-                raise BenchError(f"rdma-client exited {p.returncode}:\n{out}{tail(log.name)}")
-        for i, ((p, log), r) in enumerate(zip(clients, replicas)):
-            out = outs[i]
-            synced = [ln for ln in out.splitlines() if ln.startswith("synced")]
-            f = kv_fields(synced[-1]) if synced else {}
-            if mode == "replica":
-                # Left a replica of the client's closed listener: it must be at
-                # the table's offset; then detach it, so it stops reconnecting.
-                at = r.info("replication").get("master_repl_offset")
-                if at != f.get("offset"):
-                    raise BenchError(f"{system} replica {i + 1}: master_repl_offset {at}, the "
-                                     f"client reported offset={f.get('offset')}")
-                r.call("REPLICAOF", "NO", "ONE")
-            self.verify(r, f"{system} replica {i + 1}")
+        fields = self.finish_clients(system, clients, replicas, mode, build["epoch"])
+        for i, (f, r) in enumerate(zip(fields, replicas)):
             self.record(ds, system, n, run, i, done[i] - t0, {
+                "arrival": "later", "load_s": done[i] - t0,
                 "transfer_s": float(f.get("transfer_s", "nan")),
                 "client_s": float(f.get("seconds", "nan")),
                 "client_cpu_s": client_cpu, "rdb_bytes": int(f.get("rdb_bytes", 0)),
@@ -475,8 +631,8 @@ class Bench:
                 "master_peak_rss_mb": max(cost["master_peak_rss_mb"] or 0,
                                           build["master_peak_rss_mb"] or 0),
                 "master_cow_mb": 0.0, "sidecar_cpu_s": sidecar_cpu,
-                "build_s": build["build_s"], "busy_before": busy, "others_cores": others,
-                "replica_cpu_s": rcpu[i]})
+                "build_s": build["build_s"], "epoch": build["epoch"], "busy_before": busy,
+                "others_cores": others, "replica_cpu_s": rcpu[i]})
             r.stop()
 
     def floor(self, ds, run, rdb):
@@ -499,7 +655,8 @@ class Bench:
             rcpu = cpu_seconds(replica.proc.pid, children=False)
             replica.call("REPLICAOF", "NO", "ONE")
             self.verify(replica, "floor replica")
-            self.record(ds, "floor", 1, run, 0, t1 - t0, {"busy_before": busy,
+            self.record(ds, "floor", 1, run, 0, t1 - t0, {"arrival": "prepared",
+                        "busy_before": busy,
                         "others_cores": others, "replica_cpu_s": rcpu})
             replica.stop()
         finally:
@@ -550,22 +707,25 @@ class Bench:
     def run_system(self, ds, system, run, rdb):
         if system == "floor":
             self.floor(ds, run, rdb)
-            self.progress(ds, "floor", 1, run)
+            self.progress(ds, "floor", 1, run, "prepared")
         elif system.startswith("native"):
             for n in self.a.replicas:
                 self.native(ds, system, n, run)
                 self.progress(ds, system, n, run)
         elif system.startswith("sidecar"):
-            self.sidecar(ds, system, self.a.replicas, run)
+            self.sidecar(ds, system, self.a.replicas, run)  # prints its first replica
             for n in self.a.replicas:
-                self.progress(ds, system, n, run)
+                self.progress(ds, system, n, run, "later")
 
-    def progress(self, ds, system, n, run):
-        rows = [r for r in self.rows if (r["dataset"], r["system"], r["replicas"], r["run"]) ==
-                (ds.name, system, n, run + 1)]
+    def progress(self, ds, system, n, run, arrival="first"):
+        rows = [r for r in self.rows if (r["dataset"], r["system"], r["replicas"], r["run"],
+                                         r.get("arrival")) == (ds.name, system, n, run + 1,
+                                                               arrival)]
         if rows:
             walls = ", ".join(f"{r['wall_s']:.2f}" for r in rows)
-            print(f"  run {run + 1} {system:<21} {n} replica(s): {walls} s; master CPU "
+            what = {"later": "later, table held", "prepared": "prepared RDB"}.get(arrival,
+                                                                                 arrival)
+            print(f"  run {run + 1} {system:<21} {n} replica(s) ({what}): {walls} s; master CPU "
                   f"{rows[0].get('master_cpu_s', float('nan')):.2f} s", flush=True)
 
     def cleanup(self, ok):
@@ -578,6 +738,15 @@ class Bench:
                 if name.endswith(".rdb"):
                     os.unlink(os.path.join(d, name))
         print(f"logs kept in {self.work}", file=sys.stderr)
+
+
+def server_line(server, word):
+    """The first complete line of rdma-server's stdout starting with `word`, or None."""
+    with open(server.log, errors="replace") as f:
+        for ln in f:
+            if ln.endswith("\n") and ln.split(" ", 1)[0] == word:
+                return ln.strip()
+    return None
 
 
 def refusal(log_tail):
