@@ -298,10 +298,8 @@ def write(a, bench, command, date, host, datasets):
                 f.write("\nSnapshot, once per epoch (per run), on the first replica's request: "
                         "`snapshot` is that request to rdma-server's `published` line (scan: "
                         "`ready`, the server's start being the request), the "
-                        "snapshot's whole time; `build_s` and the records are the line's (with "
-                        "psync on demand, `build_s` times only the table's final assembly once "
-                        "the master's RDB was read, not the PSYNC; `--snapshot-at-start`'s "
-                        "`ready` line timed the whole): ")
+                        "snapshot's whole time; `build_s` and the records are the line's "
+                        "(`build_s`: from the master's +FULLRESYNC to the table built): ")
                 for s in systems:
                     bs = [b for b in builds if b["system"] == s]
                     if bs:

@@ -69,11 +69,10 @@ Columns of the report (rows by system, arrival, replicas at once):
                    native-diskless.
   snapshot s       sidecar first: t0 to the `published` line (the harness
                    polls rdma-server's stdout every 10 ms): the snapshot's
-                   whole time. The line's own build_s and records are in the
-                   report's snapshot line; on a `published` line build_s
-                   times only the table's final assembly once the master's
-                   RDB was read (the `ready` line of --snapshot-at-start
-                   timed the whole snapshot).
+                   whole time. The line's own build_s (the master's RDB,
+                   from its +FULLRESYNC, and the table build: without the
+                   client's wait before asking) and records are in the
+                   report's snapshot line.
   load only s      secondary: sidecar first: `published` to the client's
                    exit (with the client's retry gap); later: = request to
                    loaded (nothing to wait for). Native: none separable.

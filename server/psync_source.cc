@@ -105,6 +105,7 @@ Result<SourceRole> PsyncSource::ready_source() {
 Result<SnapshotStats> PsyncSource::receive(MasterLink& link, const PsyncReply& reply,
                                            TableBuilder& into, const std::atomic<bool>& stop,
                                            const rdb::Limits& limits, const SourceRole& role) {
+  const auto t0 = Clock::now();
   log::info("master " + master_.to_string() + " began a full resync: replid " + reply.replid +
             " offset " + std::to_string(reply.offset) + "; parsing its RDB as it streams in");
   // The shard's slots as the master takes its snapshot (it forks for a
@@ -129,6 +130,7 @@ Result<SnapshotStats> PsyncSource::receive(MasterLink& link, const PsyncReply& r
   source.stream_db = stream_db_of(sink.repl_aux(), reply);
   SnapshotStats stats = sink.finish(std::move(source));
   stats.source_role = role;
+  stats.rdb_seconds = seconds_since(t0);
   stats.hash_slots = read_shard_slots(master_, creds_);
   if (stats.hash_slots != slots_before)
     return Status::error("snapshot " + master_.to_string(),

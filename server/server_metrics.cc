@@ -31,7 +31,8 @@ ServerMetrics::ServerMetrics()
                                            "Tables built and published (first and later epochs).")),
       snapshot_seconds_(metrics::global().gauge(
           "rrs_server_snapshot_last_duration_seconds",
-          "How long the last published table took to build, snapshot included for the first.")),
+          "How long the last published table took: the snapshot (psync: from the master's "
+          "+FULLRESYNC) and the build.")),
       snapshot_seconds_total_(metrics::global()
                                   .counters("rrs_server_snapshot_duration_seconds_total",
                                             "Time spent building the tables published, in all.")

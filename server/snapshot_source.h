@@ -19,6 +19,9 @@ struct SnapshotStats {
   uint64_t scripts = 0;     // Lua scripts carried (RDBs of Redis < 7.0)
   uint64_t module_aux = 0;  // module data that is not a key: cannot be carried
   uint64_t rdb_bytes = 0;   // psync: the RDB's size
+  // psync: from the master's +FULLRESYNC to the RDB's last byte (its fork
+  // and the RDB), for build_s of the `published` line.
+  double rdb_seconds = 0;
   // The cluster slots the source's shard served; nullopt: not a cluster node.
   std::optional<SlotRanges> hash_slots;
   // psync: the source's role when the snapshot was taken (kUnknown for the
