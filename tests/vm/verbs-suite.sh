@@ -53,6 +53,11 @@ run "$build/tests/integration/fault_test" --gtest_filter='-*ScanSourceCannotDump
 RRS_KILL_ITERATIONS=2 run "$build/tests/integration/atomic_test" \
   --gtest_filter='KilledSidecarTest.AtomicLeaves*:KilledSidecarTest.WithoutAtomic*'
 
+# Snapshots on demand over verbs: the first client waits for the table, two
+# share one fork, a follower goes on after the table is given back, and the
+# handoff from a table taken for its client.
+run "$build/tests/integration/on_demand_test" \
+  --gtest_filter='*NoForkUntilAClient*:*ShareOneFork:*GivenBackWhileTheLogGoesOn:*HandoffFromATableTakenOnDemand'
 # A psync table over verbs, and a later epoch published after a full resync.
 run "$build/tests/integration/psync_source_test" \
   --gtest_filter='*EveryTypeAndTheMastersReplicationPosition:*FullResyncOnReconnectPublishesANewEpoch'
