@@ -30,7 +30,7 @@ bool same(Bytes a, Bytes b) { return std::equal(a.begin(), a.end(), b.begin(), b
 
 bool operator==(const Hello& a, const Hello& b) {
   return a.min_version == b.min_version && a.max_version == b.max_version &&
-         a.client_nonce == b.client_nonce;
+         a.log_only == b.log_only && a.client_nonce == b.client_nonce;
 }
 bool operator==(const HelloOk& a, const HelloOk& b) {
   return a.version == b.version && a.auth_required == b.auth_required &&

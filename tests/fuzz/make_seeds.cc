@@ -53,6 +53,7 @@ void control_seeds(const fs::path& dir) {
   using namespace rrs::control;
   write(dir, "connect", encode_connect(Hello{}));
   write(dir, "connect-range", encode_connect(Hello{.min_version = 1, .max_version = 4}));
+  write(dir, "connect-log-only", encode_connect(Hello{.log_only = true}));
   Accept a;
   a.hello = HelloOk{.version = kProtocolVersion,
                     .max_read_len = kMaxReadLength,
