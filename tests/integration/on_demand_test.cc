@@ -252,9 +252,13 @@ TEST_F(OnDemandTest, AnUnreadTableIsGivenBackWhileTheLogGoesOn) {
   auto released = server.process().wait_for_line("released epoch=", 30s);
   ASSERT_TRUE(released) << server.describe();
   EXPECT_GE(field_u64(parse_fields(*released), "bytes").value_or(0), 30000000u) << *released;
+#ifndef __SANITIZE_ADDRESS__  // ASan's quarantine grows meanwhile and hides the drop
   EXPECT_TRUE(eventually([&] { return rss_bytes(server.process().pid()) + (25u << 20) < held; },
                          10s, 200ms))
       << "RSS " << rss_bytes(server.process().pid()) << " held " << held;
+#else
+  (void)held;
+#endif
   // The follower carries on from the log.
   master_.run({"SET", "after", "the table went"});
   EXPECT_TRUE(eventually([&] { return follower.digest() == master_.digest(); }, 30s, 100ms))
