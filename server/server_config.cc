@@ -104,7 +104,8 @@ Options:
                           carry on in the same log; new replicas start from
                           the newest table.
   --retire-grace SECS     verbs: how long a replaced epoch stays registered
-                          for clients still connected to it (default 60)
+                          for clients still connected to it and reading its
+                          table (default 60); followers reconnect at once
   --cpu LIST              run on these CPUs only ("1", "2-3,6"): keep the
                           sidecar off the cores its master serves clients on
   --huge-pages auto|on|off

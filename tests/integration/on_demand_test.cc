@@ -235,10 +235,9 @@ TEST_F(OnDemandTest, HandoffFromATableTakenOnDemand) {
 // needs a table gets a new snapshot.
 TEST_F(OnDemandTest, AnUnreadTableIsGivenBackWhileTheLogGoesOn) {
   fill_strings(master_, 0, "big:", 3000, 10000);  // a 30 MB table
-  // Over verbs the follower's connection keeps the table's epoch registered
-  // until --retire-grace; then it reconnects and finds the same log.
-  SidecarServer server = on_demand(
-      {"--snapshot-delay", "0", "--table-retain", "0", "--retire-grace", "2"});
+  // Over verbs the follower (log-only) does not keep the table's epoch
+  // registered: it reconnects at once and finds the same log.
+  SidecarServer server = on_demand({"--snapshot-delay", "0", "--table-retain", "0"});
   ASSERT_TRUE(server.wait_ready()) << server.describe();
   const uint64_t before = forks();
   RedisProcess follower;

@@ -264,16 +264,19 @@ void VerbsTableServer::on_retire_timer(evutil_socket_t, short, void* arg) {
   static_cast<VerbsTableServer*>(arg)->prune_retired();
 }
 
-// A replaced epoch stays registered while a client that was given it is
-// still connected, or until the grace period ends. After that its READs fail
-// with a remote access error, which the client reports as "epoch gone".
+// A replaced epoch stays registered while a client that was given its table
+// is still connected, or until the grace period ends. After that its READs
+// fail with a remote access error, which the client reports as "epoch gone".
+// A log-only client (a follower) does not keep it: it reconnects at once and
+// finds its log in the newer epoch, and the old table's pages go (a table
+// given back, --table-retain, is freed then, not a grace period later).
 // The timer is re-armed for the next deadline: libevent measures from its
 // cached loop time, so one timer set at publish can fire a little early.
 void VerbsTableServer::prune_retired() {
   const auto now = Clock::now();
   auto in_use = [&](const verbs::Registration& r) {
     for (const auto& [id, c] : connections_)
-      if (c->epoch == r.table->epoch()) return true;
+      if (c->epoch == r.table->epoch() && !c->session.log_only()) return true;
     return false;
   };
   // Its clients' grants go first (windows before the MR they are bound
