@@ -74,12 +74,7 @@ Result<std::optional<FollowEnd>> Follower::refresh_header() {
       if (!g_stop.load()) return s;                          // stalled
       return std::optional<FollowEnd>(FollowEnd{true, ""});  // stopped meanwhile
     }
-    const control::Descriptor& d = synced_.reader->descriptor();
-    if (d.log_id != log_id)
-      return std::optional<FollowEnd>(FollowEnd{
-          false, d.log_id == 0 ? "rdma-server now keeps no change log"
-                               : "rdma-server now serves another change log (it restarted, or "
-                                 "the master made it resync)"});
+    if (auto other = another_log(log_id)) return other;
     RRS_RETURN_IF_ERROR(tail_.attach());
     log::info("reconnected; the change log is the same, following on from offset " +
               std::to_string(read_pos_));
@@ -199,16 +194,25 @@ Result<FollowEnd> Follower::settled(FollowEnd end) {
   return end;
 }
 
+std::optional<FollowEnd> Follower::another_log(uint64_t log_id) const {
+  const uint64_t now = synced_.reader->descriptor().log_id;
+  if (now == log_id) return std::nullopt;
+  return FollowEnd{false, now == 0 ? "rdma-server now keeps no change log"
+                                   : "rdma-server now serves another change log (it restarted, "
+                                     "or the master made it resync)"};
+}
+
 Result<std::optional<FollowEnd>> Follower::let_go_of_table() {
   const uint64_t log_id = synced_.reader->descriptor().log_id;
   synced_.reader->set_log_only(true);
   Status s = synced_.reader->connect(Clock::now() + config_.connect_timeout);
-  if (!s.ok()) RRS_RETURN_IF_ERROR(reconnect(s));
-  if (synced_.reader->descriptor().log_id != log_id)
-    return std::optional<FollowEnd>(
-        FollowEnd{false, "rdma-server now serves another change log (it restarted, or the master "
-                         "made it resync)"});
-  return std::optional<FollowEnd>();
+  if (!s.ok()) {
+    if (Status again = reconnect(s); !again.ok()) {
+      if (!g_stop.load()) return again;                      // stalled
+      return std::optional<FollowEnd>(FollowEnd{true, ""});  // stopped meanwhile
+    }
+  }
+  return another_log(log_id);
 }
 
 Result<FollowEnd> Follower::run() {

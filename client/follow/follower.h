@@ -54,6 +54,8 @@ class Follower {
   // Reconnects as a log-only client (the table is loaded); a FollowEnd if
   // the sidecar now serves another log.
   Result<std::optional<FollowEnd>> let_go_of_table();
+  // Why following ends if the sidecar no longer serves log `log_id`.
+  std::optional<FollowEnd> another_log(uint64_t log_id) const;
   // `end`, once the replies to everything sent are in.
   Result<FollowEnd> settled(FollowEnd end);
   // The header, reconnecting (for as long as it takes) if the sidecar went
