@@ -16,6 +16,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
+# Each step's start and the time so far, so a slow run's log says where the
+# time went.
+step() { echo "== tests/run.sh [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
 
 # clang-format and clang-tidy 14 for the two lint steps below, ccache for the
 # builds.
@@ -34,20 +37,24 @@ export RRS_TIDY_CACHE="$cache_root/tidy"
 # from newer Debian sources once (3 minutes on 2 idle cores) and cached in
 # /var/cache/rrs-servers. The list goes to the log and, through
 # RRS_SERVERS_FILE, to the tests (tests/support/redis_process.h).
+step "server versions"
 bash tests/servers.sh install
 mkdir -p "$build"
 bash tests/servers.sh list | tee "$build/servers.txt"
 export RRS_SERVERS_FILE="$PWD/$build/servers.txt"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRRS_WERROR=ON >/dev/null
+step "build"
 cmake --build "$build"
 # Lint: every tracked .h/.cc as .clang-format has it (seconds), and
 # clang-tidy over the project's .cc files with .clang-tidy's checks, any
 # warning an error (reads the build's compile_commands.json; 5.5 CPU-minutes,
 # about 3 minutes on 2 idle cores, 5m40s measured on a busy shared machine).
+step "format, clang-tidy"
 bash tests/format.sh --check
 bash tests/tidy.sh "$build"
 # Integration tests start many redis-server processes; two at a time suits a
 # 2-core machine without making the run take long.
+step "ctest"
 ctest --test-dir "$build" --output-on-failure -j 2
 
 # The same suite again, every binary and test under AddressSanitizer + UBSan:
@@ -56,6 +63,7 @@ ctest --test-dir "$build" --output-on-failure -j 2
 if [ "${RRS_SKIP_ASAN:-}" = 1 ]; then
   echo "tests/run.sh: RRS_SKIP_ASAN=1: the sanitizer build was NOT run" >&2
 else
+  step "ASan + UBSan build, ctest"
   cmake -S . -B "$build-asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRRS_WERROR=ON \
     -DRRS_SANITIZE=ON >/dev/null
   cmake --build "$build-asan"
@@ -66,6 +74,7 @@ fi
 if [ "${RRS_SKIP_FUZZ:-}" = 1 ]; then
   echo "tests/run.sh: RRS_SKIP_FUZZ=1: the fuzzers were NOT run" >&2
 else
+  step "fuzzers"
   RRS_FUZZ_BUILD="$build-fuzz" bash tests/fuzz/run.sh 60
 fi
 
@@ -73,14 +82,17 @@ if [ "${RRS_SKIP_VM:-}" = 1 ]; then
   echo "tests/run.sh: RRS_SKIP_VM=1: the Soft-RoCE suite was NOT run" >&2
   exit 0
 fi
+step "Soft-RoCE suite"
 bash tests/vm/install-vm-deps.sh
 suite=0
 bash tests/vm/run-in-vm.sh --timeout 2400 -- bash tests/vm/verbs-suite.sh "$build" || suite=$?
 # The network cut over verbs: two VMs joined by a virtual cable (about 2 minutes).
+step "network cut over verbs"
 cut=0
 bash tests/vm/net-cut-vms.sh "$build" || cut=$?
 # The packaged systemd units run by a real systemd: a VM booted with systemd
 # as init (about 5 minutes under TCG).
+step "units under systemd"
 units=0
 bash tests/vm/run-in-vm.sh --systemd --timeout 900 -- \
   bash tests/vm/units-under-systemd.sh "$build" || units=$?
@@ -89,3 +101,4 @@ if [ "$suite" -ne 0 ] || [ "$cut" -ne 0 ] || [ "$units" -ne 0 ]; then
     "$cut, the units under systemd $units" >&2
   exit 1
 fi
+step "all passed"

@@ -238,6 +238,7 @@ TEST_F(VerbsHostilePeer, PeerThatNeverSendsAuthIsDroppedAfterTheHandshakeTimeout
 TEST_F(VerbsHostilePeer, MalformedConnectDataIsRejected) {
   ASSERT_NO_FATAL_FAILURE(start());
   const std::string hello = control::encode_connect({});
+  constexpr auto kNext = static_cast<uint8_t>(control::kProtocolVersion + 1);
   auto with = [&](size_t at, std::initializer_list<uint8_t> patch) {
     std::string s = hello;
     for (uint8_t b : patch) s[at++] = static_cast<char>(b);
@@ -261,9 +262,10 @@ TEST_F(VerbsHostilePeer, MalformedConnectDataIsRejected) {
       {"AUTH instead of HELLO", with(4, {static_cast<uint8_t>(MsgType::kAuth), 0}),
        ErrorCode::kBadMessage},
       {"reserved frame flags", with(6, {1, 0}), ErrorCode::kBadMessage},
-      {"reserved HELLO flags", with(20, {1}), ErrorCode::kBadMessage},
+      // Bit 0 is kHelloLogOnly (protocol 4); bit 1 is reserved.
+      {"reserved HELLO flags", with(20, {2}), ErrorCode::kBadMessage},
       {"version 2 only", with(16, {2, 0, 2, 0}), ErrorCode::kUnsupportedVersion},
-      {"version 4 only", with(16, {4, 0, 4, 0}), ErrorCode::kUnsupportedVersion},
+      {"a version after ours only", with(16, {kNext, 0, kNext, 0}), ErrorCode::kUnsupportedVersion},
       {"an older HELLO's 8-byte body", with(8, {8, 0, 0, 0, 0, 0, 0, 0, 2, 0, 2, 0}),
        ErrorCode::kUnsupportedVersion},
   };
@@ -275,7 +277,8 @@ TEST_F(VerbsHostilePeer, MalformedConnectDataIsRejected) {
     auto err = control::decode_reject(bytes_of((*p)->answer()));
     ASSERT_TRUE(err.ok()) << err.status().message();
     if (c.code == ErrorCode::kUnsupportedVersion) {
-      EXPECT_NE(err->text.find("server speaks 3"), std::string::npos) << err->text;
+      const std::string speaks = "server speaks " + std::to_string(control::kProtocolVersion);
+      EXPECT_NE(err->text.find(speaks), std::string::npos) << err->text;
     }
     // A HELLO of an older shape (protocol 2's was shorter) is told the
     // versions, under "unsupported version" (control::connect_refusal).
