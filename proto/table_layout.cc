@@ -1,5 +1,6 @@
 #include "proto/table_layout.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "proto/byte_order.h"
@@ -109,22 +110,59 @@ uint64_t heap_footprint(uint64_t key_len, uint64_t payload_len) {
   return align_up(key_len + payload_len, kHeapAlign);
 }
 
-Status plan_geometry(Header& h, uint64_t heap_bytes, uint64_t scripts_bytes) {
-  if (h.slot_size < kMinSlotSize || h.slot_size > kMaxSlotSize || h.slot_size % kSlotAlign)
-    return Status::error("plan table", "slot size " + std::to_string(h.slot_size) +
+namespace {
+
+Status check_slot_size(uint32_t slot_size) {
+  if (slot_size < kMinSlotSize || slot_size > kMaxSlotSize || slot_size % kSlotAlign)
+    return Status::error("plan table", "slot size " + std::to_string(slot_size) +
                                            " is not a multiple of 64 in [64, 65536]");
-  h.slot_count = h.record_count;
-  h.dbdir_offset = kRegionAlign;
-  h.dbdir_size = uint64_t{h.db_count} * kDbEntrySize;
-  h.slots_offset = align_up(h.dbdir_offset + h.dbdir_size, kRegionAlign);
-  h.slots_size = h.slot_count * h.slot_size;
-  h.heap_offset = align_up(h.slots_offset + h.slots_size, kRegionAlign);
-  h.heap_size = heap_bytes;
-  h.scripts_offset = scripts_bytes ? align_up(h.heap_offset + h.heap_size, kRegionAlign) : 0;
+  return {};
+}
+
+}  // namespace
+
+Status plan_streamed(Header& h, uint64_t scripts_bytes, uint64_t slot_capacity,
+                     uint64_t heap_capacity) {
+  RRS_RETURN_IF_ERROR(check_slot_size(h.slot_size));
+  // Room beyond any real table (a 47-bit address space) is a planning bug,
+  // and would overflow the sums below.
+  constexpr uint64_t kMaxRoom = 1ull << 47;
+  if (scripts_bytes > kMaxScriptsSize || slot_capacity > kMaxRoom / h.slot_size ||
+      heap_capacity > kMaxRoom)
+    return Status::error("plan table", "room for " + std::to_string(slot_capacity) + " slots and " +
+                                           std::to_string(heap_capacity) +
+                                           " heap bytes is beyond any table");
+  h.scripts_offset = scripts_bytes ? kRegionAlign : 0;
   h.scripts_size = scripts_bytes;
-  h.total_size = align_up(scripts_bytes ? h.scripts_offset + h.scripts_size
-                                        : h.heap_offset + h.heap_size,
-                          kRegionAlign);
+  h.slots_offset = align_up(kRegionAlign + scripts_bytes, kRegionAlign);
+  h.slot_capacity = slot_capacity;
+  h.heap_offset = align_up(h.slots_offset + slot_capacity * h.slot_size, kRegionAlign);
+  h.heap_capacity = heap_capacity;
+  h.total_size = align_up(h.heap_offset + heap_capacity, kRegionAlign);
+  h.record_count = h.slot_count = h.slots_size = 0;
+  h.heap_size = 0;
+  h.db_count = 0;
+  h.dbdir_offset = h.dbdir_size = 0;
+  return {};
+}
+
+void plan_completion(Header& h) {
+  h.slot_count = h.record_count;
+  h.slots_size = h.slot_count * h.slot_size;
+  h.heap_capacity = h.heap_size;
+  h.dbdir_offset = align_up(h.heap_offset + h.heap_size, kRegionAlign);
+  h.dbdir_size = uint64_t{h.db_count} * kDbEntrySize;
+  h.total_size = align_up(h.dbdir_offset + h.dbdir_size, kRegionAlign);
+}
+
+Status plan_geometry(Header& h, uint64_t heap_bytes, uint64_t scripts_bytes) {
+  const uint64_t records = h.record_count;
+  const uint32_t dbs = h.db_count;
+  RRS_RETURN_IF_ERROR(plan_streamed(h, scripts_bytes, records, heap_bytes));
+  h.record_count = records;
+  h.db_count = dbs;
+  h.heap_size = heap_bytes;
+  plan_completion(h);
   return {};
 }
 
@@ -170,6 +208,10 @@ void encode_header(const Header& h, std::span<std::byte, kHeaderSize> out) {
     wire::store_u64(e, h.lossy[i].count);
     wire::store_u64(e + 8, h.lossy[i].first_slot);
   }
+  wire::store_u64(p + hdr::kSlotCapacity, h.slot_capacity);
+  wire::store_u64(p + hdr::kHeapCapacity, h.heap_capacity);
+  wire::store_text(p + hdr::kBrokenReason, hdr::kBrokenReasonLen, h.broken_reason.data(),
+                   std::min(h.broken_reason.size(), hdr::kBrokenReasonLen));
   wire::store_u32(p + hdr::kHeaderCrc, crc32c(0, p, hdr::kHeaderCrc));
 }
 
@@ -223,7 +265,7 @@ uint32_t encode_scripts(const Scripts& s, std::span<std::byte> out) {
 namespace {
 
 // The header as a whole: long enough, ours, a version we read, intact, and
-// ready.
+// in a state we know.
 Status check_header_frame(std::span<const std::byte> bytes) {
   if (bytes.size() < kHeaderSize)
     return bad_header("only " + std::to_string(bytes.size()) + " of " +
@@ -242,9 +284,9 @@ Status check_header_frame(std::span<const std::byte> bytes) {
   uint32_t crc = load_u32(p + hdr::kHeaderCrc);
   if (crc != crc32c(0, p, hdr::kHeaderCrc)) return bad_header("header checksum mismatch");
   uint32_t state = load_u32(p + hdr::kState);
-  if (state == static_cast<uint32_t>(State::kBuilding))
-    return bad_header("table is still being built");
-  if (state != static_cast<uint32_t>(State::kReady))
+  if (state != static_cast<uint32_t>(State::kBuilding) &&
+      state != static_cast<uint32_t>(State::kReady) &&
+      state != static_cast<uint32_t>(State::kBroken))
     return bad_header("unknown state " + std::to_string(state));
   return {};
 }
@@ -253,7 +295,7 @@ Status check_header_frame(std::span<const std::byte> bytes) {
 Header load_header_fields(const std::byte* p) {
   Header h;
   h.layout_version = load_u16(p + hdr::kLayoutVersion);
-  h.state = State::kReady;
+  h.state = static_cast<State>(load_u32(p + hdr::kState));
   h.epoch = load_u64(p + hdr::kEpoch);
   h.created_unix_ms = load_u64(p + hdr::kCreatedMs);
   h.server_version = wire::load_text(p + hdr::kServerVersion, hdr::kServerVersionLen);
@@ -285,6 +327,9 @@ Header load_header_fields(const std::byte* p) {
     const std::byte* e = p + hdr::kLossy + i * hdr::kLossyEntrySize;
     h.lossy[i] = {load_u64(e), load_u64(e + 8)};
   }
+  h.slot_capacity = load_u64(p + hdr::kSlotCapacity);
+  h.heap_capacity = load_u64(p + hdr::kHeapCapacity);
+  h.broken_reason = wire::load_text(p + hdr::kBrokenReason, hdr::kBrokenReasonLen);
   return h;
 }
 
@@ -326,26 +371,36 @@ Status check_header_fields(const Header& h, const std::byte* p, uint64_t region_
       return bad_header("lossy-records entry (" + std::to_string(l.count) + " records from slot " +
                         std::to_string(l.first_slot) + ") does not fit " +
                         std::to_string(h.record_count) + " records");
-  if (h.db_count > kMaxDbCount || (h.record_count > 0 && h.db_count == 0))
+  const bool ready = h.state == State::kReady;
+  if (!wire::is_printable(h.broken_reason) ||
+      (h.state == State::kBroken) == h.broken_reason.empty())
+    return bad_header(h.state == State::kBroken ? "broken, without a printable reason"
+                                                : "a broken reason, but the table is not broken");
+  if (h.db_count > kMaxDbCount || (ready && h.record_count > 0 && h.db_count == 0))
     return bad_header("implausible DB count " + std::to_string(h.db_count));
+  // Until ready there is no DB directory.
+  if (!ready &&
+      (h.db_count != 0 || h.dbdir_offset != 0 || h.dbdir_size != 0 || h.dbdir_crc32c != 0))
+    return bad_header("a DB directory in a table that is not ready");
   if (h.dbdir_size != uint64_t{h.db_count} * kDbEntrySize)
     return bad_header("DB directory size does not match its count");
-  if (h.slot_count > h.total_size / h.slot_size || h.slots_size != h.slot_count * h.slot_size)
-    return bad_header("slot region size does not match slot count x slot size");
+  if (h.slot_capacity > h.total_size / h.slot_size || h.slot_count > h.slot_capacity ||
+      h.slots_size != h.slot_count * h.slot_size)
+    return bad_header("slot region size does not match slot count x slot size, or its room");
   if (h.scripts_size == 0 && (h.scripts_offset != 0 || h.scripts_crc32c != 0))
     return bad_header("no scripts region, but a scripts offset or checksum");
   if (h.scripts_size > kMaxScriptsSize)
     return bad_header("scripts region of " + std::to_string(h.scripts_size) +
                       " bytes is larger than the limit of " + std::to_string(kMaxScriptsSize));
-  if (h.scripts_size != 0 &&
-      (h.scripts_offset % kRegionAlign != 0 || h.scripts_size % kScriptAlign != 0))
-    return bad_header("scripts region is not page aligned or not a multiple of 8 bytes");
-  // The scripts region, when there is one, follows the heap.
-  const uint64_t heap_limit = h.scripts_size != 0 ? h.scripts_offset : h.total_size;
-  if (h.dbdir_offset < kHeaderSize || !within(h.dbdir_offset, h.dbdir_size, h.slots_offset) ||
-      !within(h.slots_offset, h.slots_size, h.heap_offset) ||
-      !within(h.heap_offset, h.heap_size, heap_limit) ||
-      !within(h.scripts_offset, h.scripts_size, h.total_size))
+  if (h.scripts_size != 0 && (h.scripts_offset != kRegionAlign || h.scripts_size % kScriptAlign))
+    return bad_header("scripts region does not start at 4096 or is not a multiple of 8 bytes");
+  // Header page, scripts, the slots' room, the heap's room, then (ready) the
+  // DB directory, in that order and inside the table.
+  const uint64_t heap_end = ready ? h.dbdir_offset : h.total_size;
+  if (h.slots_offset < kRegionAlign || !within(h.scripts_offset, h.scripts_size, h.slots_offset) ||
+      !within(h.slots_offset, h.slot_capacity * h.slot_size, h.heap_offset) ||
+      h.heap_size > h.heap_capacity || !within(h.heap_offset, h.heap_capacity, heap_end) ||
+      !within(h.dbdir_offset, h.dbdir_size, h.total_size))
     return bad_header("regions are out of order, overlap or run past the end of the table");
   return {};
 }

@@ -1,45 +1,61 @@
-// The mapping table: one contiguous, read-only region holding a whole Redis
-// keyspace snapshot, laid out so that a reader that knows only the region's
-// length can find and validate every record with reads at computed offsets.
+// The mapping table: one region holding a whole Redis keyspace snapshot, laid
+// out so that a reader that knows only the region's length can find and
+// validate every record with reads at computed offsets. Layout 6 streams: an
+// epoch is published while its records are still being written, and its
+// header always describes the complete prefix (docs/mapping-table.md).
 //
 // All integers are little-endian. Regions start on 4096-byte boundaries.
 //
-//   offset 0        dbdir_offset         slots_offset             heap_offset   scripts_offset
-//   +---------------+--------------------+------------------------+-------------+--------------+
-//   | TableHeader   | DbEntry x db_count | slot 0, 1, ... N-1     | heap        | scripts      |
-//   | (512 B, page) | (32 B each)        | (slot_size bytes each) | (records    | (functions,  |
-//   |               |                    |                        | too big for | Lua scripts; |
-//   |               |                    |                        | a slot)     | may be none) |
-//   +---------------+--------------------+------------------------+-------------+--------------+
+//   offset 0        4096 (scripts_offset)  slots_offset              heap_offset    dbdir_offset
+//   +---------------+----------------------+-------------------------+--------------+-----------+
+//   | TableHeader   | scripts (functions,  | slot 0, 1, ... N-1      | heap (records| DbEntry x |
+//   | (512 B, page) | Lua scripts, hash    | (slot_size bytes each), | too big for a| db_count  |
+//   |               | slots; may be none)  | then room up to         | slot), then  | (ready    |
+//   |               |                      | slot_capacity slots     | room         | only)     |
+//   +---------------+----------------------+-------------------------+--------------+-----------+
 //                                          slot i at slots_offset + i*slot_size     total_size ^
+//
+// A table is written front to back while the snapshot streams in: the
+// scripts region first (an RDB carries functions and Lua scripts before its
+// keys), then records into their slots and the heap, then, once complete, the
+// DB directory after the heap. The header is rewritten as records complete;
+// a reader trusts only a header whose CRC verifies (a copy taken while it was
+// rewritten does not) and reads only records below its record_count, whose
+// heap bytes all lie below its heap_size.
 //
 // TableHeader (512 bytes)
 //    0  8  magic "RRSTABLE"           128  8  slots_size  (= slot_count * slot_size)
-//    8  2  layout_version (5)         136  8  heap_offset
-//   10  2  header_size (512)          144  8  heap_size
-//   12  4  state (1 building, 2 ready)152  8  source_offset (replication offset; 0 = scan)
+//    8  2  layout_version (6)         136  8  heap_offset
+//   10  2  header_size (512)          144  8  heap_size (heap bytes complete)
+//   12  4  state (State)              152  8  source_offset (replication offset; 0 = scan)
 //   16  8  epoch                      160 40  source_replid (ASCII; zeros = scan)
 //   24  8  created_unix_ms            200  4  dbdir_crc32c (over the whole DbEntry array)
 //   32 32  server_version (ASCII)     204  4  source kind (1 scan, 2 psync, 3 RDB file)
 //   64  4  rdb_version (see below)    208  8  scripts_offset (0 when scripts_size is 0)
-//   68  4  db_count                   216  8  scripts_size (0: no functions, no scripts)
-//   72  8  record_count               224  4  scripts_crc32c (over the whole region)
+//   68  4  db_count (0 until ready)   216  8  scripts_size (0: no functions, no scripts)
+//   72  8  record_count (complete)    224  4  scripts_crc32c (over the whole region)
 //   80  8  total_size                 228  1  engine (1 Redis, 2 Valkey, 0 unknown)
 //   88  4  slot_size                  229  3  reserved, zero
 //   92  4  slot_header_size (48)      232  4  module_aux_count (module data not carried)
 //   96  8  slot_count (= record_count)236  8  empty_skipped (empty collections dropped)
 //                                     244  4  source_stream_db (the stream's DB at the offset)
 //                                     248  8  keys_lost (listed by the source, not copied)
-//  104  8  dbdir_offset
+//  104  8  dbdir_offset (0 until ready)
 //  112  8  dbdir_size (= db_count * 32)
 //  120  8  slots_offset
 //  256 64  lossy records: 4 entries of 16 bytes, entry i for rdb::Loss bit
 //          1 << i: 0 8 count, 8 8 first_slot (0 when count is 0). Records
 //          holding something a conversion to RDB 10 (Redis 7.0) cannot carry
 //          (field TTLs, stream consumers' active times): a client refuses a
-//          lossy conversion before it loads anything, naming the first key.
-//  320 188 reserved, zero
+//          lossy conversion, naming the first key.
+//  320  8  slot_capacity (slots there is room for at slots_offset)
+//  328  8  heap_capacity (heap bytes there is room for; = heap_size once ready)
+//  336 64  broken_reason (ASCII, zero padded; state broken only)
+//  400 108 reserved, zero
 //  508  4  header_crc32c (over bytes 0..507)
+//
+// While building (and broken) total_size is the end of the heap's room and
+// there is no DB directory; once ready it is the end of the DB directory.
 //
 // DbEntry (32 bytes), sorted by db, one per non-empty DB. Records are sorted
 // by DB, so DB d owns slots [first_slot, first_slot + key_count).
@@ -92,7 +108,7 @@
 namespace rrs::table {
 
 inline constexpr char kMagic[8] = {'R', 'R', 'S', 'T', 'A', 'B', 'L', 'E'};
-inline constexpr uint16_t kLayoutVersion = 5;
+inline constexpr uint16_t kLayoutVersion = 6;
 inline constexpr size_t kHeaderSize = 512;
 inline constexpr size_t kDbEntrySize = 32;
 inline constexpr size_t kSlotHeaderSize = 48;
@@ -141,9 +157,10 @@ inline constexpr size_t kMagic = 0, kLayoutVersion = 8, kHeaderSize = 10, kState
                         kSourceReplid = 160, kDbdirCrc = 200, kSourceKind = 204,
                         kScriptsOffset = 208, kScriptsSize = 216, kScriptsCrc = 224, kEngine = 228,
                         kModuleAux = 232, kEmptySkipped = 236, kStreamDb = 244, kKeysLost = 248,
-                        kLossy = 256, kReserved2 = 320, kHeaderCrc = 508;
+                        kLossy = 256, kSlotCapacity = 320, kHeapCapacity = 328, kBrokenReason = 336,
+                        kReserved2 = 400, kHeaderCrc = 508;
 inline constexpr size_t kServerVersionLen = 32, kReplidLen = 40, kLossyEntrySize = 16,
-                        kReserved2Len = 188;
+                        kBrokenReasonLen = 64, kReserved2Len = 108;
 static_assert(kServerVersion + kServerVersionLen == kRdbVersion);
 static_assert(kSourceReplid + kReplidLen == kDbdirCrc);
 static_assert(kSourceKind + 4 == kScriptsOffset && kScriptsOffset + 8 == kScriptsSize &&
@@ -151,7 +168,9 @@ static_assert(kSourceKind + 4 == kScriptsOffset && kScriptsOffset + 8 == kScript
 static_assert(kEngine + 4 == kModuleAux && kModuleAux + 4 == kEmptySkipped &&
               kEmptySkipped + 8 == kStreamDb && kStreamDb + 4 == kKeysLost);
 static_assert(kKeysLost + 8 == kLossy);
-static_assert(kLossy + kLossKinds * kLossyEntrySize == kReserved2);
+static_assert(kLossy + kLossKinds * kLossyEntrySize == kSlotCapacity);
+static_assert(kSlotCapacity + 8 == kHeapCapacity && kHeapCapacity + 8 == kBrokenReason);
+static_assert(kBrokenReason + kBrokenReasonLen == kReserved2);
 static_assert(kReserved2 + kReserved2Len == kHeaderCrc);
 static_assert(kHeaderCrc + 4 == rrs::table::kHeaderSize);
 }  // namespace hdr
@@ -168,8 +187,13 @@ static_assert(kReserved + 3 == kCount && kLen + 8 == kScriptEntryHeaderSize);
 }  // namespace script
 
 enum class State : uint32_t {
-  kBuilding = 1,  // being written; a reader must not trust anything past the header
-  kReady = 2,     // complete and immutable for the life of this epoch
+  // Being written: records [0, record_count) and heap bytes [0, heap_size)
+  // are complete and never change; more come.
+  kBuilding = 1,
+  kReady = 2,  // complete and immutable for the life of this epoch
+  // The snapshot broke off (broken_reason says why): what is there is
+  // intact, but the rest will never come.
+  kBroken = 3,
 };
 
 enum class SourceKind : uint32_t {
@@ -234,6 +258,9 @@ struct Header {
   uint64_t dbdir_offset = 0, dbdir_size = 0;
   uint64_t slots_offset = 0, slots_size = 0;
   uint64_t heap_offset = 0, heap_size = 0;
+  // Room for this many slots, and heap bytes, at slots_offset and heap_offset.
+  uint64_t slot_capacity = 0, heap_capacity = 0;
+  std::string broken_reason;  // state kBroken only; at most 64 bytes
   SourceKind source_kind = SourceKind::kScan;
   uint64_t source_offset = 0;
   std::string source_replid;  // at most 40 bytes
@@ -291,9 +318,20 @@ struct Scripts {
 
 // --- Encoding (the server) -------------------------------------------------
 
-// Geometry of a table for `record_count` records in `db_count` DBs with the
-// given slot size, heap bytes and scripts region bytes (0: none); fills the
-// offset/size fields of `h`.
+// Geometry of a table whose records are still to come: the scripts region
+// (scripts_bytes, 0: none) after the header page, room for `slot_capacity`
+// slots of h.slot_size, then `heap_capacity` heap bytes. Fills the offset and
+// size fields of `h` for a table with no records yet (total_size: the end of
+// the heap's room).
+Status plan_streamed(Header& h, uint64_t scripts_bytes, uint64_t slot_capacity,
+                     uint64_t heap_capacity);
+// The last step of a streamed table: with record_count, heap_size and
+// db_count set, sets the slot and heap fields to match and puts the DB
+// directory right after the heap; total_size becomes its end.
+void plan_completion(Header& h);
+// Geometry of a complete table for `record_count` records in `db_count` DBs
+// with the given slot size, heap bytes and scripts region bytes (0: none),
+// without room to spare; fills the offset/size fields of `h`.
 Status plan_geometry(Header& h, uint64_t heap_bytes, uint64_t scripts_bytes = 0);
 
 // Writes the 512-byte header (computing its CRC) into `out`.
@@ -324,7 +362,9 @@ uint32_t encode_scripts(const Scripts& s, std::span<std::byte> out);
 
 // --- Decoding (the client). No I/O; every field is untrusted. --------------
 
-// Parses and validates a header read from a remote table of `region_len` bytes.
+// Parses and validates a header read from a remote table of `region_len`
+// bytes, in any state: the caller decides what a table still being built
+// (or broken) is good for.
 Result<Header> decode_header(std::span<const std::byte> bytes, uint64_t region_len);
 
 // Parses the DB directory (dbdir_size bytes at dbdir_offset) against `h`.

@@ -39,7 +39,7 @@ Verdict<control::Descriptor> ServerSession::describe(const TablePtr& t,
   if (!t) return Refusal{ErrorCode::kNotReady, "no table published yet"};
   control::Descriptor d;
   d.epoch = t->epoch();
-  d.table_length = t->header.total_size;
+  d.table_length = t->length();
   d.layout_version = t->header.layout_version;
   d.transport = transport;
   if (t->log) {
@@ -155,7 +155,7 @@ Verdict<ServerSession::ReadAnswer> ServerSession::on_read(std::span<const std::b
                    (log ? "change log " : "epoch ") + std::to_string(m->epoch) +
                        " is no longer served (now epoch " + std::to_string(t->epoch()) + ")"};
   const std::span<const std::byte> region = log ? t->log->memory()
-                                                : t->bytes.span().first(t->header.total_size);
+                                                : t->bytes.span().first(t->length());
   if (m->length == 0 || m->length > control::kMaxReadLength)
     return refuse(ErrorCode::kTooLarge, "read length " + std::to_string(m->length) +
                                             " outside 1.." +
@@ -165,7 +165,8 @@ Verdict<ServerSession::ReadAnswer> ServerSession::on_read(std::span<const std::b
                                               std::to_string(m->length) + " is outside the " +
                                               (log ? "change log" : "table") + " of " +
                                               std::to_string(region.size()) + " bytes");
-  return ReadAnswer{region.subspan(m->offset, m->length), log};
+  const bool header_page = t->streamed() && !t->complete() && m->offset < table::kRegionAlign;
+  return ReadAnswer{region.subspan(m->offset, m->length), log || header_page};
 }
 
 // Over verbs a peer that breaks the message protocol is dropped unanswered:

@@ -125,7 +125,9 @@ class ServerSession {
   // READ (TCP): the bytes to answer with, from the current table or its log.
   struct ReadAnswer {
     std::span<const std::byte> bytes;
-    bool from_log = false;  // being written: copy now, the client checks the seqlock
+    // Bytes still being rewritten (the change log; a streamed table's header
+    // page): copy them now, the client checks the copy (seqlock, CRC).
+    bool changing = false;
   };
   Verdict<ReadAnswer> on_read(std::span<const std::byte> body, const TablePtr& table);
 

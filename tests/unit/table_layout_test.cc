@@ -99,35 +99,127 @@ TEST(TableHeader, RoundTripsAnRdbFileSource) {
   EXPECT_STREQ(source_name(SourceKind::kScan), "scan");
 }
 
-TEST(TableHeader, GeometryIsPageAlignedAndOrdered) {
-  Header h = sample_header();
-  EXPECT_EQ(h.dbdir_offset, kRegionAlign);
-  EXPECT_GE(h.slots_offset, h.dbdir_offset + h.dbdir_size);
-  EXPECT_EQ(h.slots_size, 3u * 128);
-  EXPECT_GE(h.heap_offset, h.slots_offset + h.slots_size);
-  EXPECT_EQ(h.total_size % kRegionAlign, 0u);
-  EXPECT_EQ(h.scripts_offset, 0u);
-  EXPECT_EQ(h.scripts_size, 0u);
-  EXPECT_EQ(h.total_size, h.heap_offset + kRegionAlign);
-  Header bad = h;
-  bad.slot_size = 100;
-  EXPECT_FALSE(plan_geometry(bad, 0).ok());
-
-  // The scripts region follows the heap on a page of its own.
-  Header s = sample_header(5000);
-  EXPECT_EQ(s.heap_offset, h.heap_offset);
-  EXPECT_EQ(s.scripts_offset % kRegionAlign, 0u);
-  EXPECT_GE(s.scripts_offset, s.heap_offset + s.heap_size);
-  EXPECT_EQ(s.scripts_size, 5000u);
-  EXPECT_EQ(s.total_size, s.scripts_offset + 2 * kRegionAlign);
-}
-
 struct Corruption {
   const char* name;
   std::function<void(std::vector<std::byte>&)> poke;
   bool reseal;
   const char* expect;  // substring of the error
 };
+
+TEST(TableHeader, GeometryIsPageAlignedAndOrdered) {
+  Header h = sample_header();
+  EXPECT_EQ(h.scripts_offset, 0u);
+  EXPECT_EQ(h.scripts_size, 0u);
+  EXPECT_EQ(h.slots_offset, kRegionAlign);
+  EXPECT_EQ(h.slots_size, 3u * 128);
+  EXPECT_EQ(h.slot_capacity, 3u);
+  EXPECT_EQ(h.heap_offset, 2 * kRegionAlign);
+  EXPECT_EQ(h.heap_capacity, h.heap_size);
+  // The DB directory follows the heap, once the table is complete.
+  EXPECT_EQ(h.dbdir_offset, 3 * kRegionAlign);
+  EXPECT_EQ(h.total_size, 4 * kRegionAlign);
+  Header bad = h;
+  bad.slot_size = 100;
+  EXPECT_FALSE(plan_geometry(bad, 0).ok());
+
+  // The scripts region comes right after the header page, before the slots.
+  Header s = sample_header(5000);
+  EXPECT_EQ(s.scripts_offset, kRegionAlign);
+  EXPECT_EQ(s.scripts_size, 5000u);
+  EXPECT_EQ(s.slots_offset, 3 * kRegionAlign);
+  EXPECT_EQ(s.total_size, h.total_size + 2 * kRegionAlign);
+}
+
+// A streamed table: published with room to spare, its header describing the
+// complete prefix as records come, then completed with the DB directory
+// after the heap; the unused slot room stays a gap.
+TEST(TableHeader, AStreamedTableGrowsInsideItsRoomThenCompletes) {
+  Header h = sample_header();
+  h.state = State::kBuilding;
+  ASSERT_TRUE(plan_streamed(h, 0, 100, 1u << 20).ok());
+  EXPECT_EQ(h.heap_offset, 5 * kRegionAlign);  // 100 slots of 128 B from 4096, page aligned
+  EXPECT_EQ(h.total_size, h.heap_offset + (1u << 20));
+  EXPECT_EQ(h.record_count, 0u);
+  EXPECT_EQ(h.db_count, 0u);
+  h.lossy = {};
+  const uint64_t room = h.total_size;
+  auto d = decode_header(encode(h), room);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->state, State::kBuilding);
+  EXPECT_EQ(d->slot_capacity, 100u);
+  EXPECT_EQ(d->heap_capacity, 1u << 20);
+
+  h.record_count = h.slot_count = 7;
+  h.slots_size = 7 * 128;
+  h.heap_size = 4096;
+  d = decode_header(encode(h), room);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->record_count, 7u);
+  EXPECT_EQ(d->heap_size, 4096u);
+
+  Header broken = h;
+  broken.state = State::kBroken;
+  broken.broken_reason = "the master's RDB stream broke off";
+  d = decode_header(encode(broken), room);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->broken_reason, "the master's RDB stream broke off");
+
+  h.state = State::kReady;
+  h.db_count = 1;
+  plan_completion(h);
+  EXPECT_EQ(h.slot_capacity, 100u);
+  EXPECT_EQ(h.heap_capacity, 4096u);
+  EXPECT_EQ(h.dbdir_offset, h.heap_offset + 4096);
+  EXPECT_EQ(h.total_size, h.dbdir_offset + kRegionAlign);
+  d = decode_header(encode(h), room);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->state, State::kReady);
+  EXPECT_EQ(d->total_size, h.total_size);
+  EXPECT_EQ(d->dbdir_offset, h.dbdir_offset);
+}
+
+TEST(TableHeader, RefusesAStreamedHeaderThatContradictsItself) {
+  Header h = sample_header();
+  h.state = State::kBuilding;
+  h.lossy = {};
+  ASSERT_TRUE(plan_streamed(h, 0, 10, 8192).ok());
+  h.record_count = h.slot_count = 2;
+  h.slots_size = 2 * 128;
+  const std::vector<Corruption> cases = {
+      {"more slots than room",
+       [](auto& b) {
+         wire::store_u64(&b[hdr::kSlotCount], 11);
+         wire::store_u64(&b[hdr::kRecordCount], 11);
+         wire::store_u64(&b[hdr::kSlotsSize], 11 * 128);
+       },
+       true, "room"},
+      {"heap past its room", [](auto& b) { wire::store_u64(&b[hdr::kHeapSize], 8193); }, true,
+       "regions"},
+      {"slot room over the heap", [](auto& b) { wire::store_u64(&b[hdr::kSlotCapacity], 64); },
+       true, "regions"},
+      {"a directory while building", [](auto& b) { wire::store_u32(&b[hdr::kDbCount], 1); }, true,
+       "not ready"},
+      {"broken without a reason", [](auto& b) { wire::store_u32(&b[hdr::kState], 3); }, true,
+       "broken"},
+      {"a reason, not broken", [](auto& b) { b[hdr::kBrokenReason] = std::byte{'x'}; }, true,
+       "not broken"},
+      {"a reason not printable",
+       [](auto& b) {
+         wire::store_u32(&b[hdr::kState], 3);
+         b[hdr::kBrokenReason] = std::byte{1};
+       },
+       true, "broken"},
+  };
+  for (const Corruption& c : cases) {
+    std::vector<std::byte> b = encode(h);
+    c.poke(b);
+    if (c.reseal) reseal(b);
+    auto d = decode_header(b, h.total_size);
+    ASSERT_FALSE(d.ok()) << c.name;
+    EXPECT_NE(d.status().message().find(c.expect), std::string::npos)
+        << c.name << ": " << d.status().message();
+  }
+}
 
 TEST(TableHeader, RejectsEveryInconsistency) {
   Header h = sample_header();
@@ -140,7 +232,8 @@ TEST(TableHeader, RejectsEveryInconsistency) {
       {"header size", [](auto& b) { wire::store_u16(&b[hdr::kHeaderSize], 128); }, true,
        "header size"},
       {"checksum", [](auto& b) { b[hdr::kEpoch] ^= std::byte{1}; }, false, "checksum"},
-      {"building", [](auto& b) { wire::store_u32(&b[hdr::kState], 1); }, true, "still being built"},
+      {"directory while building", [](auto& b) { wire::store_u32(&b[hdr::kState], 1); }, true,
+       "not ready"},
       {"state", [](auto& b) { wire::store_u32(&b[hdr::kState], 7); }, true, "unknown state"},
       {"source", [](auto& b) { wire::store_u32(&b[hdr::kSourceKind], 9); }, true, "source kind"},
       {"stream db without replid", [](auto& b) { wire::store_u32(&b[hdr::kStreamDb], 1); }, true,
@@ -177,6 +270,8 @@ TEST(TableHeader, RejectsEveryInconsistency) {
       {"slots size", [](auto& b) { wire::store_u64(&b[hdr::kSlotsSize], 999); }, true,
        "slot region"},
       {"overlap", [](auto& b) { wire::store_u64(&b[hdr::kHeapOffset], 4096); }, true, "regions"},
+      {"directory inside the heap",
+       [](auto& b) { wire::store_u64(&b[hdr::kDbdirOffset], 2 * 4096 + 32); }, true, "regions"},
       {"heap past end", [](auto& b) { wire::store_u64(&b[hdr::kHeapSize], ~0ull - 10); }, true,
        "regions"},
       {"huge slots",
@@ -204,25 +299,20 @@ TEST(TableHeader, RejectsABadScriptsRegion) {
   const uint64_t at = h.scripts_offset;
   const std::vector<Corruption> cases = {
       {"misaligned", [=](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], at + 8); }, true,
-       "page aligned"},
+       "start at 4096"},
       {"odd size", [](auto& b) { wire::store_u64(&b[hdr::kScriptsSize], 41); }, true,
        "multiple of 8"},
       {"over the limit",
        [](auto& b) { wire::store_u64(&b[hdr::kScriptsSize], kMaxScriptsSize + 8); }, true, "limit"},
-      {"past the end", [](auto& b) { wire::store_u64(&b[hdr::kScriptsSize], 8192); }, true,
+      {"into the slots", [](auto& b) { wire::store_u64(&b[hdr::kScriptsSize], 8192); }, true,
        "regions"},
-      {"offset past the end",
-       [=](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], at + kRegionAlign); }, true,
-       "regions"},
-      {"overflowing offset",
-       [](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], ~0ull - 4095); }, true, "regions"},
-      {"inside the heap", [](auto& b) { wire::store_u64(&b[hdr::kHeapSize], 8192); }, true,
-       "regions"},
-      {"before the heap",
-       [=](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], at - kRegionAlign); }, true,
-       "regions"},
+      {"after the slots",
+       [=](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], at + 2 * kRegionAlign); }, true,
+       "start at 4096"},
+      {"overflowing size", [](auto& b) { wire::store_u64(&b[hdr::kScriptsSize], ~0ull - 7); }, true,
+       "limit"},
       {"zero offset", [](auto& b) { wire::store_u64(&b[hdr::kScriptsOffset], 0); }, true,
-       "regions"},
+       "start at 4096"},
   };
   ASSERT_TRUE(decode_header(encode(h), h.total_size).ok());
   for (const Corruption& c : cases) {
@@ -375,9 +465,13 @@ TEST_F(SlotTest, RejectsEveryInconsistency) {
 // fills it: a heap slot whose key_len + payload_len wraps to a small number
 // must be refused, never reach verify_heap_record as a short record.
 TEST_F(SlotTest, RefusesAKeyPlusPayloadThatWrapsInAHugeHeap) {
-  Header huge = h;
+  Header huge = h;  // still building: the heap's room runs to the end
+  huge.state = State::kBuilding;
+  huge.db_count = 0;
+  huge.dbdir_offset = huge.dbdir_size = 0;
+  huge.dbdir_crc32c = 0;
   huge.total_size = ~0ull & ~uint64_t{kRegionAlign - 1};
-  huge.heap_size = huge.total_size - huge.heap_offset;
+  huge.heap_size = huge.heap_capacity = huge.total_size - huge.heap_offset;
   auto header = decode_header(encode(huge), ~0ull);
   ASSERT_TRUE(header.ok()) << header.status().message();
   ASSERT_EQ(header->heap_size, huge.heap_size);

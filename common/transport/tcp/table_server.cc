@@ -271,10 +271,10 @@ class TcpTableServer::Client {
     }
   }
 
-  // Table bytes are sent by reference (a table never changes); change log
-  // bytes are copied now (the log is being written; the client checks by the
-  // seqlock rule that the copy was intact). "epoch gone" leaves the
-  // connection open.
+  // Table bytes are sent by reference (a record never changes once
+  // written); change log bytes and a streamed table's header page are
+  // copied now (being rewritten; the client checks the copy by the seqlock
+  // rule or the header's CRC). "epoch gone" leaves the connection open.
   void handle_read(uint32_t request_id, std::span<const std::byte> body) {
     auto answer = session_.on_read(body, server_.table_);
     if (!answer.ok()) {
@@ -288,7 +288,7 @@ class TcpTableServer::Client {
     std::string header;
     control::append_read_data_header(header, request_id, static_cast<uint32_t>(bytes.size()));
     evbuffer_add(output(), header.data(), header.size());
-    if (answer->from_log)
+    if (answer->changing)
       evbuffer_add(output(), bytes.data(), bytes.size());
     else
       evbuffer_add_reference(output(), bytes.data(), bytes.size(), release_table_ref,

@@ -25,10 +25,12 @@ struct EpochMrs {
 Result<EpochMrs> register_epoch(ibv_pd* pd, const Table& t, int access, const std::string& where) {
   EpochMrs mrs;
   if (!t.empty()) {  // an epoch without a table has only its log to serve
-    mrs.table.reset(ibv_reg_mr(pd, const_cast<std::byte*>(t.bytes.data()), t.bytes.size(), access));
+    // length(), not the mapping's size: a streamed epoch's mapping has room
+    // it never used, which registering would pin.
+    mrs.table.reset(ibv_reg_mr(pd, const_cast<std::byte*>(t.bytes.data()), t.length(), access));
     if (!mrs.table)
-      return Status::from_errno("register the " + std::to_string(t.bytes.size() >> 20) +
-                                " MiB table " + where);
+      return Status::from_errno("register the " + std::to_string(t.length() >> 20) + " MiB table " +
+                                where);
   }
   if (const ChangeLogPtr& log = t.log) {
     // The sidecar writes the log with the CPU; peers may only read it.
@@ -130,7 +132,7 @@ void put_rkeys(const Grant& grant, control::Descriptor& d) {
 }
 
 uint64_t copy_bytes(const Table& table) {
-  return table.bytes.size() + (table.log ? table.log->memory().size() : 0);
+  return table.length() + (table.log ? table.log->memory().size() : 0);
 }
 
 Protection EpochRegistry::protection_for(ibv_context* device) {

@@ -101,7 +101,12 @@ VerbsTableServer::~VerbsTableServer() {
 }
 
 Status VerbsTableServer::publish(TablePtr table) {
-  RRS_RETURN_IF_ERROR(check_memlock(table->bytes.size()));
+  // Registering a streamed epoch's room would pin memory it may never use:
+  // it comes here once complete, and is registered once, whole.
+  if (!table->complete())
+    return Status::error("publish over verbs",
+                         "epoch " + std::to_string(table->epoch()) + " is still being written");
+  RRS_RETURN_IF_ERROR(check_memlock(table->length()));
   registry_.retire_current(Clock::now());
   current_ = std::move(table);
   // Register now where the device is known, so the first client does not pay for it.
