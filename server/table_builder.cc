@@ -1,6 +1,8 @@
 #include "server/table_builder.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstring>
 
 #include "common/base/clock.h"
@@ -80,6 +82,7 @@ void TableBuilder::choose_slot_size() {
   std::vector<uint64_t> sizes;
   for (const Held& h : sample_) sizes.push_back(h.data.size());
   slot_size_ = sample_.empty() ? table::kMinSlotSize : table::choose_slot_size(sizes).slot_size;
+  if (plan_) open_streamed();
   std::vector<Held> held = std::move(sample_);
   sample_.clear();
   for (const Held& h : held)
@@ -117,12 +120,14 @@ void TableBuilder::place(uint32_t db, uint64_t key_len, uint64_t payload_len, in
   dbs_.back().key_count++;
   if (expire_at_ms != table::kNoExpiry) dbs_.back().expires_count++;
 
-  std::byte* slot = grow(slots_, slots_used_, slot_size_);
+  std::byte* slot = open_ ? next_slot() : grow(slots_, slots_used_, slot_size_);
   if (!slot) return;
   const bool in_slot = table::fits_inline(slot_size_, key_len, payload_len);
-  uint64_t heap_ref = heap_used_;
+  const uint64_t heap_ref = heap_used_;
+  const uint64_t footprint = table::heap_footprint(key_len, payload_len);
   std::byte* data = in_slot ? slot + table::kSlotHeaderSize
-                            : grow(heap_, heap_used_, table::heap_footprint(key_len, payload_len));
+                    : open_ ? next_heap(footprint)
+                            : grow(heap_, heap_used_, footprint);
   if (!data) return;
   write(reinterpret_cast<char*>(data));
   const char* d = reinterpret_cast<const char*>(data);
@@ -136,6 +141,36 @@ void TableBuilder::place(uint32_t db, uint64_t key_len, uint64_t payload_len, in
   }
   if (rdb_version_ == 0) rdb_version_ = dump::rdb_version(r.payload).value_or(0);
   records_++;
+  if (open_ && (records_ - progress_records_ >= kProgressRecords ||
+                heap_used_ - progress_heap_ >= kProgressHeapBytes))
+    publish_progress();
+}
+
+std::byte* TableBuilder::next_slot() {
+  if (records_ >= open_header_.slot_capacity) {
+    out_of_room_ = true;
+    error_ = Status::error("build table", "more keys than the " +
+                                              std::to_string(open_header_.slot_capacity) +
+                                              " slots reserved for them")
+                 .as(ErrorKind::kUnavailable);
+    return nullptr;
+  }
+  slots_used_ += slot_size_;
+  return open_->bytes.data() + open_header_.slot_offset(records_);
+}
+
+std::byte* TableBuilder::next_heap(uint64_t bytes) {
+  if (bytes > open_header_.heap_capacity - heap_used_) {
+    out_of_room_ = true;
+    error_ = Status::error("build table", "more heap bytes than the " +
+                                              std::to_string(open_header_.heap_capacity >> 20) +
+                                              " MiB reserved for them")
+                 .as(ErrorKind::kUnavailable);
+    return nullptr;
+  }
+  std::byte* at = open_->bytes.data() + open_header_.heap_offset + heap_used_;
+  heap_used_ += bytes;
+  return at;
 }
 
 void TableBuilder::reset() {
@@ -144,7 +179,7 @@ void TableBuilder::reset() {
   choice_ = choice;
 }
 
-Result<std::shared_ptr<Table>> TableBuilder::build(uint64_t epoch) {
+Status TableBuilder::check_scripts(uint64_t scripts_bytes) const {
   if (!scripts_.function_payload.empty() &&
       (scripts_.function_libraries == 0 ||
        scripts_.function_payload.size() < table::kMinFunctionPayloadLen))
@@ -152,18 +187,15 @@ Result<std::shared_ptr<Table>> TableBuilder::build(uint64_t epoch) {
         "build table", "a function payload of " + std::to_string(scripts_.function_payload.size()) +
                            " bytes with " + std::to_string(scripts_.function_libraries) +
                            " libraries is not a FUNCTION DUMP reply");
-  const uint64_t scripts_bytes = table::scripts_region_size(scripts_);
   if (scripts_bytes > table::kMaxScriptsSize)
     return Status::error("build table", "functions and scripts take " +
                                             std::to_string(scripts_bytes) +
                                             " bytes, more than the table allows (" +
                                             std::to_string(table::kMaxScriptsSize) + ")");
+  return {};
+}
 
-  if (slot_size_ == 0) choose_slot_size();
-  RRS_RETURN_IF_ERROR(error_);
-
-  auto t = std::make_shared<Table>();
-  table::Header& h = t->header;
+void TableBuilder::fill_header(table::Header& h, uint64_t epoch) const {
   h.epoch = epoch;
   h.created_unix_ms = static_cast<uint64_t>(unix_ms());
   h.engine = source_.server.engine;
@@ -176,17 +208,146 @@ Result<std::shared_ptr<Table>> TableBuilder::build(uint64_t epoch) {
   h.source_offset = source_.replication_offset;
   h.source_replid = source_.replid.substr(0, table::hdr::kReplidLen);
   h.source_stream_db = source_.stream_db;
-  h.db_count = static_cast<uint32_t>(dbs_.size());
-  h.record_count = records_;
   h.slot_size = slot_size_;
   // What the type numbers mean: the RDB header's version says it for an RDB
   // (even one without keys); a scan has only its payloads to go by, or, with
   // none, the version the server writes.
   h.rdb_version = source_.rdb_version;
   if (h.rdb_version == 0) h.rdb_version = rdb_version_;
+  if (h.rdb_version == 0 && !sample_.empty())
+    h.rdb_version = dump::rdb_version(
+                        std::string_view(sample_.front().data).substr(sample_.front().key_len))
+                        .value_or(0);
   if (h.rdb_version == 0 && !scripts_.function_payload.empty())
     h.rdb_version = dump::rdb_version(scripts_.function_payload).value_or(0);
   if (h.rdb_version == 0) h.rdb_version = source_.server.newest_rdb();
+}
+
+void TableBuilder::open_streamed() {
+  const uint64_t scripts_bytes = table::scripts_region_size(scripts_);
+  if (Status s = check_scripts(scripts_bytes); !s.ok()) {
+    error_ = s;
+    return;
+  }
+  table::Header h;
+  fill_header(h, plan_->epoch);
+  h.state = table::State::kBuilding;
+  // Room for every key the source announced, and then some: keys written
+  // between INFO and the fork, an RDB's later DBs (RESIZEDB comes per DB).
+  // Room is address space: what is never written costs nothing.
+  const uint64_t keys = std::max({plan_->keys_hint, expected_keys_, uint64_t{sample_.size()}});
+  const uint64_t factor = std::max<uint32_t>(plan_->room_factor, 1);
+  const uint64_t slots = (keys + keys / 8 + 65536) * factor;
+  const uint64_t heap = (std::max(plan_->bytes_hint, data_bytes_) * 2 + (256u << 20)) * factor;
+  if (Status s = table::plan_streamed(h, scripts_bytes, slots, heap); !s.ok()) {
+    error_ = s;
+    return;
+  }
+  // The DB directory goes after the heap at the end: room for the most DBs
+  // a table may have.
+  const uint64_t dbdir_room = page_up(uint64_t{table::kMaxDbCount} * table::kDbEntrySize);
+  auto room = PageBuffer::reserve(h.total_size + dbdir_room);
+  if (!room.ok()) {
+    error_ = room.status();
+    return;
+  }
+  auto t = std::make_shared<Table>();
+  t->bytes = std::move(*room);
+  if (scripts_bytes)
+    h.scripts_crc32c = table::encode_scripts(scripts_,
+                                             {t->bytes.data() + h.scripts_offset, h.scripts_size});
+  t->header = h;
+  open_ = t;
+  open_header_ = h;
+  write_header(h);
+  plan_->on_open(open_);
+}
+
+void TableBuilder::write_header(const table::Header& h) {
+  std::array<std::byte, table::kHeaderSize> bytes{};
+  table::encode_header(h, bytes);
+  // Records before the header that counts them: a reader that sees the
+  // header sees them (it trusts only a copy whose CRC verifies).
+  std::atomic_thread_fence(std::memory_order_release);
+  std::memcpy(open_->bytes.data(), bytes.data(), bytes.size());
+}
+
+void TableBuilder::publish_progress() {
+  table::Header& h = open_header_;
+  h.record_count = h.slot_count = records_;
+  h.slots_size = records_ * slot_size_;
+  h.heap_size = heap_used_;
+  h.lossy = lossy_;
+  h.empty_skipped = empty_skipped_;
+  h.keys_lost = keys_lost_;
+  write_header(h);
+  progress_records_ = records_;
+  progress_heap_ = heap_used_;
+}
+
+void TableBuilder::abandon(const std::string& why) {
+  if (open_) {
+    publish_progress();
+    open_header_.state = table::State::kBroken;
+    std::string reason = why.substr(0, table::hdr::kBrokenReasonLen);
+    for (char& c : reason)
+      if (c < 0x20 || c > 0x7e) c = '?';
+    open_header_.broken_reason = reason.empty() ? "broken" : reason;
+    write_header(open_header_);
+  }
+  reset();
+}
+
+Result<std::shared_ptr<Table>> TableBuilder::complete_streamed() {
+  // Functions and scripts went into the table when it opened: an RDB that
+  // carries more after its first key cannot be streamed.
+  if (error_.ok() && table::scripts_region_size(scripts_) != open_header_.scripts_size)
+    error_ = Status::error("build table", "functions or scripts came after the first key")
+                 .as(ErrorKind::kBadData);
+  if (!error_.ok()) {
+    Status failed = error_;
+    abandon(failed.message());
+    return failed;
+  }
+  table::Header h = open_header_;
+  fill_header(h, open_header_.epoch);
+  h.created_unix_ms = open_header_.created_unix_ms;
+  h.scripts_crc32c = open_header_.scripts_crc32c;
+  h.record_count = records_;
+  h.heap_size = heap_used_;
+  h.db_count = static_cast<uint32_t>(dbs_.size());
+  table::plan_completion(h);
+  std::byte* base = open_->bytes.data();
+  if (h.total_size > open_->bytes.size())
+    return Status::error("build table", "the DB directory does not fit the table's room");
+  for (size_t i = 0; i < dbs_.size(); ++i)
+    table::encode_db_entry(dbs_[i], std::span<std::byte, table::kDbEntrySize>(
+                                        base + h.dbdir_offset + i * table::kDbEntrySize,
+                                        table::kDbEntrySize));
+  h.dbdir_crc32c = crc32c(0, base + h.dbdir_offset, h.dbdir_size);
+  h.state = table::State::kReady;
+  open_->completed_header = h;
+  write_header(h);
+  open_->completed_size.store(h.total_size, std::memory_order_release);
+  choice_ = {slot_size_, records_ - heap_records_, heap_records_, heap_used_,
+             slots_used_ + heap_used_};
+  std::shared_ptr<Table> t = open_;
+  reset();
+  return t;
+}
+
+Result<std::shared_ptr<Table>> TableBuilder::build(uint64_t epoch) {
+  const uint64_t scripts_bytes = table::scripts_region_size(scripts_);
+  RRS_RETURN_IF_ERROR(check_scripts(scripts_bytes));
+  if (slot_size_ == 0) choose_slot_size();
+  if (open_) return complete_streamed();
+  RRS_RETURN_IF_ERROR(error_);
+
+  auto t = std::make_shared<Table>();
+  table::Header& h = t->header;
+  fill_header(h, epoch);
+  h.db_count = static_cast<uint32_t>(dbs_.size());
+  h.record_count = records_;
   RRS_RETURN_IF_ERROR(table::plan_geometry(h, heap_used_, scripts_bytes));
   auto mem = PageBuffer::allocate(h.total_size);
   if (!mem.ok()) return mem.status();

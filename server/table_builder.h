@@ -2,12 +2,22 @@
 // snapshot source, in DB order, as they arrive. Each record is written once,
 // straight to its final bytes: inline in its slot, or in the heap. The slot
 // size depends on the records (proto/slot_size.h), so it is chosen from the
-// first ones (a sample held back until then). Slots and heap grow in mappings
-// of their own; build() moves their pages into the table (no copy) and writes
-// the header last, so a table is never seen half-built.
+// first ones (a sample held back until then).
+//
+// Two ways to build. Privately (the default): slots and heap grow in
+// mappings of their own; build() moves their pages into the table (no copy)
+// and writes the header last, so the table is published complete. Streamed
+// (stream(): --source psync): once the slot size is chosen the table is laid
+// out in room reserved up front and handed over at once, and every record is
+// written in its final place while readers read the ones before it; the
+// header, rewritten as records complete, says how far it has got
+// (proto/table_layout.h). build() then adds the DB directory and the final
+// header; abandon() marks it broken.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,8 +43,36 @@ struct SourceInfo {
   uint32_t stream_db = 0;
 };
 
+// How a streamed build reserves its room and hands its table over.
+struct StreamPlan {
+  uint64_t epoch = 0;
+  // What the source said before its snapshot (INFO keyspace, INFO memory's
+  // used_memory): the room is sized from these and the RDB's RESIZEDB
+  // counts, with a margin, times `room_factor` (raised after a build that
+  // ran out of room).
+  uint64_t keys_hint = 0;
+  uint64_t bytes_hint = 0;
+  uint32_t room_factor = 1;
+  // Called on the builder's thread once the table is laid out, before any
+  // record is in it; it is complete when build() returns it.
+  std::function<void(const std::shared_ptr<Table>&)> on_open;
+};
+
 class TableBuilder {
  public:
+  // Builds the next table streamed (see above); call before the first record.
+  void stream(StreamPlan plan) { plan_ = std::move(plan); }
+  // The RDB's RESIZEDB: `keys` more records are coming for one DB.
+  void expect_keys(uint64_t keys) { expected_keys_ += keys; }
+  // Whether the streamed table is out (handed to on_open).
+  bool opened() const { return open_ != nullptr; }
+  // A streamed build that ran out of its room (more keys or bytes than its
+  // plan reserved): taking the snapshot again with more room will do.
+  bool out_of_room() const { return out_of_room_; }
+  // A streamed build that cannot finish: its published table is marked
+  // broken with `why` (readers stop), and the builder is empty again.
+  void abandon(const std::string& why);
+
   void set_source(SourceInfo info) { source_ = std::move(info); }
   // Records must come grouped by DB in increasing DB order (an RDB and the
   // scan source both do); build() refuses a table whose order was broken.
@@ -59,6 +97,7 @@ class TableBuilder {
   void count_lost_key() { ++keys_lost_; }
 
   // Lays out and returns the table; the builder is empty again afterwards.
+  // A streamed table keeps the epoch of its plan, and is the one on_open got.
   Result<std::shared_ptr<Table>> build(uint64_t epoch);
   // How the last build chose its slot size.
   const table::SlotSizeChoice& slot_choice() const { return choice_; }
@@ -67,6 +106,10 @@ class TableBuilder {
   // The sample the slot size is chosen from: this many records or bytes.
   static constexpr size_t kSampleRecords = 4096;
   static constexpr uint64_t kSampleBytes = 8u << 20;
+  // A streamed table's header is rewritten after this many records, or
+  // this many heap bytes, and at the end.
+  static constexpr uint64_t kProgressRecords = 256;
+  static constexpr uint64_t kProgressHeapBytes = 1u << 20;
 
   struct Held {  // a sampled record, until the slot size is known
     uint32_t db;
@@ -87,6 +130,19 @@ class TableBuilder {
   void note_losses(uint8_t type, std::string_view value, uint16_t rdb_version);
   void choose_slot_size();
   std::byte* grow(PageBuffer& region, uint64_t& used, uint64_t bytes);
+  // Streamed: where the next slot / heap bytes go in the open table, or
+  // null (out of room: the error is set).
+  std::byte* next_slot();
+  std::byte* next_heap(uint64_t bytes);
+  // The header fields every table of this build shares (source, counts).
+  void fill_header(table::Header& h, uint64_t epoch) const;
+  // Streamed: lays the table out in its room and hands it over.
+  void open_streamed();
+  // Streamed: rewrites the table's header with what is complete now.
+  void publish_progress();
+  void write_header(const table::Header& h);
+  Result<std::shared_ptr<Table>> complete_streamed();
+  Status check_scripts(uint64_t scripts_bytes) const;
   void reset();
 
   SourceInfo source_;
@@ -104,6 +160,13 @@ class TableBuilder {
   std::array<table::LossyRecords, table::kLossKinds> lossy_{};
   Status error_;  // sticky: memory could not grow, or the DB order broke
   table::SlotSizeChoice choice_;
+  // Streamed builds.
+  std::optional<StreamPlan> plan_;
+  uint64_t expected_keys_ = 0;
+  std::shared_ptr<Table> open_;
+  table::Header open_header_;  // the open table's header as last written
+  uint64_t progress_records_ = 0, progress_heap_ = 0;
+  bool out_of_room_ = false;
 };
 
 }  // namespace rrs

@@ -12,12 +12,16 @@ namespace {
 constexpr size_t kPage = 4096;
 }  // namespace
 
-Result<PageBuffer> PageBuffer::allocate(size_t bytes) {
+Result<PageBuffer> PageBuffer::map_pages(size_t bytes, int extra_flags) {
   PageBuffer b;
   if (bytes == 0) return b;
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | extra_flags,
+                 -1, 0);
   if (p == MAP_FAILED)
-    return Status::from_errno("allocate " + std::to_string(bytes) + " bytes for the table");
+    return Status::from_errno("allocate " + std::to_string(bytes) + " bytes for the table" +
+                              (extra_flags & MAP_NORESERVE
+                                   ? " (address space only; vm.overcommit_memory=2 refuses it)"
+                                   : ""));
   // Huge pages where the kernel has them (THP "madvise" mode is Debian's
   // default) and they pay off (huge_pages.h). Best effort.
   if (huge_pages_on()) madvise(p, bytes, MADV_HUGEPAGE);
@@ -25,6 +29,10 @@ Result<PageBuffer> PageBuffer::allocate(size_t bytes) {
   b.size_ = bytes;
   return b;
 }
+
+Result<PageBuffer> PageBuffer::allocate(size_t bytes) { return map_pages(bytes, 0); }
+
+Result<PageBuffer> PageBuffer::reserve(size_t bytes) { return map_pages(bytes, MAP_NORESERVE); }
 
 Status PageBuffer::resize(size_t bytes) {
   if (bytes == size_) return {};

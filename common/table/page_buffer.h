@@ -15,6 +15,11 @@ class PageBuffer {
  public:
   PageBuffer() = default;
   static Result<PageBuffer> allocate(size_t bytes);
+  // Room for a table still to be written: address space only, its pages
+  // taken as they are first written (MAP_NORESERVE), so room never used
+  // costs no memory. Fails where the kernel refuses to overcommit
+  // (vm.overcommit_memory=2).
+  static Result<PageBuffer> reserve(size_t bytes);
   ~PageBuffer();
   PageBuffer(PageBuffer&& o) noexcept;
   PageBuffer& operator=(PageBuffer&& o) noexcept;
@@ -37,6 +42,8 @@ class PageBuffer {
   Status move_into(PageBuffer& dst, size_t offset);
 
  private:
+  static Result<PageBuffer> map_pages(size_t bytes, int extra_flags);
+
   std::byte* data_ = nullptr;
   size_t size_ = 0;
 };

@@ -26,6 +26,9 @@ struct Table {
   // null (scan source: there is no stream). Epochs built from one unbroken
   // stream share it.
   ChangeLogPtr log;
+  // A streamed epoch's final header, written before completed_size is set
+  // (read it only once complete(): final_header()).
+  table::Header completed_header;
   // A streamed epoch's final total_size, once complete; 0 until then, and
   // for a table published complete.
   std::atomic<uint64_t> completed_size{0};
@@ -37,6 +40,8 @@ struct Table {
   bool complete() const {
     return !streamed() || completed_size.load(std::memory_order_acquire) != 0;
   }
+  // The header as it is once complete (call only when complete()).
+  const table::Header& final_header() const { return streamed() ? completed_header : header; }
   // The bytes a reader may ask for: the whole room of a streamed epoch still
   // being written (it reads only what its header says is complete), else
   // the table.

@@ -320,5 +320,121 @@ TEST(TableBuilder, SurvivesEveryByteFlipOfASmallTable) {
   }
 }
 
+// A streamed build hands its table over before the records, and the header
+// in its bytes always describes records that are all there, intact.
+TEST(TableBuilder, AStreamedTableIsReadableAsItGrows) {
+  TableBuilder b;
+  std::shared_ptr<Table> opened;
+  b.stream({.epoch = 9,
+            .keys_hint = 10000,
+            .bytes_hint = 1u << 20,
+            .room_factor = 1,
+            .on_open = [&](const std::shared_ptr<Table>& t) {
+              EXPECT_FALSE(opened) << "opened twice";
+              opened = t;
+            }});
+  SourceInfo source{
+      {Engine::kRedis, 7, 0, 15}, table::SourceKind::kPsync, 1234, std::string(40, 'a')};
+  source.rdb_version = 10;
+  source.stream_db = 11;
+  b.set_source(source);
+  b.set_function_payload(function_payload("#!lua name=lib1 ..."), 1);
+  auto prefix_ok = [&](const Table& t) {
+    auto bytes = t.bytes.span();
+    auto h = table::decode_header(bytes.first(table::kHeaderSize), t.length());
+    EXPECT_TRUE(h.ok()) << h.status().message();
+    if (!h.ok()) return uint64_t{0};
+    EXPECT_EQ(h->state, table::State::kBuilding);
+    for (uint64_t i = 0; i < h->record_count; ++i) {
+      auto slot = bytes.subspan(h->slot_offset(i), h->slot_size);
+      auto v = table::decode_slot(*h, i, i < 6000 ? 0 : 3, slot);
+      EXPECT_TRUE(v.ok()) << v.status().message();
+      if (v.ok() && v->kind == table::SlotKind::kHeap) {
+        EXPECT_TRUE(table::verify_heap_record(
+                        i, slot, *v, bytes.subspan(h->heap_offset + v->heap_ref, v->data_len()))
+                        .ok());
+      }
+    }
+    return h->record_count;
+  };
+  uint64_t seen = 0;
+  for (int i = 0; i < 9000; ++i) {
+    const std::string payload = test::fake_payload(i % 1000 == 0 ? 70000 : 40, 'v');
+    b.add(i < 6000 ? 0 : 3, "key:" + std::to_string(i), payload, -1);
+    if (i == 4095) {
+      ASSERT_TRUE(opened) << "not handed over once the slot size was chosen";
+    }
+    if (opened && i % 1000 == 999) {
+      const uint64_t now = prefix_ok(*opened);
+      EXPECT_GE(now, seen);
+      EXPECT_GT(now + 2 * 256, static_cast<uint64_t>(i)) << "progress lags";
+      seen = now;
+      EXPECT_FALSE(opened->complete());
+    }
+  }
+  auto t = b.build(123);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_EQ(t->get(), opened.get()) << "the table handed over is the one completed";
+  EXPECT_TRUE(opened->complete());
+  EXPECT_TRUE(opened->streamed());
+  const table::Header& h = opened->final_header();
+  EXPECT_EQ(h.epoch, 9u);
+  EXPECT_EQ(h.record_count, 9000u);
+  EXPECT_EQ(h.db_count, 2u);
+  EXPECT_EQ(h.source_offset, 1234u);
+  EXPECT_EQ(h.source_stream_db, 11u);
+  EXPECT_EQ(opened->length(), h.total_size);
+  EXPECT_LT(h.total_size, opened->bytes.size()) << "the room beyond stays unused";
+  EXPECT_EQ(walk(*opened).size(), 9000u);
+  EXPECT_EQ(walk_scripts(*opened).function_libraries, 1u);
+}
+
+TEST(TableBuilder, AStreamedBuildOutOfRoomIsMarkedBroken) {
+  TableBuilder b;
+  std::shared_ptr<Table> opened;
+  b.stream({.epoch = 5,
+            .keys_hint = 0,
+            .bytes_hint = 0,
+            .room_factor = 1,
+            .on_open = [&](const std::shared_ptr<Table>& t) { opened = t; }});
+  b.set_source({{Engine::kRedis, 7, 0, 15}, table::SourceKind::kPsync, 1, std::string(40, 'a')});
+  // No hint: room for 65,536 keys and a bit.
+  for (int i = 0; i < 80000 && !b.out_of_room(); ++i)
+    b.add(0, "k" + std::to_string(i), test::fake_payload(8, 'v'), -1);
+  EXPECT_TRUE(b.out_of_room());
+  auto t = b.build(5);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().kind(), ErrorKind::kUnavailable);
+  EXPECT_NE(t.status().message().find("slots reserved"), std::string::npos);
+  ASSERT_TRUE(opened);
+  auto h = table::decode_header(opened->bytes.span().first(table::kHeaderSize), opened->length());
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_EQ(h->state, table::State::kBroken);
+  EXPECT_NE(h->broken_reason.find("slots reserved"), std::string::npos) << h->broken_reason;
+  EXPECT_GT(h->record_count, 65536u);
+  EXPECT_FALSE(opened->complete());
+}
+
+TEST(TableBuilder, AStreamedBuildRefusesFunctionsAfterTheFirstKeys) {
+  TableBuilder b;
+  std::shared_ptr<Table> opened;
+  b.stream({.epoch = 5,
+            .keys_hint = 10,
+            .bytes_hint = 0,
+            .room_factor = 1,
+            .on_open = [&](const std::shared_ptr<Table>& t) { opened = t; }});
+  b.set_source({{Engine::kRedis, 7, 0, 15}, table::SourceKind::kPsync, 1, std::string(40, 'a')});
+  for (int i = 0; i < 5000; ++i) b.add(0, "k" + std::to_string(i), test::fake_payload(8, 'v'), -1);
+  ASSERT_TRUE(opened);
+  b.set_function_payload(function_payload("#!lua name=late ..."), 1);
+  auto t = b.build(5);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().kind(), ErrorKind::kBadData);
+  ASSERT_TRUE(opened);
+  auto h = table::decode_header(opened->bytes.span().first(table::kHeaderSize), opened->length());
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_EQ(h->state, table::State::kBroken);
+}
+
 }  // namespace
 }  // namespace rrs
