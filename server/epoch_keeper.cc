@@ -107,6 +107,14 @@ Status EpochKeeper::follow(PsyncSource& psync) {
     evtimer_add(retention_timer_.get(), &every);
   }
   RRS_ASSIGN_OR_RETURN(mailbox_, LoopMailbox::create(base_));
+  psync.stream_tables({.opened =
+                           [this](const std::shared_ptr<Table>& t) {
+                             mailbox_->post([this, t = TablePtr(t)] { serve_streamed(t); });
+                           },
+                       .broke =
+                           [this](const std::shared_ptr<Table>& t) {
+                             mailbox_->post([this, t = TablePtr(t)] { withdraw_streamed(t); });
+                           }});
   thread_ = std::thread([this, &psync] {
     Status s = psync.follow(stop_,
                             [this](TableBuilder& next, const SnapshotStats& stats,
@@ -142,6 +150,12 @@ std::optional<Refusal> EpochKeeper::refuse(const TablePtr& table) {
   last_read_ = Clock::now();
   if (table && fits(*table)) return std::nullopt;
   if (!psync_) return std::nullopt;  // the transports answer "not ready" while there is none
+  // One is streaming in already (served as it comes over TCP; a transport
+  // that takes it only complete waits for it).
+  if (streaming_)
+    return Refusal{control::ErrorCode::kSnapshotPending,
+                   "a snapshot of the master is streaming in (epoch " +
+                       std::to_string(streaming_->epoch()) + ")"};
   if (!asked_at_)
     ask(table && !table->empty()
             ? "the change log has moved past epoch " + std::to_string(table->epoch()) +
@@ -212,7 +226,35 @@ void EpochKeeper::on_new_snapshot(TableBuilder& next, const SnapshotStats& stats
       [this, table = TablePtr(*built), stats, build_s] { publish(table, stats, build_s); });
 }
 
+void EpochKeeper::serve_streamed(const TablePtr& table) {
+  if (table->complete()) return;  // published whole already, or about to be
+  for (auto& [name, server] : *servers_) {
+    if (!server->streams()) continue;
+    if (Status s = server->publish(table); !s.ok())
+      return log::warn(s.wrap("serve epoch " + std::to_string(table->epoch()) + " over " + name +
+                              " while it is built")
+                           .message() +
+                       "; clients get it once complete");
+  }
+  streaming_ = table;
+  log::info("epoch " + std::to_string(table->epoch()) +
+            ": clients read its records while the master's RDB streams in");
+}
+
+void EpochKeeper::withdraw_streamed(const TablePtr& table) {
+  if (streaming_ != table) return;
+  streaming_.reset();
+  // Clients reading it see it broken and stop; new ones get what was served
+  // before (and wait for the next snapshot if that does not fit them).
+  if (!current_) return;
+  for (auto& [name, server] : *servers_)
+    if (server->streams())
+      if (Status s = server->publish(current_); !s.ok())
+        log::warn(s.wrap("withdraw the broken epoch over " + name).message());
+}
+
 void EpochKeeper::publish(const TablePtr& table, const SnapshotStats& stats, double build_s) {
+  streaming_.reset();
   Status s = publish_everywhere(*servers_, table);
   if (s.ok() && test_hooks::fail_republish())
     s = Status::error("publish on verbs", "RRS_TEST_FAIL_REPUBLISH");
@@ -226,7 +268,7 @@ void EpochKeeper::publish(const TablePtr& table, const SnapshotStats& stats, dou
     asked_at_.reset();
   }
   server_metrics().published(*table, build_s);
-  print_table_line("published", table->header, stats, build_s);
+  print_table_line("published", table->final_header(), stats, build_s);
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -242,7 +284,7 @@ void EpochKeeper::give_back_if_unread() {
   // Without a change log (--log-size 0) new snapshots of the same history
   // are never taken (nothing could tell a table from a newer one's start):
   // the table is the only one there will be.
-  if (!current_ || current_->empty() || !current_->log) return;
+  if (!current_ || current_->empty() || !current_->log || streaming_) return;
   size_t readers = 0;
   for (const auto& [name, server] : *servers_) readers += server->table_readers(current_->epoch());
   const auto now = Clock::now();
@@ -252,7 +294,7 @@ void EpochKeeper::give_back_if_unread() {
   TablePtr without = table_without_bytes(next_epoch(), current_->log);
   if (Status s = publish_everywhere(*servers_, without); !s.ok())
     return log::warn(s.wrap("give the unread table back").message() + "; it stays");
-  const uint64_t bytes = current_->header.total_size;
+  const uint64_t bytes = current_->final_header().total_size;
   const uint64_t epoch = current_->epoch();
   current_ = without;
   server_metrics().released();

@@ -79,6 +79,11 @@ class EpochKeeper final : public TableDemand {
   std::string progress() const;
   // On the follow thread: build, then hand the table to the loop thread.
   void on_new_snapshot(TableBuilder& next, const SnapshotStats& stats, const ChangeLogPtr& log);
+  // A snapshot laid out and still streaming in: served at once by the
+  // transports that can (TableServer::streams), the others get it complete.
+  void serve_streamed(const TablePtr& table);
+  // It broke off: those transports go back to the table they had.
+  void withdraw_streamed(const TablePtr& table);
   void publish(const TablePtr& table, const SnapshotStats& stats, double build_s);
   // The current log will never grow again: exit (4) rather than serve a
   // table of a history the link has left.
@@ -94,6 +99,8 @@ class EpochKeeper final : public TableDemand {
   PsyncSource* psync_ = nullptr;
   Status failure_;
   TablePtr current_;
+  // The streamed epoch being built and served by the transports that can.
+  TablePtr streaming_;
   // A snapshot asked for and not yet published: since when.
   std::optional<Clock::time_point> asked_at_;
   // The last time the current table was read, handed out, asked for or

@@ -6,6 +6,7 @@
 #include "common/base/clock.h"
 #include "common/base/log.h"
 #include "server/cluster_shard.h"
+#include "server/dataset_hint.h"
 #include "server/rdb_table_sink.h"
 #include "server/server_metrics.h"
 
@@ -77,10 +78,10 @@ Result<SnapshotStats> PsyncSource::snapshot_until(TableBuilder& into,
       continue;
     }
     into = TableBuilder();  // nothing from a broken attempt survives
-    auto stats = receive(*link, *reply, into, stop, opts_.limits, *role);
+    auto log = new_log(*reply);
+    if (!log.ok()) return log.status();
+    auto stats = receive(*link, *reply, into, stop, opts_.limits, *role, *log);
     if (stats.ok()) {
-      auto log = new_log(*reply);
-      if (!log.ok()) return log.status();
       std::lock_guard lock(mu_);
       log_ = std::move(*log);
       table_offset_ = reply->offset;
@@ -104,7 +105,42 @@ Result<SourceRole> PsyncSource::ready_source() {
 
 Result<SnapshotStats> PsyncSource::receive(MasterLink& link, const PsyncReply& reply,
                                            TableBuilder& into, const std::atomic<bool>& stop,
-                                           const rdb::Limits& limits, const SourceRole& role) {
+                                           const rdb::Limits& limits, const SourceRole& role,
+                                           const ChangeLogPtr& log) {
+  if (!hooks_.opened) return parse_rdb(link, reply, into, stop, limits, role);
+  // Streamed: the table goes out as soon as it is laid out, in room sized
+  // from what the master holds.
+  const DatasetHint hint = read_dataset_hint(master_, creds_);
+  into.stream({.epoch = static_cast<uint64_t>(unix_ms()),
+               .keys_hint = hint.keys,
+               .bytes_hint = hint.bytes,
+               .room_factor = room_factor_,
+               .on_open = [this, log](const std::shared_ptr<Table>& t) {
+                 t->log = log;
+                 log::info("epoch " + std::to_string(t->epoch()) +
+                           " is served while it is built (streamed)");
+                 hooks_.opened(t);
+               }});
+  auto stats = parse_rdb(link, reply, into, stop, limits, role);
+  if (stats.ok()) {
+    room_factor_ = 1;
+    return stats;
+  }
+  if (into.out_of_room()) room_factor_ = std::min<uint32_t>(room_factor_ * 2, 64);
+  abandon(into, stats.status().message());
+  return stats;
+}
+
+void PsyncSource::abandon(TableBuilder& builder, const std::string& why) {
+  if (std::shared_ptr<Table> broken = builder.abandon(why)) {
+    log::warn("epoch " + std::to_string(broken->epoch()) + " broke off while it was built: " + why);
+    hooks_.broke(broken);
+  }
+}
+
+Result<SnapshotStats> PsyncSource::parse_rdb(MasterLink& link, const PsyncReply& reply,
+                                             TableBuilder& into, const std::atomic<bool>& stop,
+                                             const rdb::Limits& limits, const SourceRole& role) {
   const auto t0 = Clock::now();
   log::info("master " + master_.to_string() + " began a full resync: replid " + reply.replid +
             " offset " + std::to_string(reply.offset) + "; parsing its RDB as it streams in");
@@ -113,11 +149,20 @@ Result<SnapshotStats> PsyncSource::receive(MasterLink& link, const PsyncReply& r
   // before), and again once the RDB is in: the table carries them only if
   // no slot moved in between.
   const std::optional<SlotRanges> slots_before = read_shard_slots(master_, creds_);
+  // A streamed table carries the slots as of its start; a slot that moves
+  // meanwhile fails the snapshot below.
+  into.set_hash_slots(slots_before);
   rdb::RdbParser parser(limits);
   RdbTableSink sink(into, parser,
                     {"the master's RDB", "a snapshot is taken once the migration has finished",
                      ErrorKind::kUnavailable},
                     [&link] { return link.rdb_size(); });
+  auto describe = [&reply, &sink] {
+    SourceInfo source{{}, table::SourceKind::kPsync, reply.offset, reply.replid};
+    source.stream_db = stream_db_of(sink.repl_aux(), reply);
+    return source;
+  };
+  sink.describe_at_first_key(describe);
   Status s = link.receive_rdb(
       parser, [&sink](const rdb::Event& ev) { return sink.on_event(ev); }, stop);
   if (!s.ok()) {
@@ -126,9 +171,7 @@ Result<SnapshotStats> PsyncSource::receive(MasterLink& link, const PsyncReply& r
                     std::to_string(sink.stats().keys) + " keys");
     return s;
   }
-  SourceInfo source{{}, table::SourceKind::kPsync, reply.offset, reply.replid};
-  source.stream_db = stream_db_of(sink.repl_aux(), reply);
-  SnapshotStats stats = sink.finish(std::move(source));
+  SnapshotStats stats = sink.finish(describe());
   stats.source_role = role;
   stats.rdb_seconds = seconds_since(t0);
   stats.hash_slots = read_shard_slots(master_, creds_);
@@ -208,25 +251,29 @@ Status PsyncSource::take_fresh_snapshot(const ChangeLogPtr& current_log,
   if (!asked.ok()) return asked.status().wrap(step);
   const PsyncReply& reply = *asked;
   if (reply.kind != PsyncReply::kFull) return Status::error(step, reply.why);
-  TableBuilder builder;
-  auto stats = receive(*link, reply, builder, stop, opts_.limits, *role);
-  if (!stats.ok())
-    return Status::error(step + " failed", stats.status().message() + " (the current table stays)");
-  // The table must be continued by this log: the same history, and a
-  // position the log reaches (the first link may be a moment behind).
+  // The table must be continued by this log: the same history (checked
+  // first, so that a table of another history is never served with it).
   if (reply.replid != current_log->replid())
     return Status::error(step, "the master's replid is now " + reply.replid +
                                    ", not the log's; the first link will see the new history");
+  TableBuilder builder;
+  auto stats = receive(*link, reply, builder, stop, opts_.limits, *role, current_log);
+  if (!stats.ok())
+    return Status::error(step + " failed", stats.status().message() + " (the current table stays)");
+  // And a position the log reaches (the first link may be a moment behind).
+  auto drop = [&](const std::string& why) {
+    abandon(builder, why);
+    return Status::error(step, why);
+  };
   for (auto until = Clock::now() + opts_.link.repl_timeout; current_log->end() < reply.offset;) {
     if (stop.load() || Clock::now() >= until)
-      return Status::error(step, "the change log did not reach its offset " +
-                                     std::to_string(reply.offset));
+      return drop("the change log did not reach its offset " + std::to_string(reply.offset));
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   {
     std::lock_guard lock(mu_);
     if (log_ != current_log || current_log->start() > reply.offset)
-      return Status::error(step, "the change log moved on meanwhile; dropping it");
+      return drop("the change log moved on meanwhile; dropping it");
     table_offset_ = reply.offset;
   }
   on_snapshot(builder, *stats, current_log);
@@ -364,14 +411,14 @@ Status PsyncSource::adopt_new_history(MasterLink& link, const PsyncReply& reply,
   rdb::Limits limits = opts_.limits;
   if (opts_.new_history_value_limit_for_test)
     limits.max_value_bytes = limits.max_string_bytes = *opts_.new_history_value_limit_for_test;
-  auto stats = receive(link, reply, builder, stop, limits, role);
+  auto log = new_log(reply);
+  if (!log.ok()) return log.status().wrap("new history's change log").as(ErrorKind::kBadData);
+  auto stats = receive(link, reply, builder, stop, limits, role, *log);
   if (!stats.ok() && stats.status().kind() == ErrorKind::kBadData) {
     // Asking again would only make the master fork for the same bytes.
     return stats.status().wrap("new snapshot of the master's new history");
   }
   if (!stats.ok()) return Status::error("new snapshot failed", stats.status().message());
-  auto log = new_log(reply);
-  if (!log.ok()) return log.status().wrap("new history's change log").as(ErrorKind::kBadData);
   {
     std::lock_guard lock(mu_);
     log_ = *log;

@@ -54,6 +54,15 @@ struct PsyncOptions {
   std::optional<uint64_t> new_history_value_limit_for_test;
 };
 
+// How snapshots taken while serving are handed over as they stream in
+// (TableBuilder::stream): `opened` gets each new table once it is laid out,
+// before its records; `broke` gets it if the snapshot then fails (its header
+// already says so). Both on the source's threads.
+struct StreamHooks {
+  std::function<void(const std::shared_ptr<Table>&)> opened;
+  std::function<void(const std::shared_ptr<Table>&)> broke;
+};
+
 class PsyncSource final : public SnapshotSource {
  public:
   PsyncSource(Endpoint master, RedisCredentials creds, PsyncOptions opts)
@@ -85,6 +94,9 @@ class PsyncSource final : public SnapshotSource {
       std::function<void(TableBuilder&, const SnapshotStats&, const ChangeLogPtr& log)>;
   Status follow(const std::atomic<bool>& stop, const OnSnapshot& on_snapshot);
 
+  // From now on, snapshots stream (before follow()).
+  void stream_tables(StreamHooks hooks) { hooks_ = std::move(hooks); }
+
   // The change log continuing the last snapshot (null with log_capacity 0).
   ChangeLogPtr log() const;
 
@@ -104,10 +116,15 @@ class PsyncSource final : public SnapshotSource {
   // The source's role, read before each PSYNC; an error when it cannot
   // serve a snapshot now (a replica whose link is down: kUnavailable).
   Result<SourceRole> ready_source();
-  // Reads the RDB announced by `reply` into `into`, within `limits`.
+  // Reads the RDB announced by `reply` into `into`, within `limits`;
+  // streamed (hooks_) as a table continued by `log`.
   Result<SnapshotStats> receive(MasterLink& link, const PsyncReply& reply, TableBuilder& into,
                                 const std::atomic<bool>& stop, const rdb::Limits& limits,
-                                const SourceRole& role);
+                                const SourceRole& role, const ChangeLogPtr& log);
+  // receive() without the streaming: the RDB into the builder.
+  Result<SnapshotStats> parse_rdb(MasterLink& link, const PsyncReply& reply, TableBuilder& into,
+                                  const std::atomic<bool>& stop, const rdb::Limits& limits,
+                                  const SourceRole& role);
   // follow()'s replication link: the stream into the log, reconnects.
   Status follow_link(const std::atomic<bool>& stop, const OnSnapshot& on_snapshot);
   // A full resync on follow()'s link: the new history's table and log,
@@ -123,6 +140,8 @@ class PsyncSource final : public SnapshotSource {
   // be taken or no longer fits the log (the current table stays).
   Status take_fresh_snapshot(const ChangeLogPtr& current_log, const std::atomic<bool>& stop,
                              const OnSnapshot& on_snapshot);
+  // Marks a streamed table broken (if one was handed over) and says so.
+  void abandon(TableBuilder& builder, const std::string& why);
   // The change log for the stream that follows `reply`'s RDB.
   Result<ChangeLogPtr> new_log(const PsyncReply& reply);
   // Says `why` and that we retry, then sleeps for the backoff (waking early
@@ -141,6 +160,10 @@ class PsyncSource final : public SnapshotSource {
   uint64_t table_offset_ = 0;
   std::string last_failure_;
   std::atomic<bool> snapshot_requested_{false};
+  StreamHooks hooks_;
+  // A streamed table's room is multiplied by this: doubled after a snapshot
+  // that ran out of it, back to 1 after one that did not.
+  uint32_t room_factor_ = 1;
 };
 
 }  // namespace rrs

@@ -15,9 +15,17 @@ RdbTableSink::RdbTableSink(TableBuilder& into, const rdb::RdbParser& parser,
 Status RdbTableSink::on_event(const rdb::Event& ev) {
   switch (ev.kind) {
     case rdb::EventKind::kRecord:
+      if (stats_.keys == 0 && describe_) hand_over(describe_());
       into_.add_rdb_value(ev.db, ev.key, ev.type, ev.value, parser_.version(), ev.expire_at_ms);
+      if (into_.out_of_room())
+        return Status::error("build the table",
+                             "the RDB holds more than the room reserved from the master's INFO "
+                             "(keyspace, used_memory) and its RESIZEDB counts; the snapshot is "
+                             "taken again with more room")
+            .as(ErrorKind::kUnavailable);
       if ((++stats_.keys & 4095) == 0 && seconds_since(last_report_) >= 1.0) report_progress();
       break;
+    case rdb::EventKind::kResizeDb: into_.expect_keys(ev.db_size); break;
     case rdb::EventKind::kAux: on_aux(ev); break;
     case rdb::EventKind::kFunction: libraries_.emplace_back(ev.function_code); break;
     case rdb::EventKind::kModuleAux:
@@ -66,6 +74,11 @@ void RdbTableSink::report_progress() {
 SnapshotStats RdbTableSink::finish(SourceInfo source) {
   stats_.rdb_bytes = parser_.consumed();
   stats_.functions = libraries_.size();
+  hand_over(std::move(source));
+  return stats_;
+}
+
+void RdbTableSink::hand_over(SourceInfo source) {
   if (!libraries_.empty())
     into_.set_function_payload(dump::function_restore_payload(libraries_, parser_.version()),
                                static_cast<uint32_t>(libraries_.size()));
@@ -76,7 +89,6 @@ SnapshotStats RdbTableSink::finish(SourceInfo source) {
   source.rdb_version = parser_.version();
   source.module_aux = static_cast<uint32_t>(stats_.module_aux);
   into_.set_source(std::move(source));
-  return stats_;
 }
 
 }  // namespace rrs

@@ -53,6 +53,14 @@ class RdbTableSink {
   // One event from the parser; an error only for a SLOT_IMPORT.
   Status on_event(const rdb::Event& ev);
 
+  // A streamed build lays its table out before the first records are in
+  // (TableBuilder::stream): at the first key the builder gets what the RDB
+  // said so far (the source `describe` gives, completed as finish() does, and
+  // the function libraries), which an RDB carries before its keys.
+  void describe_at_first_key(std::function<SourceInfo()> describe) {
+    describe_ = std::move(describe);
+  }
+
   // After the RDB's end: puts the function libraries into the builder and
   // sets its source, `source` completed with the server the RDB names, its
   // RDB version and the module data not carried. The snapshot's stats.
@@ -66,6 +74,8 @@ class RdbTableSink {
  private:
   void on_aux(const rdb::Event& ev);
   void report_progress();
+  // What finish() hands the builder: the source, completed, and the functions.
+  void hand_over(SourceInfo source);
 
   TableBuilder& into_;
   const rdb::RdbParser& parser_;
@@ -76,6 +86,7 @@ class RdbTableSink {
   std::string redis_version_, valkey_version_;
   RdbReplAux repl_;
   std::vector<std::string> libraries_;
+  std::function<SourceInfo()> describe_;
   Clock::time_point t0_ = Clock::now(), last_report_ = t0_;
 };
 

@@ -70,7 +70,7 @@ ServerMetrics::ServerMetrics()
 }
 
 void ServerMetrics::published(const Table& table, double build_s) {
-  const table::Header& h = table.header;
+  const table::Header& h = table.final_header();
   epoch_.set(static_cast<double>(h.epoch));
   epoch_created_.set(static_cast<double>(h.created_unix_ms) / 1000.0);
   table_bytes_.set(static_cast<double>(h.total_size));

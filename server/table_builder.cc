@@ -285,7 +285,8 @@ void TableBuilder::publish_progress() {
   progress_heap_ = heap_used_;
 }
 
-void TableBuilder::abandon(const std::string& why) {
+std::shared_ptr<Table> TableBuilder::abandon(const std::string& why) {
+  std::shared_ptr<Table> broken = open_;
   if (open_) {
     publish_progress();
     open_header_.state = table::State::kBroken;
@@ -296,6 +297,7 @@ void TableBuilder::abandon(const std::string& why) {
     write_header(open_header_);
   }
   reset();
+  return broken;
 }
 
 Result<std::shared_ptr<Table>> TableBuilder::complete_streamed() {

@@ -70,8 +70,9 @@ class TableBuilder {
   // plan reserved): taking the snapshot again with more room will do.
   bool out_of_room() const { return out_of_room_; }
   // A streamed build that cannot finish: its published table is marked
-  // broken with `why` (readers stop), and the builder is empty again.
-  void abandon(const std::string& why);
+  // broken with `why` (readers stop) and returned (null: none was handed
+  // over); the builder is empty again.
+  std::shared_ptr<Table> abandon(const std::string& why);
 
   void set_source(SourceInfo info) { source_ = std::move(info); }
   // Records must come grouped by DB in increasing DB order (an RDB and the

@@ -46,8 +46,9 @@ std::chrono::milliseconds pd_registration_delay() {
 
 void corrupt_slot(Table& t) {
   const auto slot = env_u64("RRS_TEST_CORRUPT_SLOT");
-  if (!slot || *slot >= t.header.slot_count) return;
-  t.bytes.data()[t.header.slot_offset(*slot) + table::kSlotHeaderSize] ^= std::byte{0x40};
+  const table::Header& h = t.final_header();
+  if (!slot || *slot >= h.slot_count) return;
+  t.bytes.data()[h.slot_offset(*slot) + table::kSlotHeaderSize] ^= std::byte{0x40};
   log::warn("RRS_TEST_CORRUPT_SLOT: flipped a byte of slot " + std::to_string(*slot) +
             " (a test hook; unset it)");
 }

@@ -67,6 +67,10 @@ class TableServer {
   // sent, later reads get "epoch gone"; verbs: while a client that was given
   // it stays connected, at most a grace period). Call on the loop thread.
   virtual Status publish(TablePtr table) = 0;
+  // Whether it serves an epoch still being written (Table::streamed): TCP
+  // does (each READ copies what is there), verbs takes an epoch once it is
+  // complete (registering its room would pin memory it may never use).
+  virtual bool streams() const = 0;
   // "ADDR:PORT" clients connect to, for the ready line.
   virtual std::string address() const = 0;
   // Closes every client connection (clients may reconnect). Loop thread only.

@@ -45,6 +45,7 @@ class TcpTableServer final : public TableServer {
   ~TcpTableServer() override;
 
   Status publish(TablePtr table) override;
+  bool streams() const override { return true; }
   std::string address() const override { return bound_.to_string(); }
   void disconnect_all() override;
   uint16_t port() const { return bound_.port; }

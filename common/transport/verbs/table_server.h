@@ -72,6 +72,7 @@ class VerbsTableServer final : public TableServer {
   ~VerbsTableServer() override;
 
   Status publish(TablePtr table) override;
+  bool streams() const override { return false; }
   std::string address() const override { return bound_.to_string(); }
   void disconnect_all() override;
   size_t client_count() const override { return connections_.size(); }
