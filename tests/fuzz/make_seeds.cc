@@ -191,16 +191,60 @@ std::string table(const std::vector<Rec>& recs, uint32_t slot_size,
 }
 
 // Flags 31 (every CRC recomputed, the region length from the input), a
-// region of 2^64 - 1 bytes, and a table whose heap fills it: its first heap
-// record's key + payload passes 2^64 and wraps to a short length.
+// region of 2^64 - 1 bytes, and a table still being built whose heap's room
+// fills it: its first heap record's key + payload passes 2^64 and wraps to a
+// short length.
+// A table's header rewritten as a streamed epoch's while it is built: no
+// DB directory yet, everything written counted complete (CRC left stale).
+void as_building(std::byte* p) {
+  using namespace rrs::table;
+  rrs::wire::store_u32(p + hdr::kState, static_cast<uint32_t>(State::kBuilding));
+  rrs::wire::store_u32(p + hdr::kDbCount, 0);
+  rrs::wire::store_u64(p + hdr::kDbdirOffset, 0);
+  rrs::wire::store_u64(p + hdr::kDbdirSize, 0);
+  rrs::wire::store_u32(p + hdr::kDbdirCrc, 0);
+}
+
+// A streamed epoch part way: its first `complete` records counted, and
+// room for them all.
+std::string building_table(const std::vector<Rec>& recs, size_t complete) {
+  using namespace rrs::table;
+  std::string t = table(recs, 128, {});
+  auto* p = reinterpret_cast<std::byte*>(t.data());
+  as_building(p);
+  const uint64_t slots = rrs::wire::load_u64(p + hdr::kSlotsOffset);
+  uint64_t heap = 0;
+  for (size_t i = 0; i < complete; ++i) {
+    const std::byte* s = p + slots + i * 128;
+    if (static_cast<uint8_t>(s[slot::kKind]) == static_cast<uint8_t>(SlotKind::kHeap))
+      heap = rrs::wire::load_u64(s + slot::kHeapRef) +
+             heap_footprint(rrs::wire::load_u32(s + slot::kKeyLen),
+                            rrs::wire::load_u64(s + slot::kPayloadLen));
+  }
+  rrs::wire::store_u64(p + hdr::kRecordCount, complete);
+  rrs::wire::store_u64(p + hdr::kSlotCount, complete);
+  rrs::wire::store_u64(p + hdr::kSlotsSize, complete * 128);
+  rrs::wire::store_u64(p + hdr::kHeapSize, heap);
+  for (size_t i = 0; i < kLossKinds; ++i)  // none in these records
+    rrs::wire::store_u64(p + hdr::kLossy + i * hdr::kLossyEntrySize, 0);
+  rrs::wire::store_u32(p + hdr::kHeaderCrc, rrs::crc32c(0, p, hdr::kHeaderCrc));
+  if (!decode_header(std::span(p, kHeaderSize), t.size()).ok()) {
+    std::fprintf(stderr, "make_seeds: the building table seed does not decode\n");
+    std::exit(1);
+  }
+  return std::string(1, '\0') + t;
+}
+
 std::string huge_region_table(const std::vector<Rec>& recs) {
   using namespace rrs::table;
   std::string t = table(recs, 64, {});
   auto* p = reinterpret_cast<std::byte*>(t.data());
   const uint64_t total = ~uint64_t{0} & ~uint64_t{kRegionAlign - 1};
   const uint64_t heap_offset = rrs::wire::load_u64(p + hdr::kHeapOffset);
+  as_building(p);
   rrs::wire::store_u64(p + hdr::kTotalSize, total);
   rrs::wire::store_u64(p + hdr::kHeapSize, total - heap_offset);
+  rrs::wire::store_u64(p + hdr::kHeapCapacity, total - heap_offset);
   const uint64_t slots = rrs::wire::load_u64(p + hdr::kSlotsOffset);
   for (size_t i = 0; i < recs.size(); ++i) {
     std::byte* s = p + slots + i * 64;
@@ -247,6 +291,7 @@ void table_seeds(const fs::path& dir) {
   }
   write(dir, "table-empty", std::string(1, '\0') + table({}, 64, {}));
   write(dir, "table-huge-region", huge_region_table(recs));
+  write(dir, "table-building", building_table(recs, recs.size() / 2));
 }
 
 // --- RDBs redis-server 7.0 does not write ---------------------------------
