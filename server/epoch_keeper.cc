@@ -219,7 +219,8 @@ void EpochKeeper::on_new_snapshot(TableBuilder& next, const SnapshotStats& stats
     return;
   }
   test_hooks::corrupt_slot(**built);
-  (*built)->log = log;
+  // A streamed table got its log when it opened, and is being read since.
+  if (!(*built)->streamed()) (*built)->log = log;
   // As in the ready line: the snapshot (the master's RDB) and the build.
   const double build_s = stats.rdb_seconds + seconds_since(t1);
   mailbox_->post(
