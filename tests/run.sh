@@ -6,8 +6,9 @@
 # the shipped binaries; every Redis/Valkey version tests/servers.sh installs); the
 # same again built with ASan + UBSan (in <build-dir>-asan); the fuzzers for
 # 60 s each (clang, ASan + UBSan, in <build-dir>-fuzz;
-# tests/fuzz/), then the Soft-RoCE suite (verbs for real, on rxe in a small
-# VM; tests/vm/) and the network cut over verbs (two such VMs).
+# tests/fuzz/), and, beside those, the Soft-RoCE suite (verbs for real, on rxe
+# in a small VM; tests/vm/), the network cut over verbs (two such VMs) and the
+# packaged units under systemd.
 # Usage: bash tests/run.sh [build-dir]
 # RRS_SKIP_ASAN=1 leaves out the sanitizer build (about 9 minutes: a second
 # full build), RRS_SKIP_FUZZ=1 the fuzzers (about 1.5 minutes with the clang
@@ -52,53 +53,77 @@ cmake --build "$build"
 step "format, clang-tidy"
 bash tests/format.sh --check
 bash tests/tidy.sh "$build"
-# Integration tests start many redis-server processes; two at a time suits a
-# 2-core machine without making the run take long.
-step "ctest"
-ctest --test-dir "$build" --output-on-failure -j 2
+# From here on two lanes run side by side, each line of their output marked
+# with its lane: the host lane (ctest, the sanitizer build and its ctest, the
+# fuzzers) and the VM lane (the Soft-RoCE suite, the network cut over verbs,
+# the units under systemd). The VM lane's TCG guest keeps about one core
+# busy, mostly waiting on the tests inside it; the host lane fills the other.
+host_lane() {
+  # Integration tests start many redis-server processes; two at a time suits
+  # a 2-core machine without making the run take long.
+  step "ctest"
+  ctest --test-dir "$build" --output-on-failure -j 2
 
-# The same suite again, every binary and test under AddressSanitizer + UBSan:
-# a memory error, leak or undefined behaviour anywhere fails the test that
-# hit it (a binary a test starts exits non-zero with the report on stderr).
-if [ "${RRS_SKIP_ASAN:-}" = 1 ]; then
-  echo "tests/run.sh: RRS_SKIP_ASAN=1: the sanitizer build was NOT run" >&2
-else
-  step "ASan + UBSan build, ctest"
-  cmake -S . -B "$build-asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRRS_WERROR=ON \
-    -DRRS_SANITIZE=ON >/dev/null
-  cmake --build "$build-asan"
-  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir "$build-asan" --output-on-failure -j 2
-fi
+  # The same suite again, every binary and test under AddressSanitizer +
+  # UBSan: a memory error, leak or undefined behaviour anywhere fails the
+  # test that hit it (a binary a test starts exits non-zero with the report
+  # on stderr).
+  if [ "${RRS_SKIP_ASAN:-}" = 1 ]; then
+    echo "tests/run.sh: RRS_SKIP_ASAN=1: the sanitizer build was NOT run" >&2
+  else
+    step "ASan + UBSan build"
+    cmake -S . -B "$build-asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRRS_WERROR=ON \
+      -DRRS_SANITIZE=ON >/dev/null
+    cmake --build "$build-asan"
+    step "ASan + UBSan ctest"
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+      ctest --test-dir "$build-asan" --output-on-failure -j 2
+  fi
 
-if [ "${RRS_SKIP_FUZZ:-}" = 1 ]; then
-  echo "tests/run.sh: RRS_SKIP_FUZZ=1: the fuzzers were NOT run" >&2
-else
-  step "fuzzers"
-  RRS_FUZZ_BUILD="$build-fuzz" bash tests/fuzz/run.sh 60
-fi
+  if [ "${RRS_SKIP_FUZZ:-}" = 1 ]; then
+    echo "tests/run.sh: RRS_SKIP_FUZZ=1: the fuzzers were NOT run" >&2
+  else
+    step "fuzzers"
+    RRS_FUZZ_BUILD="$build-fuzz" bash tests/fuzz/run.sh 60
+  fi
+  step "host lane passed"
+}
+
+vm_lane() {
+  step "Soft-RoCE suite"
+  bash tests/vm/install-vm-deps.sh
+  local suite=0 cut=0 units=0
+  bash tests/vm/run-in-vm.sh --timeout 2400 -- bash tests/vm/verbs-suite.sh "$build" || suite=$?
+  # The network cut over verbs: two VMs joined by a virtual cable (about 2 minutes).
+  step "network cut over verbs"
+  bash tests/vm/net-cut-vms.sh "$build" || cut=$?
+  # The packaged systemd units run by a real systemd: a VM booted with
+  # systemd as init (about 5 minutes under TCG).
+  step "units under systemd"
+  bash tests/vm/run-in-vm.sh --systemd --timeout 900 -- \
+    bash tests/vm/units-under-systemd.sh "$build" || units=$?
+  if [ "$suite" -ne 0 ] || [ "$cut" -ne 0 ] || [ "$units" -ne 0 ]; then
+    echo "tests/run.sh: FAILED: the Soft-RoCE suite exited $suite, the network cut over verbs" \
+      "$cut, the units under systemd $units" >&2
+    return 1
+  fi
+  step "VM lane passed"
+}
 
 if [ "${RRS_SKIP_VM:-}" = 1 ]; then
+  host_lane
   echo "tests/run.sh: RRS_SKIP_VM=1: the Soft-RoCE suite was NOT run" >&2
   exit 0
 fi
-step "Soft-RoCE suite"
-bash tests/vm/install-vm-deps.sh
-suite=0
-bash tests/vm/run-in-vm.sh --timeout 2400 -- bash tests/vm/verbs-suite.sh "$build" || suite=$?
-# The network cut over verbs: two VMs joined by a virtual cable (about 2 minutes).
-step "network cut over verbs"
-cut=0
-bash tests/vm/net-cut-vms.sh "$build" || cut=$?
-# The packaged systemd units run by a real systemd: a VM booted with systemd
-# as init (about 5 minutes under TCG).
-step "units under systemd"
-units=0
-bash tests/vm/run-in-vm.sh --systemd --timeout 900 -- \
-  bash tests/vm/units-under-systemd.sh "$build" || units=$?
-if [ "$suite" -ne 0 ] || [ "$cut" -ne 0 ] || [ "$units" -ne 0 ]; then
-  echo "tests/run.sh: FAILED: the Soft-RoCE suite exited $suite, the network cut over verbs" \
-    "$cut, the units under systemd $units" >&2
+(host_lane) 2>&1 | sed -u 's/^/[host] /' &
+host_pid=$!
+(vm_lane) 2>&1 | sed -u 's/^/[vm] /' &
+vm_pid=$!
+host=0 vm=0
+wait "$host_pid" || host=$?
+wait "$vm_pid" || vm=$?
+if [ "$host" -ne 0 ] || [ "$vm" -ne 0 ]; then
+  echo "tests/run.sh: FAILED: the host lane exited $host, the VM lane $vm" >&2
   exit 1
 fi
 step "all passed"
