@@ -188,7 +188,7 @@ Options:
                           itself authenticates with its own masterauth
   --cpu LIST              run on these CPUs only ("1", "2-3,6"); give the
                           target Redis other cores: a client sharing the
-                          target's core slows the load (see README, placement)
+                          target's core slows the load (docs/operations.md)
   --huge-pages auto|on|off
                           transparent huge pages for the read buffers. auto
                           (default): on, except in a VM whose balloon reports

@@ -62,7 +62,7 @@ Options:
                             main thread; not point-in-time. For a managed
                             Redis that forbids PSYNC.
                             rdb: no master at all: the table is the RDB file
-                            --rdb-file names (a backup, RDB 6 to 12 or
+                            --rdb-file names (a backup, RDB 1 to 12 or
                             Valkey's 80). When the file holds repl-id and
                             repl-offset (saved on a replica, or on a master
                             with a backlog), the table is at that offset, so

@@ -1,5 +1,5 @@
 // Logging to stderr, one line per record with a UTC timestamp, the program
-// name and a level (format: log_line.h, README "Logs"), so interleaved output
+// name and a level (format: log_line.h, docs/operations.md, "Logs"), so interleaved output
 // from the sidecar, the client and Redis stays attributable and a log shipper
 // can parse it. stdout is reserved for the machine-readable lines
 // (`ready ...`, `synced ...`).

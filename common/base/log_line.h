@@ -1,5 +1,5 @@
 // One log record as the line written to stderr, in either of the two
-// documented formats (README "Logs"):
+// documented formats (docs/operations.md, "Logs"):
 //   text: 2026-11-25T23:46:38.123Z rdma-server WARN message
 //   json: {"ts":"2026-11-25T23:46:38.123Z","level":"warn","program":"rdma-server","msg":"message"}
 // Pure functions of their arguments, so tests pin the exact bytes.

@@ -1,4 +1,4 @@
-// What rdma-server and rdma-client write to stderr (README "Logs"): one line
+// What rdma-server and rdma-client write to stderr (docs/operations.md, "Logs"): one line
 // per record with a UTC timestamp, the program and a level, or one JSON
 // object per line with --log-format json; and a flood of hostile handshakes
 // costs a few lines, not one per connection.
