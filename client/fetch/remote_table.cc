@@ -17,13 +17,17 @@ FetchOptions fetch_options(const ClientConfig& config) {
 }
 
 void log_table(const table::Header& h, const table::Scripts& scripts) {
-  log::info("table epoch " + std::to_string(h.epoch) + ": " + std::to_string(h.record_count) +
-            " keys in " + std::to_string(h.db_count) + " DBs, " +
+  const bool complete = h.state == table::State::kReady;
+  const std::string keys = complete ? std::to_string(h.record_count) + " keys in " +
+                                          std::to_string(h.db_count) + " DBs, "
+                                    : "being written, " + std::to_string(h.record_count) +
+                                          " keys so far (read as they are written), ";
+  log::info("table epoch " + std::to_string(h.epoch) + ": " + keys +
             std::to_string(scripts.function_libraries) + " function libraries, " +
             std::to_string(scripts.lua_scripts.size()) + " Lua scripts, " +
-            std::to_string(h.total_size) + " bytes, slot size " + std::to_string(h.slot_size) +
-            ", from " + engine_name(h.engine) + " " + h.server_version + " (RDB " +
-            std::to_string(h.rdb_version) + ")" +
+            (complete ? std::to_string(h.total_size) + " bytes, " : "") + "slot size " +
+            std::to_string(h.slot_size) + ", from " + engine_name(h.engine) + " " +
+            h.server_version + " (RDB " + std::to_string(h.rdb_version) + ")" +
             (h.empty_skipped ? "; " + std::to_string(h.empty_skipped) +
                                    " empty collections were left out, as servers drop them"
                              : ""));

@@ -6,14 +6,37 @@
 #include <thread>
 
 #include "client/client_metrics.h"
+#include "client/fetch/header_watch.h"
 #include "common/base/log.h"
+#include "proto/byte_order.h"
 
 namespace rrs {
 namespace {
 
+// While caught up with a table being written: how soon its header is read
+// again, doubling while nothing new is complete. The server rewrites it
+// every few hundred records.
+constexpr std::chrono::milliseconds kHeaderPollFirst{1};
+constexpr std::chrono::milliseconds kHeaderPollMax{16};
+// How often a wait for the server to write more is logged.
+constexpr std::chrono::seconds kWaitLogEvery{30};
+
 Status cancelled() { return Status::error("fetch table", "cancelled"); }
 
+uint32_t db_of(const std::vector<table::DbEntry>& dbs, uint64_t index) {
+  auto it = std::upper_bound(dbs.begin(), dbs.end(), index,
+                             [](uint64_t i, const table::DbEntry& e) { return i < e.first_slot; });
+  return it == dbs.begin() ? 0 : std::prev(it)->db;
+}
+
 }  // namespace
+
+void TableInfo::catch_up(const table::Header& later, const std::vector<table::DbEntry>& later_dbs) {
+  const uint32_t rdb_version = header.rdb_version;
+  header = later;
+  header.rdb_version = rdb_version;
+  dbs = later_dbs;
+}
 
 Result<TableInfo> TableFetcher::open() {
   info_.descriptor = reader_.descriptor();
@@ -37,20 +60,20 @@ Result<TableInfo> TableFetcher::open() {
   if (!pool.ok()) return pool.status();
   pool_ = std::move(*pool);
 
-  std::vector<std::byte> head(table::kHeaderSize);
-  RRS_RETURN_IF_ERROR(read_into(0, head));
-  auto h = table::decode_header(head, info_.descriptor.table_length);
-  if (!h.ok()) return h.status().as(ErrorKind::kBadData);
+  auto h = read_header();
+  if (!h.ok()) return h.status();
+  if (h->state == table::State::kBroken) return broken_off(*h);
   info_.header = *h;
-  if (info_.header.epoch != info_.descriptor.epoch)
-    return Status::error("validate table header", "epoch differs from the descriptor's")
-        .as(ErrorKind::kBadData);
 
-  std::vector<std::byte> dir(info_.header.dbdir_size);
-  RRS_RETURN_IF_ERROR(read_into(info_.header.dbdir_offset, dir));
-  auto dbs = table::decode_db_directory(info_.header, dir);
-  if (!dbs.ok()) return dbs.status().as(ErrorKind::kBadData);
-  info_.dbs = std::move(*dbs);
+  // A table still being written has no DB directory yet: run() reads it
+  // once the table is complete.
+  if (info_.complete()) {
+    std::vector<std::byte> dir(info_.header.dbdir_size);
+    RRS_RETURN_IF_ERROR(read_into(info_.header.dbdir_offset, dir));
+    auto dbs = table::decode_db_directory(info_.header, dir);
+    if (!dbs.ok()) return dbs.status().as(ErrorKind::kBadData);
+    info_.dbs = std::move(*dbs);
+  }
 
   // Functions and scripts: small, and needed before the first key is loaded.
   std::vector<std::byte> scripts(info_.header.scripts_size);
@@ -58,7 +81,89 @@ Result<TableInfo> TableFetcher::open() {
   auto decoded = table::decode_scripts(info_.header, scripts);
   if (!decoded.ok()) return decoded.status().as(ErrorKind::kBadData);
   info_.scripts = std::move(*decoded);
+  publish_known();
   return info_;
+}
+
+Result<TableInfo> TableFetcher::wait_until_complete() {
+  while (!info_.complete()) RRS_RETURN_IF_ERROR(await_records(info_.header.record_count));
+  return info_;
+}
+
+TableFetcher::Watermark TableFetcher::watermark() const {
+  std::lock_guard lock(watermark_mu_);
+  return watermark_;
+}
+
+void TableFetcher::publish_known() {
+  known_ = std::make_shared<const Known>(Known{info_.header, info_.dbs});
+  Watermark w{info_.header.record_count, info_.header.total_size, info_.complete()};
+  {
+    std::lock_guard lock(watermark_mu_);
+    watermark_ = w;
+  }
+  client_metrics().table_records.set(static_cast<double>(w.records));
+  if (w.complete) client_metrics().table_bytes.set(static_cast<double>(w.bytes));
+}
+
+Result<table::Header> TableFetcher::read_header() {
+  std::vector<std::byte> head(table::kHeaderSize);
+  for (uint32_t torn = 0;; ++torn) {
+    RRS_RETURN_IF_ERROR(read_into(0, head));
+    if (header_intact(head)) break;
+    // Being rewritten while it was copied: the next copy is whole.
+    if (torn + 1 == kMaxTornHeaderReads)
+      return Status::error("validate table header", "header checksum mismatch in " +
+                                                        std::to_string(kMaxTornHeaderReads) +
+                                                        " reads in a row")
+          .as(ErrorKind::kBadData);
+    if (cancelled_) return cancelled();
+  }
+  // Checked against the region as the server describes it now (after a
+  // reconnect, a complete table's own length rather than its room).
+  auto h = table::decode_header(head, reader_.descriptor().table_length);
+  if (!h.ok()) return h.status().as(ErrorKind::kBadData);
+  if (h->epoch != reader_.descriptor().epoch)
+    return Status::error("validate table header", "epoch differs from the descriptor's")
+        .as(ErrorKind::kBadData);
+  return h;
+}
+
+Status TableFetcher::advance(const table::Header& next) {
+  RRS_RETURN_IF_ERROR(check_continues(info_.header, next));
+  if (next.state == table::State::kBroken) return broken_off(next);
+  if (next.state == table::State::kReady && !info_.complete()) {
+    std::vector<std::byte> dir(next.dbdir_size);
+    RRS_RETURN_IF_ERROR(read_into(next.dbdir_offset, dir));
+    auto dbs = table::decode_db_directory(next, dir);
+    if (!dbs.ok()) return dbs.status().as(ErrorKind::kBadData);
+    info_.dbs = std::move(*dbs);
+  }
+  info_.header = next;
+  publish_known();
+  return {};
+}
+
+Status TableFetcher::await_records(uint64_t have) {
+  auto delay = kHeaderPollFirst;
+  auto logged = Clock::now();
+  for (;;) {
+    RRS_ASSIGN_OR_RETURN(const table::Header next, read_header());
+    RRS_RETURN_IF_ERROR(advance(next));
+    if (info_.header.record_count > have || info_.complete()) return {};
+    if (Clock::now() - logged >= kWaitLogEvery) {
+      logged = Clock::now();
+      log::info("waiting for the sidecar to write more of epoch " +
+                std::to_string(info_.header.epoch) + " (" + std::to_string(have) +
+                " records so far)");
+    }
+    // The server hears from us while we wait (verbs: a KEEPALIVE when
+    // due); a failure shows on the next read, which reconnects.
+    (void)reader_.keepalive();
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, kHeaderPollMax);
+    if (cancelled_) return cancelled();
+  }
 }
 
 void TableFetcher::cancel() {
@@ -74,6 +179,8 @@ bool TableFetcher::push(RecordBatch batch, const std::function<void()>& idle) {
 
 Status TableFetcher::run() {
   Status s = fetch_slots();
+  // Records decoded before the directory existed went by their own DB.
+  if (s.ok()) s = db_runs_.check(info_.dbs);
   if (s.ok()) s = fetch_heap();
   if (s.ok()) s = retry_failed();
   out_.close();
@@ -170,15 +277,19 @@ Status TableFetcher::read_into(uint64_t offset, std::span<std::byte> dst) {
       });
 }
 
-uint32_t TableFetcher::db_of(uint64_t index) const {
-  auto it = std::upper_bound(info_.dbs.begin(), info_.dbs.end(), index,
-                             [](uint64_t i, const table::DbEntry& e) { return i < e.first_slot; });
-  return std::prev(it)->db;
+uint32_t TableFetcher::expected_db(const table::Header& h, const std::vector<table::DbEntry>& dbs,
+                                   uint64_t index, std::span<const std::byte> slot) {
+  if (h.state == table::State::kReady) return db_of(dbs, index);
+  return wire::load_u32(slot.data() + table::slot::kDb);  // slot is slot_size >= 64 bytes
 }
 
-void TableFetcher::take_slot(uint64_t index, std::span<const std::byte> bytes, RecordBatch& batch) {
-  auto v = table::decode_slot(info_.header, index, db_of(index), bytes);
-  if (!v.ok()) {
+void TableFetcher::take_slot(const Known& known, uint64_t index, std::span<const std::byte> bytes,
+                             RecordBatch& batch) {
+  auto v = table::decode_slot(known.header, index,
+                              expected_db(known.header, known.dbs, index, bytes), bytes);
+  // Without a directory the record's own DB is taken if it does not go back
+  // (records are sorted by DB); run() checks the runs against the directory.
+  if (!v.ok() || (known.header.state != table::State::kReady && !db_runs_.note(index, v->db))) {
     retry_.push_back(index);
     return;
   }
@@ -192,28 +303,27 @@ void TableFetcher::take_slot(uint64_t index, std::span<const std::byte> bytes, R
 }
 
 Status TableFetcher::fetch_slots() {
-  const table::Header& h = info_.header;
-  if (h.slot_count == 0) return {};
-  const uint64_t per_read = std::max<uint64_t>(1, opts_.chunk_size / h.slot_size);
-  const size_t reads = (h.slot_count + per_read - 1) / per_read;
-
   // Checksumming and decoding run on a thread of their own, so this one only
   // posts and polls and the reads never wait for the CPU work (measured on
   // rxe: decoding inline cost about a quarter of the READ rate). Until it is
-  // joined, that thread alone touches heap_refs_ and retry_.
+  // joined, that thread alone touches heap_refs_, retry_ and db_runs_; each
+  // chunk carries what was known of the table when it was read.
   struct RawChunk {
     uint64_t first;
     BufferPool::Lease lease;
     uint32_t length;
+    KnownPtr known;
   };
   BlockingQueue<RawChunk> raw(kDecodeQueueDepth);
   std::thread decoder([&] {
     while (auto chunk = raw.pop()) {
+      const Known& known = *chunk->known;
+      const uint32_t slot_size = known.header.slot_size;
       RecordBatch batch;
-      uint64_t n = chunk->length / h.slot_size;
+      uint64_t n = chunk->length / slot_size;
       batch.records.reserve(n);
       for (uint64_t k = 0; k < n; ++k)
-        take_slot(chunk->first + k, chunk->lease.bytes.subspan(k * h.slot_size, h.slot_size),
+        take_slot(known, chunk->first + k, chunk->lease.bytes.subspan(k * slot_size, slot_size),
                   batch);
       batch.keepalive = std::move(chunk->lease.hold);
       if (!push(std::move(batch))) {
@@ -222,17 +332,36 @@ Status TableFetcher::fetch_slots() {
       }
     }
   });
-  Status s = stream(
-      reads,
-      [&](size_t i) {
-        uint64_t first = i * per_read;
-        uint64_t n = std::min(per_read, h.slot_count - first);
-        return Range{h.slot_offset(first), static_cast<uint32_t>(n * h.slot_size)};
-      },
-      [&](size_t i, BufferPool::Lease lease, uint32_t length) {
-        return raw.push({i * per_read, std::move(lease), length}, keepalive_) ? Status()
-                                                                              : cancelled();
-      });
+
+  // Rounds: every slot the header counts as complete, then (while the table
+  // is being written) the header again until it counts more. No slot at or
+  // past the known count is ever read.
+  Status s;
+  uint64_t next = 0;  // the first slot not read yet
+  while (s.ok()) {
+    const KnownPtr known = known_;
+    const table::Header& h = known->header;
+    const uint64_t upto = h.record_count;
+    if (next == upto) {
+      if (info_.complete()) break;
+      s = await_records(next);
+      continue;
+    }
+    const uint64_t per_read = std::max<uint64_t>(1, opts_.chunk_size / h.slot_size);
+    const uint64_t from = next;
+    s = stream((upto - from + per_read - 1) / per_read,
+               [&](size_t i) {
+                 uint64_t first = from + i * per_read;
+                 uint64_t n = std::min(per_read, upto - first);
+                 return Range{h.slot_offset(first), static_cast<uint32_t>(n * h.slot_size)};
+               },
+               [&](size_t i, BufferPool::Lease lease, uint32_t length) {
+                 return raw.push({from + i * per_read, std::move(lease), length, known}, keepalive_)
+                            ? Status()
+                            : cancelled();
+               });
+    next = upto;
+  }
   if (s.ok())
     raw.close();
   else
@@ -317,7 +446,7 @@ Result<RecordBatch> TableFetcher::read_record(uint64_t index) {
         .as(ErrorKind::kBadData);
   auto slot = std::make_shared<std::vector<std::byte>>(h.slot_size);
   RRS_RETURN_IF_ERROR(read_into(h.slot_offset(index), *slot));
-  auto v = table::decode_slot(h, index, db_of(index), *slot);
+  auto v = table::decode_slot(h, index, expected_db(h, info_.dbs, index, *slot), *slot);
   if (!v.ok()) return v.status().as(ErrorKind::kBadData);
   RecordBatch batch;
   if (v->kind == table::SlotKind::kHeap) {
@@ -337,6 +466,7 @@ Status TableFetcher::retry_failed() {
   std::vector<uint64_t> indexes;
   indexes.swap(retry_);
   std::sort(indexes.begin(), indexes.end());
+  rereads_ += indexes.size();
   for (uint64_t index : indexes) {
     auto batch = read_record(index);
     if (!batch.ok() && batch.status().kind() == ErrorKind::kBadData) {

@@ -5,15 +5,22 @@
 //   1. the slot array, in chunks of whole slots, several reads in flight;
 //   2. the heap, front to back, for records too big for a slot;
 //   3. records that failed validation, re-read once each.
+// A table still being written (state building, proto/table_layout.h) has no
+// DB directory yet: pass 1 reads the slots its header counts as complete,
+// then reads the header again (polling, with keepalives) until more are, and
+// reads the directory once the table is ready; passes 2 and 3 follow then.
 // open() runs on the caller's thread; run() then owns the reader on the fetch
 // thread until it returns. Nothing unvalidated reaches the queue.
 #pragma once
 
 #include <atomic>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "client/fetch/buffer_pool.h"
+#include "client/fetch/db_runs.h"
 #include "client/fetch/record_batch.h"
 #include "common/transport/transport.h"
 #include "proto/table_layout.h"
@@ -23,8 +30,15 @@ namespace rrs {
 struct TableInfo {
   control::Descriptor descriptor;
   table::Header header;
-  std::vector<table::DbEntry> dbs;
-  table::Scripts scripts;  // functions and Lua scripts, validated; applied before the keys
+  std::vector<table::DbEntry> dbs;  // empty until the table is complete
+  table::Scripts scripts;           // functions and Lua scripts, validated; applied before the keys
+
+  // Every record written and the DB directory read (state ready).
+  bool complete() const { return header.state == table::State::kReady; }
+  // Takes what a later header of the same table says (more records complete;
+  // once ready, the final counts and `later_dbs`), keeping this copy's RDB
+  // version (a conversion restamps it).
+  void catch_up(const table::Header& later, const std::vector<table::DbEntry>& later_dbs);
 };
 
 struct FetchOptions {
@@ -42,11 +56,28 @@ class TableFetcher {
   TableFetcher(TableReader& reader, FetchOptions opts, BlockingQueue<RecordBatch>& out)
       : reader_(reader), opts_(opts), out_(out), retries_left_(opts.retries) {}
 
-  // Reads and validates the header, the DB directory and the scripts region
-  // (the reader is connected).
+  // Reads and validates the header, the DB directory (none while the table
+  // is being written) and the scripts region (the reader is connected).
   Result<TableInfo> open();
+  // After open(), before run(), on the caller's thread: waits until the
+  // table is complete (for a load path that needs its DB list up front).
+  // kUnavailable when its snapshot broke off.
+  Result<TableInfo> wait_until_complete();
   // Streams every record into the queue and closes it (also on failure).
+  // kUnavailable when the table's snapshot broke off.
   Status run();
+  // The table as run() left it, complete after a run() that returned OK.
+  // Only once run() has returned: the sync driver joins the fetch thread
+  // first and hands it to the copies the load path holds.
+  const TableInfo& table() const { return info_; }
+  // What any thread may ask while run() goes: records known complete, and
+  // whether that is all of them (then `bytes` is the table's size).
+  struct Watermark {
+    uint64_t records = 0;
+    uint64_t bytes = 0;
+    bool complete = false;
+  };
+  Watermark watermark() const;
   // Reads and validates the record in slot `index` on its own, as a batch of
   // one: after open(), never while run() is going. kBadData when it does not
   // validate (or there is no such slot).
@@ -54,6 +85,9 @@ class TableFetcher {
   void cancel();
 
   const std::vector<RecordFailure>& failures() const { return failures_; }
+  // Records that failed validation when first read and were read again
+  // (pass 3), whether or not they validated then. After run().
+  uint64_t rereads() const { return rereads_; }
   uint64_t bytes_read() const { return bytes_read_.load(std::memory_order_relaxed); }
 
  private:
@@ -61,6 +95,13 @@ class TableFetcher {
     uint64_t offset;
     uint32_t length;
   };
+  // The header and DB directory as the fetch thread last read them, shared
+  // with the decoder thread (which may not touch info_).
+  struct Known {
+    table::Header header;
+    std::vector<table::DbEntry> dbs;  // empty until ready
+  };
+  using KnownPtr = std::shared_ptr<const Known>;
   struct HeapRef {
     uint64_t index;
     table::SlotView view;
@@ -78,14 +119,28 @@ class TableFetcher {
   Status reconnect(const Status& cause);
   // Reads [offset, offset+dst.size()) of any length into `dst`.
   Status read_into(uint64_t offset, std::span<std::byte> dst);
+  // Reads the header until a copy's CRC verifies (a copy taken while the
+  // server rewrote it does not), and decodes it.
+  Result<table::Header> read_header();
+  // Takes a header read later: checks it continues the one known, fails on
+  // a broken table, reads the DB directory of a ready one.
+  Status advance(const table::Header& next);
+  // Polls the header until more than `have` records are complete, or the
+  // table is.
+  Status await_records(uint64_t have);
+  void publish_known();
 
   Status fetch_slots();
   Status fetch_heap();
   Status fetch_big_record(HeapRef& ref);
   Status retry_failed();
   // Decodes one slot; heap slots are queued for pass 2, bad ones for pass 3.
-  void take_slot(uint64_t index, std::span<const std::byte> bytes, RecordBatch& batch);
-  uint32_t db_of(uint64_t index) const;
+  void take_slot(const Known& known, uint64_t index, std::span<const std::byte> bytes,
+                 RecordBatch& batch);
+  // The DB slot `index` belongs in: the directory's once there is one, else
+  // what the slot says.
+  static uint32_t expected_db(const table::Header& h, const std::vector<table::DbEntry>& dbs,
+                              uint64_t index, std::span<const std::byte> slot);
   // Hands a batch to the loader. From the fetch thread pass keepalive_ as
   // `idle`, so the server keeps hearing from us while the loader is behind.
   bool push(RecordBatch batch, const std::function<void()>& idle = {});
@@ -96,11 +151,16 @@ class TableFetcher {
   const std::function<void()> keepalive_ = [this] { (void)reader_.keepalive(); };
   FetchOptions opts_;
   BlockingQueue<RecordBatch>& out_;
-  TableInfo info_;
+  TableInfo info_;  // the caller's before run(), the fetch thread's during it
+  KnownPtr known_;  // set by the fetch thread only
+  mutable std::mutex watermark_mu_;
+  Watermark watermark_;
+  DbRuns db_runs_;  // the decoder thread's until it is joined
   std::unique_ptr<BufferPool> pool_;
   std::vector<HeapRef> heap_refs_;
   std::vector<uint64_t> retry_;
   std::vector<RecordFailure> failures_;
+  uint64_t rereads_ = 0;
   std::atomic<uint64_t> bytes_read_{0};
   std::atomic<bool> cancelled_{false};
   uint32_t retries_left_ = 0;
