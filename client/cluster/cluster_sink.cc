@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "client/fetch/header_watch.h"
 #include "client/restore/restore_command.h"
 #include "client/sync/summary.h"
 #include "common/base/log.h"
@@ -38,6 +39,8 @@ Status ClusterSink::connect() {
 
 Status ClusterSink::check(const TableInfo& info) {
   info_ = &info;
+  // Without a DB list yet, target_.check() cannot see a DB other than 0.
+  check_each_db_ = !info.complete();
   return target_.check(shard_, info);
 }
 
@@ -82,6 +85,13 @@ Status ClusterSink::load(const RecordBatch& batch) {
   const int64_t now = unix_ms();
   const bool plain_strings = target_.plain_strings();
   for (const Record& r : batch.records) {
+    if (check_each_db_ && r.db != 0)
+      return Status::error("load the table into the cluster",
+                           "record " + std::to_string(r.index) + " is in DB " +
+                               std::to_string(r.db) +
+                               ", and a cluster has only DB 0; sync that master into a "
+                               "standalone target instead")
+          .as(ErrorKind::kRefused);
     int64_t expire_at = r.expire_at_ms;  // a guarded key's becomes the guard's
     if (!(guard_ && guard_->hold(0, r.key, expire_at, now)) && expire_at >= 0 && expire_at <= now) {
       counts_.skipped_expired++;
@@ -324,13 +334,12 @@ void ClusterSink::abandon(const Status&, uint64_t invalid_records, double second
   std::string held;
   for (const auto& [node, keys] : per_master_)
     held += (held.empty() ? "" : ", ") + node + ": " + std::to_string(keys);
-  log::error("the load from sidecar " + config_.server.host + ":" +
-             std::to_string(config_.server.port) + " stopped after " +
-             std::to_string(counts_.keys) + " of " + std::to_string(info_->header.record_count) +
-             " keys (by master: " + (held.empty() ? "none" : held) + "); " +
-             std::to_string(keys_in_flight()) +
-             " more keys' writes were sent or queued but not answered and may also have been "
-             "applied; run again with --flush to replace, or --merge to complete it");
+  log::error(
+      "the load from sidecar " + config_.server.host + ":" + std::to_string(config_.server.port) +
+      " stopped after " + std::to_string(counts_.keys) + " " + of_table_keys(info_->header) +
+      " (by master: " + (held.empty() ? "none" : held) + "); " + std::to_string(keys_in_flight()) +
+      " more keys' writes were sent or queued but not answered and may also have been "
+      "applied; run again with --flush to replace, or --merge to complete it");
   IncompleteReport r;
   r.target = "partial";
   r.counts = counts();

@@ -99,6 +99,9 @@ class ClusterSink : public LoadSink {
   SlotMap map_;
   bool map_stale_ = false;
   const TableInfo* info_ = nullptr;
+  // The table was still being written at check(): no DB list to refuse a
+  // DB other than 0 up front, so each record's DB is checked.
+  bool check_each_db_ = false;
   bool loading_ = false;
   std::optional<TtlGuard> guard_;                  // --follow
   std::map<std::string, NodePipeline> pipelines_;  // by "host:port"

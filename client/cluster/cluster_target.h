@@ -36,7 +36,9 @@ class ClusterTarget {
   const SlotMap& first_map() const { return map_; }
 
   // Shard `shard`'s table can go into a cluster: its keys are all in DB 0
-  // (a cluster has no other). Records the slots its table says it serves.
+  // (a cluster has no other; a table still being written has no DB list
+  // yet, and the sink checks each record instead). Records the slots its
+  // table says it serves.
   Status check(size_t shard, const TableInfo& info);
   // The slots shard `shard`'s table serves, as check() recorded them; every
   // slot for a standalone source (its keys are all it has).

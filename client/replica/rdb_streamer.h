@@ -53,8 +53,11 @@ class RdbStreamer {
   Status add(const RecordBatch& batch) {
     for (const Record& r : batch.records) {
       if (r.db != db_) {
-        const table::DbEntry& e = dbs_[r.db];
-        writer_.select_db(r.db, e.key_count, e.expires_count);
+        // RESIZEDB is a sizing hint: 0 keys where the table was still being
+        // written when the RDB began (no DB directory yet).
+        auto e = dbs_.find(r.db);
+        const table::DbEntry sizes = e == dbs_.end() ? table::DbEntry{} : e->second;
+        writer_.select_db(r.db, sizes.key_count, sizes.expires_count);
         db_ = r.db;
       }
       RRS_RETURN_IF_ERROR(writer_.key(r.key, r.payload, r.expire_at_ms));

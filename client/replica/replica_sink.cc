@@ -45,6 +45,7 @@ Status ReplicaSink::check(const TableInfo& info) {
                          "drop --follow/--handoff")
         .as(ErrorKind::kUsage);
   RRS_RETURN_IF_ERROR(target_->check(info, config_.policy));
+  check_each_db_ = !info.complete();
   // The link listens where the client's connection to the target comes from,
   // and takes a connection only from the target's address.
   const int fd = target_->redis().fd();
@@ -60,14 +61,26 @@ Status ReplicaSink::prepare(const TableInfo& info) {
   RRS_ASSIGN_OR_RETURN(const TargetHistory history, target_->replicate_from(link_->endpoint()));
   RRS_RETURN_IF_ERROR(link_->accept_full_sync(
       replid_, offset_, history, Clock::now() + std::chrono::milliseconds(config_.io_timeout)));
+  const std::string keys = info.complete()
+                               ? std::to_string(info.header.record_count) + " keys"
+                               : "the keys as the sidecar writes them (" +
+                                     std::to_string(info.header.record_count) + " so far)";
   log::info("the target connected (" + link_->psync_request() + "); streaming it an RDB of " +
-            std::to_string(info.header.record_count) + " keys as a full resync to " + replid_ +
-            " offset " + std::to_string(offset_));
+            keys + " as a full resync to " + replid_ + " offset " + std::to_string(offset_));
   rdb_.emplace(info, *link_, replid_, offset_);
   return rdb_->begin();
 }
 
-Status ReplicaSink::load(const RecordBatch& batch) { return rdb_->add(batch); }
+Status ReplicaSink::load(const RecordBatch& batch) {
+  // Checked before the RDB selects the DB: a replica exits on one it lacks.
+  if (check_each_db_)
+    for (const Record& r : batch.records)
+      if (r.db != db_checked_) {
+        RRS_RETURN_IF_ERROR(target_->check_db(r.db).wrap("record " + std::to_string(r.index)));
+        db_checked_ = r.db;
+      }
+  return rdb_->add(batch);
+}
 
 Status ReplicaSink::take_failures(const std::vector<RecordFailure>& failures) {
   if (failures.empty()) return {};

@@ -61,6 +61,10 @@ class ReplicaSink : public LoadSink {
   bool has_history_ = false;
   std::string replid_;
   uint64_t offset_ = 0;
+  // The table's DB list was not known at check(): each record's DB is
+  // checked against the target's `databases` instead.
+  bool check_each_db_ = false;
+  int64_t db_checked_ = -1;
   bool attached_ = false;  // the target was told REPLICAOF the link
   bool loaded_ = false;    // it acknowledged the whole RDB
 };

@@ -36,17 +36,16 @@ Status ReplicaTarget::check(const TableInfo& info, TargetPolicy policy) {
               "): the target's `databases` and `repl-diskless-load` go unchecked (give its "
               "Redis user +config|get)");
   if (databases.ok() && (*databases)->type == REDIS_REPLY_ARRAY && (*databases)->elements == 2 &&
-      (*databases)->element[1]->type == REDIS_REPLY_STRING && !info.dbs.empty()) {
+      (*databases)->element[1]->type == REDIS_REPLY_STRING) {
     // A count that does not parse is not trusted either way: loading will say.
     const std::string_view text((*databases)->element[1]->str, (*databases)->element[1]->len);
     uint64_t have = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), have);
-    if (ec == std::errc() && end == text.data() + text.size() && info.dbs.back().db >= have)
-      return Status::error(step, "the table has keys in DB " + std::to_string(info.dbs.back().db) +
-                                     " but the target has only " + std::to_string(have) +
-                                     " databases: raise its `databases` setting (a restart)")
-          .as(ErrorKind::kRefused);
+    if (ec == std::errc() && end == text.data() + text.size()) databases_ = have;
   }
+  // A table still being written has no DB list yet: each record's DB is
+  // checked as it comes (check_db).
+  if (!info.dbs.empty()) RRS_RETURN_IF_ERROR(check_db(info.dbs.back().db));
   auto load = redis_.command({"CONFIG", "GET", "repl-diskless-load"});
   if (load.ok() && (*load)->type == REDIS_REPLY_ARRAY && (*load)->elements == 2) {
     const std::string mode((*load)->element[1]->str, (*load)->element[1]->len);
@@ -62,6 +61,15 @@ Status ReplicaTarget::check(const TableInfo& info, TargetPolicy policy) {
     log::info("the target was a replica of " + info_field(*repl, "master_host") + ":" +
               info_field(*repl, "master_port") + "; it now replicates from this client");
   return {};
+}
+
+Status ReplicaTarget::check_db(uint32_t db) const {
+  if (!databases_ || db < *databases_) return {};
+  return Status::error("check target Redis " + redis_.endpoint().to_string(),
+                       "the table has keys in DB " + std::to_string(db) +
+                           " but the target has only " + std::to_string(*databases_) +
+                           " databases: raise its `databases` setting (a restart)")
+      .as(ErrorKind::kRefused);
 }
 
 Result<TargetHistory> ReplicaTarget::replicate_from(const Endpoint& link) {

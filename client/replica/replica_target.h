@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "client/client_config.h"
@@ -23,9 +24,16 @@ class ReplicaTarget {
   RedisClient& redis() { return redis_; }
   const ServerVersion& server() const { return server_; }
 
-  // Empty (or --flush), not a cluster node, able to read the table. Warns if
-  // it would write the RDB to disk before loading it.
+  // Empty (or --flush), not a cluster node, able to read the table, with
+  // every DB the table has (when its DB list is known yet). Warns if it
+  // would write the RDB to disk before loading it.
   Status check(const TableInfo& info, TargetPolicy policy);
+  // Its `databases` setting as check() read it; nullopt when it could not.
+  std::optional<uint64_t> databases() const { return databases_; }
+  // kRefused when the target has no DB `db` (a replica whose RDB selects a
+  // DB it does not have exits): for records of a table whose DB list was
+  // not known at check().
+  Status check_db(uint32_t db) const;
   // Tells it REPLICAOF `link` and returns the history its PSYNC will ask to
   // continue, read just before. A replica is detached first (REPLICAOF NO
   // ONE): one that never synced would send "PSYNC ? -1", which the link
@@ -48,6 +56,7 @@ class ReplicaTarget {
  private:
   RedisClient redis_;
   ServerVersion server_;
+  std::optional<uint64_t> databases_;
 };
 
 }  // namespace rrs

@@ -1,5 +1,6 @@
 #include "client/restore/restore_sink.h"
 
+#include "client/fetch/header_watch.h"
 #include "client/sync/summary.h"
 #include "common/base/log.h"
 
@@ -28,6 +29,13 @@ Status RestoreSink::connect() {
   if (!loader.ok()) return loader.status().wrap("connect to the target");
   loader_.emplace(std::move(*loader));
   return {};
+}
+
+std::string RestoreSink::needs_whole_table() const {
+  // Each of the table's DBs gets a spare one picked before the first key.
+  // Without --atomic a record in a DB the target lacks fails its SELECT.
+  return config_.atomic ? "--atomic stages each of the table's DBs in a spare DB picked up front"
+                        : "";
 }
 
 Status RestoreSink::check(const TableInfo& info) {
@@ -158,7 +166,7 @@ void RestoreSink::report_incomplete(uint64_t failed, const std::string& staging_
   const LoadStats& st = loader_->stats();
   const table::Header& h = info_->header;
   const uint64_t unacked = loader_->unacknowledged();
-  std::string what = std::to_string(st.keys) + " of " + std::to_string(h.record_count) + " keys";
+  std::string what = std::to_string(st.keys) + " " + of_table_keys(h);
   if (!st.per_db.empty()) what += " (" + per_db_text(st.per_db) + ")";
   const std::string scripts = st.scripts ? std::to_string(st.scripts) + " Lua scripts (SCRIPT LOAD)"
                                          : "";

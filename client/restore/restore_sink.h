@@ -20,6 +20,7 @@ class RestoreSink : public LoadSink {
 
   Status connect() override;
   std::optional<ServerVersion> target() const override { return loader_->target(); }
+  std::string needs_whole_table() const override;
   Status check(const TableInfo& info) override;
   Status prepare(const TableInfo& info) override;
   Status load(const RecordBatch& batch) override;

@@ -163,6 +163,9 @@ Result<Staging> Staging::plan(const Endpoint& target, const RedisCredentials& cr
   Staging st(target, creds, io_timeout);
   st.policy_ = policy;
   const std::string step = "--atomic: pick staging DBs on " + target.to_string();
+  // The sync waits for a table still being written (needs_whole_table).
+  if (!info.complete())
+    return Status::error(step, "the table is still being written: its DB list is not known yet");
   auto c = st.connect();
   if (!c.ok()) return c.status().wrap(step);
 

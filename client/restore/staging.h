@@ -48,7 +48,8 @@ inline constexpr const char* kStagingMarker = "rdma-client:staging";
 class Staging {
  public:
   // Refusals (the target cannot take an atomic load as it is) have kind
-  // kRefused, here and in prepare() and swap_in().
+  // kRefused, here and in prepare() and swap_in(). Needs the whole table
+  // (info.complete()): the sync waits for one still being written.
   static Result<Staging> plan(const Endpoint& target, const RedisCredentials& creds,
                               std::chrono::milliseconds io_timeout, const TableInfo& info,
                               TargetPolicy policy);

@@ -90,6 +90,13 @@ Result<Conversion> Conversion::plan(const ClientConfig& config, const TableInfo&
   return c;
 }
 
+std::string Conversion::needs_whole_table() const {
+  if (!needed() || allow_lossy_ || info_.complete() || rdb::losses_into(to_) == 0) return "";
+  return "the conversion to RDB " + std::to_string(to_) +
+         " refuses records the target cannot hold whole before it loads anything, and the "
+         "table counts them only once it is complete";
+}
+
 Status Conversion::check_losses(TableFetcher& fetcher) const {
   if (!needed()) return {};
   const uint32_t at_risk = rdb::losses_into(to_);

@@ -39,9 +39,16 @@ class Conversion {
   Status check_losses(TableFetcher& fetcher) const;
 
   bool needed() const { return from_ != to_; }
+  // Why check_losses() cannot be made until the table is complete (its
+  // header counts lossy records only once every record is written), or ""
+  // when it can.
+  std::string needs_whole_table() const;
   // The table as the target receives it (its RDB version and functions
   // restamped when converting).
   const TableInfo& info() const { return info_; }
+  // Takes what the fetcher learned of the table since (TableInfo::catch_up);
+  // never while the fetcher runs, as the load path reads info().
+  void catch_up(const TableInfo& later) { info_.catch_up(later.header, later.dbs); }
 
   // Replaces each record's payload with the target's (the batch then keeps
   // the new bytes alive). kBadData: a malformed value or a payload of another

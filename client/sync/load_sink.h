@@ -7,7 +7,8 @@
 //   replica link.
 //   CountingSink (sync/): loads nothing (--no-load).
 //
-// The driver calls, in order: connect, target, check, (fetch thread starts),
+// The driver calls, in order: connect, target, (waits for the whole table
+// if the sink needs it), check, (fetch thread starts),
 // prepare, load per batch, drain, take_failures, finish, verdict; abandon after any
 // failure from prepare to finish. A new load path is a new sink, not a new driver.
 // Where the target does not read the master's RDB version, the sink is
@@ -46,8 +47,16 @@ class LoadSink {
   // The target's engine and version, once connected; nullopt for a sink
   // that loads nothing.
   virtual std::optional<ServerVersion> target() const { return std::nullopt; }
+  // Why this load path needs the whole table (its DB list) before it loads,
+  // or "" when it loads a table still being written as it comes. The
+  // driver then waits for the table to be complete before check().
+  virtual std::string needs_whole_table() const { return ""; }
   // Checks the target can take the table, changing nothing; the fetch thread
-  // starts after this.
+  // starts after this. The table may still be being written
+  // (!info.complete(): no DB list yet, more records to come): what needs the
+  // DB list is checked per record then. `info` stays valid and unchanged
+  // until the fetch thread is done; then, before finish(), the driver
+  // updates it to the complete table.
   virtual Status check(const TableInfo& info) = 0;
   // Makes the target ready for the first batch (flush, staging, REPLICAOF).
   virtual Status prepare(const TableInfo& info) = 0;

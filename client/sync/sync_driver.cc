@@ -44,30 +44,6 @@ class FetchThread {
   std::thread thread_;
 };
 
-// Everything from prepare to finish; a failure is the caller's to abandon.
-Status load_everything(const ClientConfig& config, RemoteTable& remote, FetchThread& fetch,
-                       Conversion& conversion, LoadSink& sink) {
-  const table::Header& h = remote.info.header;
-  RRS_RETURN_IF_ERROR(sink.prepare(conversion.info()));
-  Progress progress(h.record_count, h.total_size, config.quiet);
-  uint64_t seen = 0;
-  while (auto batch = remote.queue.pop()) {
-    seen += batch->records.size();
-    client_metrics().fetched_records.add(batch->records.size());
-    if (conversion.needed()) RRS_RETURN_IF_ERROR(conversion.convert(*batch));
-    RRS_RETURN_IF_ERROR(sink.load(*batch));
-    progress.update(seen, remote.fetcher->bytes_read());
-  }
-  Status drained = sink.drain();
-  RRS_RETURN_IF_ERROR(fetch.join());
-  RRS_RETURN_IF_ERROR(drained);
-  RRS_RETURN_IF_ERROR(sink.take_failures(remote.fetcher->failures()));
-  progress.update(seen, remote.fetcher->bytes_read(), true);
-  return sink.finish();
-}
-
-}  // namespace
-
 // What the master held that the table could not carry, which a replica of
 // it would have: refused unless the user says to drop it.
 Status check_nothing_dropped(const ClientConfig& config, const table::Header& h) {
@@ -118,18 +94,96 @@ Status check_file_history(const ClientConfig& config, const table::Header& h) {
   return {};
 }
 
+// The header's counts of what the table could not carry, from the header
+// read last; while it is being written they may still grow.
+struct Dropped {
+  uint64_t keys_lost = 0;
+  uint32_t module_aux = 0;
+  explicit Dropped(const table::Header& h)
+      : keys_lost(h.keys_lost), module_aux(h.module_aux_count) {}
+  bool operator==(const Dropped&) const = default;
+};
+
+// Hands what the fetcher learned of the table (more records; once complete,
+// the final header and DB directory) to the copies the driver and the load
+// path hold. Only while the fetch thread is not running.
+void catch_up(RemoteTable& remote, Conversion& conversion) {
+  const TableInfo& later = remote.fetcher->table();
+  remote.info.catch_up(later.header, later.dbs);
+  conversion.catch_up(later);
+}
+
+Progress make_progress(const ClientConfig& config, const TableInfo& info) {
+  if (!info.complete()) return Progress(std::nullopt, config.quiet);
+  return Progress(Progress::Totals{info.header.record_count, info.header.total_size}, config.quiet);
+}
+
+// Everything from prepare to finish; a failure is the caller's to abandon.
+Status load_everything(const ClientConfig& config, RemoteTable& remote, FetchThread& fetch,
+                       Conversion& conversion, LoadSink& sink) {
+  RRS_RETURN_IF_ERROR(sink.prepare(conversion.info()));
+  Progress progress = make_progress(config, remote.info);
+  uint64_t seen = 0;
+  while (auto batch = remote.queue.pop()) {
+    seen += batch->records.size();
+    client_metrics().fetched_records.add(batch->records.size());
+    if (conversion.needed()) RRS_RETURN_IF_ERROR(conversion.convert(*batch));
+    RRS_RETURN_IF_ERROR(sink.load(*batch));
+    if (!progress.has_totals())
+      if (const TableFetcher::Watermark w = remote.fetcher->watermark(); w.complete)
+        progress.set_totals({w.records, w.bytes});
+    progress.update(seen, remote.fetcher->bytes_read());
+  }
+  Status drained = sink.drain();
+  RRS_RETURN_IF_ERROR(fetch.join());
+  RRS_RETURN_IF_ERROR(drained);
+  // The fetch thread is done: the table is complete, and the load path
+  // sees its final header and DB directory from here on.
+  const Dropped before(remote.info.header);
+  catch_up(remote, conversion);
+  if (sink.loads() && Dropped(remote.info.header) != before)
+    RRS_RETURN_IF_ERROR(check_nothing_dropped(config, remote.info.header));
+  RRS_RETURN_IF_ERROR(sink.take_failures(remote.fetcher->failures()));
+  progress.set_totals({remote.info.header.record_count, remote.info.header.total_size});
+  progress.update(seen, remote.fetcher->bytes_read(), true);
+  return sink.finish();
+}
+
+// A load path that needs the whole table up front (or a conversion that
+// must count its lossy records first) waits here for a table still being
+// written to be complete, before the target is checked.
+Status wait_if_needed(RemoteTable& remote, Conversion& conversion, const LoadSink& sink) {
+  if (remote.info.complete()) return {};
+  std::string why = sink.needs_whole_table();
+  if (why.empty()) why = conversion.needs_whole_table();
+  if (why.empty()) return {};
+  log::info("the sidecar is still writing table epoch " + std::to_string(remote.info.header.epoch) +
+            " (" + std::to_string(remote.info.header.record_count) +
+            " records so far); waiting until it is complete before loading: " + why);
+  RRS_RETURN_IF_ERROR(remote.fetcher->wait_until_complete().status());
+  catch_up(remote, conversion);
+  log::info("table epoch " + std::to_string(remote.info.header.epoch) +
+            " is complete: " + std::to_string(remote.info.header.record_count) + " keys in " +
+            std::to_string(remote.info.header.db_count) + " DBs");
+  return {};
+}
+
+}  // namespace
+
 Result<SyncedTable> run_sync(const ClientConfig& config, LoadSink& sink) {
   const auto t0 = Clock::now();
   RRS_RETURN_IF_ERROR(sink.connect());
   RRS_ASSIGN_OR_RETURN(std::unique_ptr<RemoteTable> remote, open_remote_table(config, t0));
   if (sink.loads()) RRS_RETURN_IF_ERROR(check_nothing_dropped(config, remote->info.header));
   RRS_RETURN_IF_ERROR(check_file_history(config, remote->info.header));
-  client_metrics().table_records.set(static_cast<double>(remote->info.header.record_count));
-  client_metrics().table_bytes.set(static_cast<double>(remote->info.header.total_size));
   // A target that does not read the master's RDB version gets the table
   // converted; what cannot be is refused here, before anything is loaded.
   RRS_ASSIGN_OR_RETURN(Conversion conversion,
                        Conversion::plan(config, remote->info, sink.target()));
+  const Dropped at_open(remote->info.header);
+  RRS_RETURN_IF_ERROR(wait_if_needed(*remote, conversion, sink));
+  if (sink.loads() && Dropped(remote->info.header) != at_open)
+    RRS_RETURN_IF_ERROR(check_nothing_dropped(config, remote->info.header));
   RRS_RETURN_IF_ERROR(conversion.check_losses(*remote->fetcher));
   RRS_RETURN_IF_ERROR(sink.check(conversion.info()));
 
@@ -139,7 +193,8 @@ Result<SyncedTable> run_sync(const ClientConfig& config, LoadSink& sink) {
   const auto t_fetch = Clock::now();
   FetchThread fetch(*remote->fetcher);
   if (Status s = load_everything(config, *remote, fetch, conversion, sink); !s.ok()) {
-    fetch.stop();  // after it, the fetcher's failures may be read
+    fetch.stop();                   // after it, the fetcher's failures and table may be read
+    catch_up(*remote, conversion);  // what abandon() reports counts the records known
     sink.abandon(s, remote->fetcher->failures().size(), seconds_since(t0));
     return s;
   }

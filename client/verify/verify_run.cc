@@ -150,7 +150,7 @@ Status Verifier::run() {
   counts_.keys = c_.verify_sample > 0 ? std::min(c_.verify_sample, total) : total;
   if (!c_.quiet)
     log::info("keys per DB: source " + db_list(source_dbs) + ", target " + db_list(target_dbs));
-  progress_.emplace(counts_.keys, 0, c_.quiet);
+  progress_.emplace(Progress::Totals{counts_.keys, 0}, c_.quiet);
   // A full run also walks the DBs only the target has, for their extras.
   std::set<uint32_t> dbs;
   for (const auto& [db, keys] : source_dbs) dbs.insert(db);
