@@ -9,6 +9,7 @@
 #include "client/fetch/header_watch.h"
 #include "common/base/log.h"
 #include "proto/byte_order.h"
+#include "proto/control.h"
 
 namespace rrs {
 namespace {
@@ -22,6 +23,12 @@ constexpr std::chrono::milliseconds kHeaderPollMax{16};
 constexpr std::chrono::seconds kWaitLogEvery{30};
 
 Status cancelled() { return Status::error("fetch table", "cancelled"); }
+
+// The server's "epoch gone" refusal: the epoch read was replaced. The
+// session reports a server's refusal as "<code name>: <text>".
+bool epoch_gone(const Status& s) {
+  return s.reason().rfind(control::error_code_name(control::ErrorCode::kEpochGone), 0) == 0;
+}
 
 uint32_t db_of(const std::vector<table::DbEntry>& dbs, uint64_t index) {
   auto it = std::upper_bound(dbs.begin(), dbs.end(), index,
@@ -241,6 +248,18 @@ Status TableFetcher::stream(size_t count, const std::function<Range(size_t)>& pl
 }
 
 Status TableFetcher::reconnect(const Status& cause) {
+  // A table still being written that the server stopped serving never comes
+  // back: its snapshot broke off (the server then withdraws it) or a newer
+  // one replaced it. Reconnecting would only wait for the next snapshot.
+  if (known_ && !info_.complete() && epoch_gone(cause))
+    return Status::error("fetch table",
+                         "the sidecar stopped serving epoch " + std::to_string(info_.header.epoch) +
+                             " while it was being written, after " +
+                             std::to_string(info_.header.record_count) + " records (" +
+                             cause.reason() +
+                             "): its snapshot broke off or a newer one replaced it; run "
+                             "rdma-client again for the next snapshot")
+        .as(ErrorKind::kUnavailable);
   if (retries_left_ == 0) return cause.wrap("fetch table (no --retries left)");
   --retries_left_;
   log::warn(cause.message() + "; reconnecting (" + std::to_string(retries_left_) +

@@ -391,6 +391,28 @@ TEST_P(StreamedTable, BrokenSnapshotFailsAsUnavailableWithItsReason) {
   EXPECT_LE(f.records.size(), 1200u);
 }
 
+// The server withdraws a table that broke off (or replaces it with a newer
+// one): reads of it are "epoch gone", and reconnecting would only wait for
+// the next snapshot, which this fetch cannot use. It stops at once.
+TEST_P(StreamedTable, WithdrawnWhileWrittenStopsAtOnce) {
+  skip_unless_streamed();
+  growing_->grow_to(10);
+  harness_.publish(growing_->table());
+  auto reader = harness_.make_reader();
+  const auto t0 = Clock::now();
+  Fetched f = fetch(*reader, writer_, [&](TableFetcher&) {
+    // Withdrawn, with no table to go back to: a reconnect would wait.
+    grow_in_steps(2, [&] { harness_.publish(table_without_bytes(kEpoch + 1, nullptr)); });
+  });
+  ASSERT_TRUE(f.open.ok()) << f.open.message();
+  ASSERT_FALSE(f.run.ok());
+  EXPECT_EQ(f.run.kind(), ErrorKind::kUnavailable);
+  EXPECT_NE(f.run.message().find("stopped serving epoch 31 while it was being written"),
+            std::string::npos)
+      << f.run.message();
+  EXPECT_LT(seconds_since(t0), 4.0) << "it waited to reconnect";
+}
+
 TEST_P(StreamedTable, BrokenAtOpenFailsBeforeAnythingIsRead) {
   skip_unless_streamed();
   growing_->grow_to(10);
