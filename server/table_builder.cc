@@ -19,6 +19,10 @@ constexpr uint64_t kFirstRegionBytes = 2u << 20;
 
 uint64_t page_up(uint64_t n) { return (n + kPage - 1) / kPage * kPage; }
 
+// A streamed table's room for its DB directory, at the end of the heap's
+// room: enough for the most DBs a table may have (address space only).
+constexpr uint64_t kDbdirRoom = uint64_t{table::kMaxDbCount} * table::kDbEntrySize + kPage;
+
 static_assert(rdb::kLossKindCount <= table::kLossKinds);
 
 }  // namespace
@@ -160,11 +164,12 @@ std::byte* TableBuilder::next_slot() {
 }
 
 std::byte* TableBuilder::next_heap(uint64_t bytes) {
-  if (bytes > open_header_.heap_capacity - heap_used_) {
+  if (bytes > open_header_.heap_capacity - kDbdirRoom - heap_used_) {
     out_of_room_ = true;
-    error_ = Status::error("build table", "more heap bytes than the " +
-                                              std::to_string(open_header_.heap_capacity >> 20) +
-                                              " MiB reserved for them")
+    error_ = Status::error("build table",
+                           "more heap bytes than the " +
+                               std::to_string((open_header_.heap_capacity - kDbdirRoom) >> 20) +
+                               " MiB reserved for them")
                  .as(ErrorKind::kUnavailable);
     return nullptr;
   }
@@ -239,14 +244,14 @@ void TableBuilder::open_streamed() {
   const uint64_t factor = std::max<uint32_t>(plan_->room_factor, 1);
   const uint64_t slots = (keys + keys / 8 + 65536) * factor;
   const uint64_t heap = (std::max(plan_->bytes_hint, data_bytes_) * 2 + (256u << 20)) * factor;
-  if (Status s = table::plan_streamed(h, scripts_bytes, slots, heap); !s.ok()) {
+  // The DB directory goes after the heap at the end, inside the room the
+  // header publishes: the heap's room keeps space for the most DBs a table
+  // may have (next_heap stops short of it).
+  if (Status s = table::plan_streamed(h, scripts_bytes, slots, heap + kDbdirRoom); !s.ok()) {
     error_ = s;
     return;
   }
-  // The DB directory goes after the heap at the end: room for the most DBs
-  // a table may have.
-  const uint64_t dbdir_room = page_up(uint64_t{table::kMaxDbCount} * table::kDbEntrySize);
-  auto room = PageBuffer::reserve(h.total_size + dbdir_room);
+  auto room = PageBuffer::reserve(h.total_size);
   if (!room.ok()) {
     error_ = room.status();
     return;
@@ -320,8 +325,11 @@ Result<std::shared_ptr<Table>> TableBuilder::complete_streamed() {
   h.db_count = static_cast<uint32_t>(dbs_.size());
   table::plan_completion(h);
   std::byte* base = open_->bytes.data();
-  if (h.total_size > open_->bytes.size())
-    return Status::error("build table", "the DB directory does not fit the table's room");
+  if (h.total_size > open_header_.total_size) {  // next_heap keeps its room free
+    const Status s = Status::error("build table", "the DB directory does not fit the table's room");
+    abandon(s.message());
+    return s;
+  }
   for (size_t i = 0; i < dbs_.size(); ++i)
     table::encode_db_entry(dbs_[i], std::span<std::byte, table::kDbEntrySize>(
                                         base + h.dbdir_offset + i * table::kDbEntrySize,
