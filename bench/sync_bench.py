@@ -31,12 +31,14 @@ had to wait for (CLOCK_MONOTONIC, never CPU time).
                    --table-retain -1, so the table cannot be given back
                    between the run's syncs. Once it prints `ready table=none`:
                    first   one replica's rdma-client starts alone (t0). The
-                           server answers "snapshot pending", takes the
+                           server answers "snapshot pending" and takes the
                            master's full sync (--sidecar-source psync: the
-                           master forks), builds the table and prints
-                           `published`; the client, retrying (100 ms
-                           doubling to 1 s), then loads. Its figure: t0 to
-                           the client's exit = snapshot + load in series.
+                           master forks); over TCP it serves the table as
+                           soon as it is laid out (a streamed epoch) and the
+                           client, retrying (100 ms doubling to 1 s), loads
+                           while the RDB still streams in; over verbs the
+                           client loads once the table is complete. Its
+                           figure: t0 to the client's exit.
                    later   then, for each N of --replicas, N fresh replicas'
                            clients start at once on the same epoch (the table
                            held; each client's epoch= is checked): start to
