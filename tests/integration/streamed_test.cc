@@ -36,9 +36,10 @@ class StreamedTest : public SidecarTest {
   // A client of `server` loading `target` in the background.
   Process start_client(const SidecarServer& server, const RedisProcess& target,
                        std::vector<std::string> extra) {
-    std::vector<std::string> args = {client_binary(), sidecar_host(),
-                                     std::to_string(server.port()), "--redis", target.address(),
-                                     "--transport", test_transport()};
+    std::vector<std::string> args = {
+        client_binary(), sidecar_host(),   std::to_string(server.port()),
+        "--redis",       target.address(), "--transport",
+        test_transport()};
     args.insert(args.end(), extra.begin(), extra.end());
     return Process(args);
   }
@@ -95,8 +96,7 @@ TEST_F(StreamedTest, ABuildThatBreaksOffStopsItsClientWithTheReason) {
   EXPECT_EQ(client.wait(60s), exit_code::kUnavailable) << client.describe();
   EXPECT_NE(client.stdout_text().find("incomplete"), std::string::npos) << client.describe();
   EXPECT_NE(client.stderr_text().find("broke off"), std::string::npos) << client.describe();
-  EXPECT_NE(server.process().stderr_text().find("broke off while it was built"),
-            std::string::npos)
+  EXPECT_NE(server.process().stderr_text().find("broke off while it was built"), std::string::npos)
       << server.describe();
 }
 
