@@ -367,7 +367,7 @@ TEST(TableBuilder, AStreamedTableIsReadableAsItGrows) {
     if (opened && i % 1000 == 999) {
       const uint64_t now = prefix_ok(*opened);
       EXPECT_GE(now, seen);
-      EXPECT_GT(now + 2 * 256, static_cast<uint64_t>(i)) << "progress lags";
+      EXPECT_GT(now + uint64_t{2} * 256, static_cast<uint64_t>(i)) << "progress lags";
       seen = now;
       EXPECT_FALSE(opened->complete());
     }

@@ -150,7 +150,7 @@ TEST(TableHeader, AStreamedTableGrowsInsideItsRoomThenCompletes) {
   EXPECT_EQ(d->heap_capacity, 1u << 20);
 
   h.record_count = h.slot_count = 7;
-  h.slots_size = 7 * 128;
+  h.slots_size = uint64_t{7} * 128;
   h.heap_size = 4096;
   d = decode_header(encode(h), room);
   ASSERT_TRUE(d.ok()) << d.status().message();
@@ -184,7 +184,7 @@ TEST(TableHeader, RefusesAStreamedHeaderThatContradictsItself) {
   h.lossy = {};
   ASSERT_TRUE(plan_streamed(h, 0, 10, 8192).ok());
   h.record_count = h.slot_count = 2;
-  h.slots_size = 2 * 128;
+  h.slots_size = uint64_t{2} * 128;
   const std::vector<Corruption> cases = {
       {"more slots than room",
        [](auto& b) {
