@@ -181,7 +181,10 @@ TEST_F(VerbsRegistration, AClientGoneMidRegistrationLeavesNothingBehind) {
 // given at AUTH) is in flight. Grace 0: that epoch is gone when the
 // registration ends, B is told so, reconnects and gets the new one.
 TEST_F(VerbsRegistration, AnEpochGoneMidRegistrationIsToldAndTheClientMovesOn) {
-  limits_.test_registration_delay = 2000ms;
+  // Long enough that the new epoch is surely published while B's
+  // registration is still under way (with 2 s, a busy TCG guest once
+  // finished it first).
+  limits_.test_registration_delay = 6000ms;
   limits_.retire_grace = 0s;
   start();
   loop_->publish(big_table(220));
