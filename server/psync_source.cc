@@ -142,13 +142,14 @@ Result<SnapshotStats> PsyncSource::parse_rdb(MasterLink& link, const PsyncReply&
                                              TableBuilder& into, const std::atomic<bool>& stop,
                                              const rdb::Limits& limits, const SourceRole& role) {
   const auto t0 = Clock::now();
-  log::info("master " + master_.to_string() + " began a full resync: replid " + reply.replid +
-            " offset " + std::to_string(reply.offset) + "; parsing its RDB as it streams in");
   // The shard's slots as the master takes its snapshot (it forks for a
   // diskless sync after this answer, for a disk-based one an instant
   // before), and again once the RDB is in: the table carries them only if
-  // no slot moved in between.
+  // no slot moved in between. Read before the line below, which tests wait
+  // for to move a slot.
   const std::optional<SlotRanges> slots_before = read_shard_slots(master_, creds_);
+  log::info("master " + master_.to_string() + " began a full resync: replid " + reply.replid +
+            " offset " + std::to_string(reply.offset) + "; parsing its RDB as it streams in");
   // A streamed table carries the slots as of its start; a slot that moves
   // meanwhile fails the snapshot below.
   into.set_hash_slots(slots_before);
