@@ -3,6 +3,8 @@
 # directory and runs each for a bounded time, all at once, starting from a
 # copy of the checked-in corpus (tests/fuzz/corpus/<target>).
 # Usage: bash tests/fuzz/run.sh [seconds-per-target]     (default 60)
+# RRS_FUZZ_JOBS=N runs at most N at a time (default all): tests/run.sh runs
+# one, so the Soft-RoCE guest beside it keeps a core.
 # Exits non-zero if any fuzzer found a crash, a sanitizer error, a leak, a
 # hang (-timeout) or an allocation above -malloc_limit_mb; the input that did
 # it is printed and left in <build>/fuzz-work/<target>/artifacts/.
@@ -25,8 +27,14 @@ rm -rf "$work"
 # No input may allocate more than 64 MiB at once: the RDB fuzzer's limits
 # (rdb::Limits) and inputs (-max_len) keep honest allocations near 1 MiB.
 export UBSAN_OPTIONS=print_stacktrace=1
+jobs=${RRS_FUZZ_JOBS:-${#targets[@]}}
+echo "fuzz: running ${#targets[@]} fuzzers for ${secs}s each, $jobs at a time (logs: $work/<target>/log)" >&2
 pids=()
 for t in "${targets[@]}"; do
+  # Each fuzzer runs for exactly $secs: wait for the oldest one still running.
+  if [ ${#pids[@]} -ge "$jobs" ]; then
+    wait "${pids[$((${#pids[@]} - jobs))]}" || true
+  fi
   name=${t%%:*}
   dir="$work/$name"
   mkdir -p "$dir/corpus" "$dir/artifacts"
@@ -36,7 +44,6 @@ for t in "${targets[@]}"; do
     "$dir/corpus" >"$dir/log" 2>&1 &
   pids+=($!)
 done
-echo "fuzz: running ${#targets[@]} fuzzers for ${secs}s each (logs: $work/<target>/log)" >&2
 
 failed=0
 for i in "${!targets[@]}"; do
