@@ -162,8 +162,7 @@ class VerbsTableServer final : public TableServer {
   void withdraw_streamed(uint64_t next);
   // Under kPdPerClient an epoch is served once complete (each client would
   // register every prefix again in its own PD).
-  // Why `t` may not be served yet to clients on `device`, if it may not.
-  std::optional<Refusal> refuse_streamed(ibv_context* device, const Table& t);
+  std::optional<Refusal> refuse_streamed(ibv_context* device);
 
   event_base* base_;
   VerbsServerLimits limits_;
