@@ -7,8 +7,7 @@
 # The verbs half of the transport conformance suite, the per-client
 # protection and the hostile-peer tests, then the end-to-end tests
 # of the shipped binaries over verbs (RRS_TEST_TRANSPORT=verbs): every type,
-# TTLs, DBs, big values, digests equal; auth and the shared secret; clients
-# loading while the table is built;
+# TTLs, DBs, big values, digests equal; auth and the shared secret;
 # four clients at once; a sidecar killed mid-transfer (and --atomic); the
 # master and the target killed mid-transfer; psync tables; follow mode;
 # replica mode and handoff; the soak; the .deb installed and the demo run
@@ -42,10 +41,7 @@ run "$build/tests/transport/verbs_registration_test"
 # reader.
 run "$build/tests/transport/verbs_hostile_peer_test"
 run "$build/tests/transport/verbs_hostile_server_test"
-# A table read while it is written: growing registrations, each announced to
-# the reader, which never READs past one.
-run "$build/tests/transport/streamed_table_test" --gtest_filter='*/verbs'
-for t in sync_test auth_test streamed_test; do
+for t in sync_test auth_test; do
   run "$build/tests/integration/$t"
 done
 # The transport's half of the fault tests: clients at once, a sidecar killed
