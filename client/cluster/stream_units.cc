@@ -9,19 +9,11 @@
 namespace rrs {
 namespace {
 
-bool is(std::string_view arg, std::string_view name) { return lowercase(arg) == name; }
-
 Status refused(const StreamUnit& unit, const std::string& why) {
   return Status::error("apply the replication stream to the cluster",
                        unit.describe() + " ending at stream offset " + std::to_string(unit.end) +
                            " " + why + ". Stopping before it: the target holds the stream up to it")
       .as(ErrorKind::kRefused);
-}
-
-// Replication chatter that changes no data: nothing to send.
-bool replication_only(std::span<const std::string_view> args) {
-  return is(args[0], "ping") || is(args[0], "replconf") ||
-         (is(args[0], "select") && args.size() == 2 && args[1] == "0");
 }
 
 }  // namespace
@@ -49,47 +41,39 @@ std::string StreamUnit::wire(uint32_t& replies) const {
 Result<std::optional<StreamUnit>> UnitBuilder::add(std::span<const std::string_view> args,
                                                    uint64_t end) {
   if (args.empty()) return std::optional<StreamUnit>();
-  if (is(args[0], "multi")) {
-    if (in_block_)
-      return Status::error("apply the replication stream",
-                           "MULTI inside a MULTI block at stream offset " + std::to_string(end))
-          .as(ErrorKind::kBadData);
-    in_block_ = true;
-    block_ = StreamUnit{};
-    block_.transaction = true;
-    return std::optional<StreamUnit>();
-  }
-  if (in_block_ && is(args[0], "exec")) {
-    in_block_ = false;
-    block_.end = end;
-    if (block_.commands.empty()) block_.transaction = false;  // nothing to apply
-    return std::optional<StreamUnit>(std::move(block_));
-  }
   StreamUnit one;
   one.end = end;
-  if (replication_only(args)) {
-    if (in_block_) return std::optional<StreamUnit>();
-    return std::optional<StreamUnit>(std::move(one));
+  // SELECT 0 is the master selecting the one DB a cluster has: chatter.
+  const bool select_0 = is_command(args[0], "select") && args.size() == 2 && args[1] == "0";
+  if (!select_0) {
+    if (is_command(args[0], "select")) {
+      one.commands.emplace_back(args.begin(), args.end());
+      return refused(one, "switches to another DB; a cluster has only DB 0");
+    }
+    // A key migrating into this shard from another (MIGRATE sends it, and the
+    // other shard's stream DELs it once this is applied). Each shard's stream
+    // is followed on its own, so nothing orders that DEL after this on the
+    // target: applied in the other order, the key would be lost.
+    if (is_command(args[0], "restore-asking")) {
+      one.commands.emplace_back(args.begin(), args.end());
+      return refused(one, "moves a key into this source shard: the source cluster is being "
+                          "resharded, and its shards' streams cannot be kept in order across a "
+                          "slot migration. Follow again with --flush once the migration is done");
+    }
   }
-  if (is(args[0], "select")) {
-    one.commands.emplace_back(args.begin(), args.end());
-    return refused(one, "switches to another DB; a cluster has only DB 0");
+  if (select_0) return blocks_.open() ? std::optional<StreamUnit>() : std::optional(std::move(one));
+  RRS_ASSIGN_OR_RETURN(TransactionBlocks::Next next, blocks_.add(args, end));
+  switch (next) {
+    case TransactionBlocks::Next::kHeld: return std::optional<StreamUnit>();
+    case TransactionBlocks::Next::kChatter: break;
+    case TransactionBlocks::Next::kCommand:
+      one.commands.emplace_back(args.begin(), args.end());
+      break;
+    case TransactionBlocks::Next::kBlock:
+      one.commands = blocks_.take_block();
+      one.transaction = !one.commands.empty();  // an empty block applies nothing
+      break;
   }
-  // A key migrating into this shard from another (MIGRATE sends it, and the
-  // other shard's stream DELs it once this is applied). Each shard's stream
-  // is followed on its own, so nothing orders that DEL after this on the
-  // target: applied in the other order, the key would be lost.
-  if (is(args[0], "restore-asking")) {
-    one.commands.emplace_back(args.begin(), args.end());
-    return refused(one, "moves a key into this source shard: the source cluster is being "
-                        "resharded, and its shards' streams cannot be kept in order across a "
-                        "slot migration. Follow again with --flush once the migration is done");
-  }
-  if (in_block_) {
-    block_.commands.emplace_back(args.begin(), args.end());
-    return std::optional<StreamUnit>();
-  }
-  one.commands.emplace_back(args.begin(), args.end());
   return std::optional<StreamUnit>(std::move(one));
 }
 
@@ -98,7 +82,7 @@ Result<UnitRoute> route_unit(const StreamUnit& unit, CommandKeys& keys) {
   if (unit.commands.empty()) return route;
   // The source master emptied itself: its shard's slots, not the target.
   if (!unit.transaction &&
-      (is(unit.commands[0][0], "flushall") || is(unit.commands[0][0], "flushdb"))) {
+      (is_command(unit.commands[0][0], "flushall") || is_command(unit.commands[0][0], "flushdb"))) {
     route.where = UnitRoute::Where::kShardSlots;
     return route;
   }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "client/cluster/command_keys.h"
+#include "client/follow/transaction_blocks.h"
 
 namespace rrs {
 
@@ -44,11 +45,10 @@ class UnitBuilder {
   // Takes the next command, `end` the stream position after it: a finished
   // unit, or nullopt while a MULTI block is open.
   Result<std::optional<StreamUnit>> add(std::span<const std::string_view> args, uint64_t end);
-  bool in_block() const { return in_block_; }
+  bool in_block() const { return blocks_.open(); }
 
  private:
-  bool in_block_ = false;
-  StreamUnit block_;
+  TransactionBlocks blocks_;
 };
 
 struct UnitRoute {

@@ -1,19 +1,12 @@
 #include "client/follow/stream_applier.h"
 
-#include <strings.h>
-
 #include <charconv>
-#include <cstring>
 #include <optional>
 
 #include "client/client_metrics.h"
 
 namespace rrs {
 namespace {
-
-bool is(std::string_view arg, const char* name) {
-  return arg.size() == std::strlen(name) && strncasecmp(arg.data(), name, arg.size()) == 0;
-}
 
 std::string printable_name(std::string_view arg) {
   std::string out(arg.substr(0, 64));
@@ -24,7 +17,7 @@ std::string printable_name(std::string_view arg) {
 
 // The DB a SELECT switches to, if it is one.
 std::optional<uint32_t> selected_db(std::span<const std::string_view> args) {
-  if (args.size() != 2 || !is(args[0], "select")) return std::nullopt;
+  if (args.size() != 2 || !is_command(args[0], "select")) return std::nullopt;
   uint32_t db = 0;
   auto [p, ec] = std::from_chars(args[1].data(), args[1].data() + args[1].size(), db);
   if (ec != std::errc() || p != args[1].data() + args[1].size()) return std::nullopt;
@@ -55,40 +48,25 @@ void StreamApplier::queue(std::span<const std::string_view> args, uint64_t end, 
 
 Status StreamApplier::add(const resp::Command& cmd, uint64_t end) {
   const auto& args = cmd.args;
-  if (args.empty()) return {};
-  if (is(args[0], "ping") || is(args[0], "replconf")) {
-    // Not data: nothing is sent; it counts as applied once everything
-    // before it is.
-    if (!in_block_) in_flight_.push_back({"", end, Expect::kAny, sent_db_, 0});
-    return {};
+  RRS_ASSIGN_OR_RETURN(TransactionBlocks::Next next, blocks_.add(args, end));
+  switch (next) {
+    case TransactionBlocks::Next::kHeld: return {};
+    case TransactionBlocks::Next::kChatter:
+      // Nothing is sent; it counts as applied once everything before it is.
+      in_flight_.push_back({"", end, Expect::kAny, sent_db_, 0});
+      return {};
+    case TransactionBlocks::Next::kCommand: queue(args, end, Expect::kAny, 1); return {};
+    case TransactionBlocks::Next::kBlock: break;
   }
-  if (is(args[0], "multi")) {
-    if (in_block_)
-      return Status::error("apply the replication stream",
-                           "MULTI inside a MULTI block at stream offset " + std::to_string(end))
-          .as(ErrorKind::kBadData);
-    in_block_ = true;
-    block_.clear();
-    return {};
+  const std::vector<std::vector<std::string>> block = blocks_.take_block();
+  std::vector<std::string_view> views = {"MULTI"};
+  queue(views, end, Expect::kOk, 0);
+  for (const auto& queued : block) {
+    views.assign(queued.begin(), queued.end());
+    queue(views, end, Expect::kQueued, 0);
   }
-  if (!in_block_) {
-    queue(args, end, Expect::kAny, 1);
-    return {};
-  }
-  if (is(args[0], "exec")) {
-    std::vector<std::string_view> views = {"MULTI"};
-    queue(views, end, Expect::kOk, 0);
-    for (const auto& queued : block_) {
-      views.assign(queued.begin(), queued.end());
-      queue(views, end, Expect::kQueued, 0);
-    }
-    views.assign({"EXEC"});
-    queue(views, end, Expect::kExec, static_cast<uint32_t>(block_.size()));
-    in_block_ = false;
-    block_.clear();
-    return {};
-  }
-  block_.emplace_back(args.begin(), args.end());
+  views.assign({"EXEC"});
+  queue(views, end, Expect::kExec, static_cast<uint32_t>(block.size()));
   return {};
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "client/follow/transaction_blocks.h"
 #include "client/restore/ttl_guard.h"
 #include "common/redis/redis_client.h"
 #include "proto/resp_parser.h"
@@ -46,7 +47,7 @@ class StreamApplier {
   Result<uint64_t> restore_ttls(const TtlGuard& guard);
   uint64_t commands() const { return commands_; }
   uint32_t db() const { return db_; }
-  bool in_transaction() const { return in_block_; }
+  bool in_transaction() const { return blocks_.open(); }
 
  private:
   enum class Expect { kAny, kOk, kQueued, kExec };
@@ -72,10 +73,7 @@ class StreamApplier {
   uint32_t db_ = 0;              // the DB the target is at after what was applied
   uint32_t sent_db_ = 0;         // ... after what was sent
   std::vector<Sent> in_flight_;  // appended, in order; replies not yet read
-  // The open MULTI block: owned copies, since the parser's views die with
-  // the next feed.
-  bool in_block_ = false;
-  std::vector<std::vector<std::string>> block_;
+  TransactionBlocks blocks_;
 };
 
 }  // namespace rrs
