@@ -316,6 +316,16 @@ Status ClientSession::check_batch(std::span<const TableRead> batch, size_t outst
 
 // --- Connecting --------------------------------------------------------------
 
+namespace {
+
+// Whether `s` carries an ERROR the server sent (ClientSession::server_error),
+// not a local failure such as a timeout.
+bool server_refusal(const Status& s) {
+  return !s.ok() && s.message().find("rdma-server answered: ") != std::string::npos;
+}
+
+}  // namespace
+
 Status connect_with_backoff(Clock::time_point deadline, const ConnectAttempt& attempt) {
   constexpr auto kFirstBackoff = std::chrono::milliseconds(100);
   // A server that restarts is back within a second or so; waiting longer
@@ -327,8 +337,12 @@ Status connect_with_backoff(Clock::time_point deadline, const ConnectAttempt& at
   const auto waiting_since = Clock::now();
   auto next_note = waiting_since;
   auto backoff = kFirstBackoff;
+  // The server's last refusal ("server full", "not ready"): if the final try
+  // only times out, that refusal is still why the client got no table.
+  Status refusal;
   for (;;) {
     Status s = attempt(deadline);
+    if (server_refusal(s)) refusal = s;
     if (snapshot_pending(s)) {
       // The whole timeout from now, and the next pause on top of it.
       deadline = std::max(deadline, Clock::now() + timeout + kMaxBackoff);
@@ -339,8 +353,13 @@ Status connect_with_backoff(Clock::time_point deadline, const ConnectAttempt& at
         next_note = Clock::now() + kPendingNote;
       }
     }
-    if (s.ok() || s.kind() != ErrorKind::kUnavailable || Clock::now() + backoff >= deadline)
-      return s;
+    if (s.ok() || s.kind() != ErrorKind::kUnavailable) return s;
+    if (Clock::now() + backoff >= deadline) {
+      if (refusal.ok() || server_refusal(s)) return s;
+      return Status::error(refusal.step(),
+                           refusal.reason() + " (the last try: " + s.message() + ")")
+          .as(ErrorKind::kUnavailable);
+    }
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, kMaxBackoff);
   }

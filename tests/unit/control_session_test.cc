@@ -159,6 +159,23 @@ TEST(ControlSession, ConnectRetriesOnlyWhatMayPass) {
   EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(400));
 }
 
+// A full server, then a last try that only timed out (a loaded host): the
+// client says the server was full, the reason it got no table.
+TEST(ControlSession, ALastTryThatTimedOutKeepsTheServersRefusal) {
+  std::string e;
+  control::append_error(e, 0, {ErrorCode::kServerFull, "already serving 2 (--max-clients)"});
+  const Status full = ClientSession::server_error_frame(std::as_bytes(std::span(e)));
+  int tries = 0;
+  Status s = connect_with_backoff(
+      Clock::now() + std::chrono::milliseconds(250), [&](Clock::time_point) {
+        return ++tries == 1 ? full
+                            : Status::error("receive", "timed out").as(ErrorKind::kUnavailable);
+      });
+  EXPECT_EQ(s.kind(), ErrorKind::kUnavailable);
+  EXPECT_NE(s.message().find("--max-clients"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("the last try: receive: timed out"), std::string::npos) << s.message();
+}
+
 // A server taking a snapshot for us is waited for past the deadline: each
 // "snapshot pending" moves it on by the whole timeout, and the attempt is
 // given the moved deadline.
