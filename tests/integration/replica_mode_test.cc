@@ -223,14 +223,15 @@ TEST_F(ReplicaModeTest, HandoffContinuesWithAPartialResync) {
   // The sidecar's own full sync is counted by now.
   const SyncCounters before = sync_counters(master_);
   // Far more stream past the table than the handoff's slack (64 KiB), so the
-  // client must catch up from the change log first.
+  // client must catch up from the change log first. (A loaded TCG guest's
+  // writer made 100 KB in 30 s: the wait is long.)
   const uint64_t table_offset = field_u64(server.ready_fields(), "offset").value_or(0);
   ASSERT_TRUE(eventually(
       [&] {
         return std::stoull(master_.info_field("replication", "master_repl_offset")) >
                table_offset + (256 << 10);
       },
-      30s, kPoll))
+      120s, kPoll))
       << master_.info_field("replication", "master_repl_offset") << "\n"
       << server.ready_line();
 
