@@ -1,6 +1,5 @@
 #include "client/client_metrics.h"
 
-#include "client/sync/load_sink.h"
 #include "common/base/clock.h"
 
 namespace rrs {
@@ -45,6 +44,20 @@ ClientMetrics::ClientMetrics()
                           "table).")),
       reconnects(
           r().counter("rrs_client_reconnects_total", "Reconnects to the sidecar while following.")),
+      loaded_records(r().counter("rrs_client_loaded_records_total",
+                                 "Records (keys) the target took, counted when a sync ends.")),
+      loaded_bytes(r().counter("rrs_client_loaded_bytes_total",
+                               "Key and payload bytes the target took, counted when a sync "
+                               "ends.")),
+      failed_invalid(r().counters("rrs_client_failed_records_total",
+                                  "Records not loaded, by reason: invalid (failed validation) "
+                                  "or refused (by the target).",
+                                  {"reason"})
+                         .counter({"invalid"})),
+      failed_refused(
+          r().counters("rrs_client_failed_records_total", "", {"reason"}).counter({"refused"})),
+      skipped_expired(r().counter("rrs_client_skipped_expired_records_total",
+                                  "Records not loaded because their TTL had passed.")),
       follow_offset_(r().gauges("rrs_client_follow_offset_bytes",
                                 "The master's replication offset the target has been given, "
                                 "by sidecar followed.",
@@ -57,20 +70,6 @@ ClientMetrics::ClientMetrics()
                                      "How long the oldest unapplied change-log byte has waited, "
                                      "by sidecar followed.",
                                      {"source"})),
-      loaded_records_(r().counter("rrs_client_loaded_records_total",
-                                  "Records (keys) the target took, counted when a sync ends.")),
-      loaded_bytes_(r().counter("rrs_client_loaded_bytes_total",
-                                "Key and payload bytes the target took, counted when a sync "
-                                "ends.")),
-      failed_invalid_(r().counters("rrs_client_failed_records_total",
-                                   "Records not loaded, by reason: invalid (failed validation) "
-                                   "or refused (by the target).",
-                                   {"reason"})
-                          .counter({"invalid"})),
-      failed_refused_(
-          r().counters("rrs_client_failed_records_total", "", {"reason"}).counter({"refused"})),
-      skipped_expired_(r().counter("rrs_client_skipped_expired_records_total",
-                                   "Records not loaded because their TTL had passed.")),
       errors_(r().counters("rrs_client_errors_total",
                            "Failures logged, by kind (unavailable, bad_data, denied, refused, "
                            "usage, failed).",
@@ -91,15 +90,6 @@ ClientMetrics::ClientMetrics()
 ClientMetrics::FollowGauges ClientMetrics::follow(const std::string& source) {
   return {follow_offset_.gauge({source}), follow_lag_bytes_.gauge({source}),
           follow_lag_seconds_.gauge({source})};
-}
-
-void ClientMetrics::loaded(const LoadCounts& counts, uint64_t invalid) {
-  loaded_records_.add(counts.keys);
-  loaded_bytes_.add(counts.bytes);
-  failed_invalid_.add(invalid);
-  failed_refused_.add(counts.failed > invalid ? counts.failed - invalid : 0);
-  skipped_expired_.add(counts.skipped_expired);
-  syncs.add();
 }
 
 void ClientMetrics::failed(const Status& s) {

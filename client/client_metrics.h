@@ -14,8 +14,6 @@
 
 namespace rrs {
 
-struct LoadCounts;
-
 struct ClientMetrics {
   ClientMetrics();
 
@@ -43,9 +41,13 @@ struct ClientMetrics {
   metrics::Counter& resyncs;
   metrics::Counter& reconnects;
 
-  // A sync's end: what the target took, refused, and skipped; `invalid` of
-  // the failures were records that failed validation.
-  void loaded(const LoadCounts& counts, uint64_t invalid);
+  // A sync's end (sync/sync_driver.cc adds them): what the target took,
+  // what failed validation or the target refused, what had expired.
+  metrics::Counter& loaded_records;
+  metrics::Counter& loaded_bytes;
+  metrics::Counter& failed_invalid;
+  metrics::Counter& failed_refused;
+  metrics::Counter& skipped_expired;
   // A failure the client carries on after (a follower reconnects, a sync
   // starts over); the run's last ends it, and its metrics with it.
   void failed(const Status& s);
@@ -54,11 +56,6 @@ struct ClientMetrics {
   metrics::Family& follow_offset_;
   metrics::Family& follow_lag_bytes_;
   metrics::Family& follow_lag_seconds_;
-  metrics::Counter& loaded_records_;
-  metrics::Counter& loaded_bytes_;
-  metrics::Counter& failed_invalid_;
-  metrics::Counter& failed_refused_;
-  metrics::Counter& skipped_expired_;
   metrics::Family& errors_;
   metrics::Gauge& last_error_;
 };

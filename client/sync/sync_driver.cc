@@ -12,6 +12,18 @@
 namespace rrs {
 namespace {
 
+// A sync's end in the metrics: what the target took, refused, and skipped;
+// `invalid` of the failures were records that failed validation.
+void count_loaded(const LoadCounts& counts, uint64_t invalid) {
+  ClientMetrics& m = client_metrics();
+  m.loaded_records.add(counts.keys);
+  m.loaded_bytes.add(counts.bytes);
+  m.failed_invalid.add(invalid);
+  m.failed_refused.add(counts.failed > invalid ? counts.failed - invalid : 0);
+  m.skipped_expired.add(counts.skipped_expired);
+  m.syncs.add();
+}
+
 // The fetcher on a thread of its own; cancelled and joined at the latest
 // when this goes out of scope.
 class FetchThread {
@@ -207,7 +219,7 @@ Result<SyncedTable> run_sync(const ClientConfig& config, LoadSink& sink) {
   report.table_bytes = remote->fetcher->bytes_read();
   report.epoch = remote->info.header.epoch;
   report.fields = sink.summary_fields() + conversion.summary_fields();
-  if (sink.loads()) client_metrics().loaded(report.counts, remote->fetcher->failures().size());
+  if (sink.loads()) count_loaded(report.counts, remote->fetcher->failures().size());
   if (sink.loads())
     print_synced(report);
   else

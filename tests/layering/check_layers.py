@@ -2,10 +2,13 @@
 """Fails when a source file includes a layer it may not depend on.
 
 The layers, lowest first, and what each may include besides itself. A folder
-not named here belongs to its closest named parent. The CMake targets follow
-the same graph (one target per folder); this check keeps the includes honest
-where a target's link line alone would not (a header-only include needs no
-link). Usage: check_layers.py <source root>
+not named here belongs to its closest named parent; a layer may also be a
+file name without its extension (client/client_config: its .h and .cc). The
+common/ and proto/ CMake targets follow the same graph (one target per
+folder); the client's sub-folders are one target (rrs_client), so for them
+this check is the only guard. It keeps the includes honest where a target's
+link line alone would not (a header-only include needs no link).
+Usage: check_layers.py <source root>
 """
 import pathlib
 import re
@@ -23,6 +26,24 @@ TCP = "common/transport/tcp"
 VERBS = "common/transport/verbs"
 CLI = "common/cli"
 COMMON = [BASE, PROTO, NET, METRICS, REDIS, TABLE, AUTH, TRANSPORT, TCP, VERBS, CLI]
+
+# rdma-client, lowest first. Its options and its counters are what every
+# part reads or bumps (the fetcher counts bytes, sync/ counts the loaded
+# records, follow/ sets its lag), so they are the bottom, not the top; main.cc
+# (client/ itself) is the top. fetch/ reads the table; sync/ drives one full
+# sync into a LoadSink; restore/, replica/ (the two load paths) and verify/
+# build on sync/ and never on each other; follow/ syncs, then tails the log
+# into either load path's target; cluster/ runs restore and follow per shard.
+CLIENT_CONFIG = "client/client_config"
+CLIENT_METRICS = "client/client_metrics"
+FETCH = "client/fetch"
+SYNC = "client/sync"
+RESTORE = "client/restore"
+REPLICA = "client/replica"
+VERIFY = "client/verify"
+FOLLOW = "client/follow"
+CLUSTER = "client/cluster"
+CLIENT_BASE = COMMON + [CLIENT_CONFIG, CLIENT_METRICS]
 
 ALLOWED = {
     BASE: [],
@@ -43,9 +64,19 @@ ALLOWED = {
     # --huge-pages as table memory takes it (common/cli/huge_pages_flag.cc).
     CLI: [BASE, NET, PROTO, METRICS, TABLE],
     "server": COMMON,
-    "client": COMMON,
-    "bench": COMMON + ["server", "client"],
+    CLIENT_CONFIG: COMMON,
+    CLIENT_METRICS: COMMON,
+    FETCH: CLIENT_BASE,
+    SYNC: CLIENT_BASE + [FETCH],
+    RESTORE: CLIENT_BASE + [FETCH, SYNC],
+    REPLICA: CLIENT_BASE + [FETCH, SYNC],
+    VERIFY: CLIENT_BASE + [FETCH, SYNC],
+    FOLLOW: CLIENT_BASE + [FETCH, SYNC, RESTORE, REPLICA],
+    CLUSTER: CLIENT_BASE + [FETCH, SYNC, RESTORE, REPLICA, FOLLOW],
+    "client": CLIENT_BASE + [FETCH, SYNC, RESTORE, REPLICA, VERIFY, FOLLOW, CLUSTER],
 }
+ALLOWED["bench"] = COMMON + ["server"] + [layer for layer in ALLOWED if layer.startswith("client")]
+
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -53,7 +84,8 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 def layer_of(path):
     best = None
     for layer in ALLOWED:
-        if path == layer or path.startswith(layer + "/"):
+        if path == layer or path.startswith(layer + "/") or re.fullmatch(
+                re.escape(layer) + r"\.(h|cc)", path):
             if best is None or len(layer) > len(best):
                 best = layer
     return best
