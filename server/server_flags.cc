@@ -81,6 +81,7 @@ constexpr HelpText kText = {
 
 // Each entry: name, value, default, environment variable, brief (markdown,
 // one line), --help-all's text, common, setter.
+// NOLINTNEXTLINE(readability-function-size): a table, one entry per flag
 std::vector<Flag> server_flags(ServerConfig& c, std::string& master_flag) {
   return {
       {"--redis", "HOST:PORT", "127.0.0.1:6379", "",
