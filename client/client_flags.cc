@@ -426,7 +426,9 @@ std::vector<Flag> client_flags(ClientConfig& c) {
        "--verify: difference lines to print (default 10;\n"
        "all are counted)",
        false, set_number(0, UINT64_MAX, c.max_differences)},
-      {"--version", "", "", "", "as for rdma-server",
+      {"--version", "", "", "",
+       "the release and commit, the wire formats it speaks, the RDB versions it reads, and whether "
+       "this host has an active RDMA device",
        "the release and commit, the wire formats and RDB\n"
        "versions it speaks, whether verbs is available",
        true, set_true(c.version)},

@@ -69,6 +69,32 @@ std::string plain(std::string_view text) {
   return out;
 }
 
+// The short --help's line for a brief: its plain text up to the first "; "
+// outside parentheses, without the parentheses that only point at a page
+// of docs/ ("(operations.md)") or at the text above the table: the help has
+// neither.
+std::string one_line(std::string_view brief) {
+  const std::string text = plain(brief);
+  std::string out;
+  int depth = 0;
+  size_t group = std::string::npos;  // where the open top-level " (" began
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (depth == 0 && c == ';' && i + 1 < text.size() && text[i + 1] == ' ') break;
+    if (c == '(' && depth++ == 0) group = out.size();
+    out += c;
+    if (c == ')' && depth > 0 && --depth == 0 && group != std::string::npos) {
+      const std::string inside = out.substr(group + 1, out.size() - group - 2);
+      if (inside == "above" || inside.ends_with(".md") ||
+          inside.find(".md#") != std::string::npos) {
+        out.erase(group);
+        while (!out.empty() && out.back() == ' ') out.pop_back();
+      }
+    }
+  }
+  return out;
+}
+
 // `text` wrapped into the text column, after the head line's start.
 std::string wrap(const std::string& head, const std::string& text) {
   std::string out = head, line;
@@ -162,9 +188,8 @@ std::string render_help(HelpKind kind, const HelpText& text, const std::vector<F
            " --help-all, or man " + program + "):\n";
     for (const Flag& f : flags) {
       if (hidden(f) || documented_only(f) || !f.common) continue;
-      // One line each: the brief up to its first "; " (the rest is in --help-all).
-      std::string brief = plain(f.brief);
-      brief = brief.substr(0, brief.find("; "));
+      // One line each (the rest is in --help-all).
+      std::string brief = one_line(f.brief);
       if (*f.def != '\0') brief += std::string(" (default ") + f.def + ")";
       out += wrap(head_line(f), brief);
     }
