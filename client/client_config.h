@@ -8,6 +8,7 @@
 
 #include "common/base/log_line.h"
 #include "common/base/status.h"
+#include "common/cli/flag_table.h"
 #include "common/net/endpoint.h"
 #include "common/table/huge_pages.h"
 
@@ -121,8 +122,8 @@ struct ClientConfig {
   std::optional<Endpoint> metrics;
   // --log-format: stderr's lines as text or as one JSON object each.
   log::Format log_format = log::Format::kText;
-  bool help = false;
-  bool version = false;  // --version
+  HelpKind help = HelpKind::kNone;  // -h/--help, --help-all, --help-markdown
+  bool version = false;             // --version
 };
 
 inline constexpr const char* kClientAuthEnv = "RDMA_CLIENT_REDIS_AUTH";
@@ -130,6 +131,5 @@ inline constexpr const char* kMasterAuthEnv = "RDMA_CLIENT_MASTER_AUTH";
 inline constexpr const char* kSourceAuthEnv = "RDMA_CLIENT_SOURCE_AUTH";
 
 Result<ClientConfig> parse_client_args(int argc, char** argv);
-const char* client_usage();
 
 }  // namespace rrs

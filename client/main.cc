@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "client/client_config.h"
+#include "client/client_flags.h"
 #include "client/client_metrics.h"
 #include "client/cluster/cluster_follow.h"
 #include "client/cluster/cluster_sync.h"
@@ -65,8 +66,8 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     return exit_code::kUsage;
   }
   log::set_format(config->log_format);
-  if (config->help) {
-    std::fputs(client_usage(), stdout);
+  if (config->help != HelpKind::kNone) {
+    std::fputs(client_help(config->help).c_str(), stdout);
     return exit_code::kOk;
   }
   if (config->version) {

@@ -25,6 +25,7 @@
 #include "server/rdb_file_source.h"
 #include "server/scan_source.h"
 #include "server/server_config.h"
+#include "server/server_flags.h"
 #include "server/server_metrics.h"
 #include "server/test_hooks.h"
 
@@ -211,8 +212,8 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     return exit_code::kUsage;
   }
   log::set_format(config->log_format);
-  if (config->help) {
-    std::fputs(server_usage(), stdout);
+  if (config->help != HelpKind::kNone) {
+    std::fputs(server_help(config->help).c_str(), stdout);
     return exit_code::kOk;
   }
   if (config->version) {

@@ -8,6 +8,7 @@
 
 #include "common/base/log_line.h"
 #include "common/base/status.h"
+#include "common/cli/flag_table.h"
 #include "common/net/endpoint.h"
 #include "common/table/huge_pages.h"
 
@@ -76,14 +77,13 @@ struct ServerConfig {
   std::optional<Endpoint> metrics;
   // --log-format: stderr's lines as text or as one JSON object each.
   log::Format log_format = log::Format::kText;
-  bool help = false;
-  bool version = false;  // --version
+  HelpKind help = HelpKind::kNone;  // -h/--help, --help-all, --help-markdown
+  bool version = false;             // --version
 };
 
 inline constexpr const char* kServerAuthEnv = "RDMA_SERVER_REDIS_AUTH";
 
 // Parses argv; a failure's reason is the message to print before the usage.
 Result<ServerConfig> parse_server_args(int argc, char** argv);
-const char* server_usage();
 
 }  // namespace rrs

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Writes a man page (section 1) from a program's --help text, verbatim:
+# Writes a man page (section 1) from a program's --help-all text, verbatim:
 #   make-man.sh PROGRAM "one-line summary" OUT.1
 # NAME is the program and the summary; SYNOPSIS the "Usage:" lines; every
 # "Word:" line alone at the left margin (Options:) starts a section; the
@@ -14,7 +14,7 @@ set -euo pipefail
 [ $# -eq 3 ] || { echo "usage: make-man.sh PROGRAM SUMMARY OUT" >&2; exit 2; }
 prog=$1 summary=$2 out=$3
 name=$(basename "$prog")
-help=$("$prog" --help)
+help=$("$prog" --help-all)
 version=$("$prog" --version | head -n 1 | sed 's/ (.*//')  # "rdma-server 0.1.0"
 # Reproducible: the date of SOURCE_DATE_EPOCH when set (as Debian builds do).
 date=$(date -u -d "@${SOURCE_DATE_EPOCH:-$(date +%s)}" +%Y-%m-%d)
@@ -24,7 +24,7 @@ esc() {  # roff-escape stdin: backslashes, hyphens (so flags copy as ASCII), lea
 }
 
 {
-  printf '.\\" Generated from "%s --help" by contrib/man/make-man.sh; do not edit.\n' "$name"
+  printf '.\\" Generated from "%s --help-all" by contrib/man/make-man.sh; do not edit.\n' "$name"
   printf '.TH %s 1 "%s" "%s" "User Commands"\n' "$(tr '[:lower:]' '[:upper:]' <<<"$name")" \
     "$date" "$(esc <<<"$version")"
   printf '.SH NAME\n%s \\- %s\n' "$(esc <<<"$name")" "$(esc <<<"$summary")"
