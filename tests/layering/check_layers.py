@@ -35,6 +35,7 @@ COMMON = [BASE, PROTO, NET, METRICS, REDIS, TABLE, AUTH, TRANSPORT, TCP, VERBS, 
 # build on sync/ and never on each other; follow/ syncs, then tails the log
 # into either load path's target; cluster/ runs restore and follow per shard.
 CLIENT_CONFIG = "client/client_config"
+CLIENT_FLAGS = "client/client_flags"  # the options' table; config checks across them
 CLIENT_METRICS = "client/client_metrics"
 FETCH = "client/fetch"
 SYNC = "client/sync"
@@ -43,7 +44,7 @@ REPLICA = "client/replica"
 VERIFY = "client/verify"
 FOLLOW = "client/follow"
 CLUSTER = "client/cluster"
-CLIENT_BASE = COMMON + [CLIENT_CONFIG, CLIENT_METRICS]
+CLIENT_BASE = COMMON + [CLIENT_CONFIG, CLIENT_FLAGS, CLIENT_METRICS]
 
 ALLOWED = {
     BASE: [],
@@ -60,11 +61,12 @@ ALLOWED = {
     TCP: [BASE, PROTO, TABLE, NET, AUTH, TRANSPORT, METRICS],
     VERBS: [BASE, PROTO, TABLE, NET, AUTH, TRANSPORT, METRICS],
     # --version names the wire formats and RDB versions (common/cli/version.cc);
-    # --metrics is parsed as the endpoint reads it (common/cli/metrics_flag.cc),
-    # --huge-pages as table memory takes it (common/cli/huge_pages_flag.cc).
+    # --metrics is parsed as the endpoint reads it, --huge-pages as table
+    # memory takes it (common/cli/shared_flags.cc).
     CLI: [BASE, NET, PROTO, METRICS, TABLE],
     "server": COMMON,
-    CLIENT_CONFIG: COMMON,
+    CLIENT_CONFIG: COMMON + [CLIENT_FLAGS],
+    CLIENT_FLAGS: COMMON + [CLIENT_CONFIG],
     CLIENT_METRICS: COMMON,
     FETCH: CLIENT_BASE,
     SYNC: CLIENT_BASE + [FETCH],
