@@ -104,7 +104,7 @@ host_lane() {
 vm_lane() {
   step "Soft-RoCE suite"
   bash tests/vm/install-vm-deps.sh
-  bash tests/vm/run-in-vm.sh --timeout 3000 -- bash tests/vm/verbs-suite.sh "$build"
+  bash tests/vm/run-in-vm.sh --timeout 3600 -- bash tests/vm/verbs-suite.sh "$build"
   step "VM lane passed"
 }
 
