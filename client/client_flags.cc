@@ -258,11 +258,13 @@ std::vector<Flag> client_flags(ClientConfig& c) {
       {"--in-flight", "N", "8", "", "reads outstanding at once (the server grants at most 16)",
        "reads outstanding at once (default 8)", false, set_number(1, 1024, c.in_flight)},
       {"--retries", "N", "3", "",
-       "reconnects after a lost connection; the sync resumes where it stopped if the epoch is "
-       "still served",
+       "reconnects after a lost connection: the sync resumes if the epoch is still served, else "
+       "starts over on the new one",
        "reconnects after a lost connection (default 3); the\n"
        "sync resumes where it stopped if the server still\n"
-       "serves the same epoch",
+       "serves the same epoch, else starts over on the new\n"
+       "one (a partial copy is flushed first; with --merge\n"
+       "it stops instead: exit 3)",
        false, set_number(0, 1000, c.retries)},
       {"--transport", "auto|tcp|verbs", "auto", "",
        "auto: verbs when a local RDMA device reaches the server and it accepts RDMA, else TCP; the "

@@ -37,16 +37,25 @@ void log_table(const table::Header& h, const table::Scripts& scripts) {
 
 Result<std::unique_ptr<RemoteTable>> open_remote_table(const ClientConfig& config,
                                                        Clock::time_point t0) {
-  auto t = std::make_unique<RemoteTable>();
-  auto reader = connect_transport(config, t0 + config.connect_timeout);
-  if (!reader.ok()) return reader.status();
-  t->reader = std::move(*reader);
-  t->fetcher = std::make_unique<TableFetcher>(*t->reader, fetch_options(config), t->queue);
-  auto info = t->fetcher->open();
-  if (!info.ok()) return info.status();
-  t->info = std::move(*info);
-  log_table(t->info.header, t->info.scripts);
-  return t;
+  for (uint32_t restarts = 0;; ++restarts) {
+    auto t = std::make_unique<RemoteTable>();
+    auto reader = connect_transport(config,
+                                    (restarts ? Clock::now() : t0) + config.connect_timeout);
+    if (!reader.ok()) return reader.status();
+    t->reader = std::move(*reader);
+    t->fetcher = std::make_unique<TableFetcher>(*t->reader, fetch_options(config), t->queue);
+    auto info = t->fetcher->open();
+    if (!info.ok()) {
+      // Replaced while its header was read: nothing of it was used yet.
+      const std::optional<uint64_t> next = t->fetcher->replaced_by();
+      if (!next || restarts >= config.retries) return info.status();
+      log::warn(info.status().message() + "; opening epoch " + std::to_string(*next) + " instead");
+      continue;
+    }
+    t->info = std::move(*info);
+    log_table(t->info.header, t->info.scripts);
+    return t;
+  }
 }
 
 }  // namespace rrs

@@ -260,14 +260,15 @@ Status TableFetcher::reconnect(const Status& cause) {
   const uint64_t was = reader_.descriptor().epoch;
   RRS_RETURN_IF_ERROR(
       reader_.connect(Clock::now() + opts_.reconnect_timeout).wrap("reconnect to rdma-server"));
-  uint64_t epoch = reader_.descriptor().epoch;
-  if (epoch != was)
-    return Status::error("resume the sync",
-                         "the server now serves epoch " + std::to_string(epoch) + ", not " +
-                             std::to_string(was) +
-                             "; what was loaded so far is from the old snapshot: run the client "
-                             "again with --flush to load the new one")
+  const uint64_t epoch = reader_.descriptor().epoch;
+  if (epoch != was) {
+    replaced_by_ = epoch;
+    return Status::error("resume the sync", "the server now serves epoch " + std::to_string(epoch) +
+                                                ", not " + std::to_string(was) +
+                                                " (the sidecar restarted or "
+                                                "took a newer snapshot)")
         .as(ErrorKind::kUnavailable);
+  }
   log::info("reconnected; resuming epoch " + std::to_string(epoch));
   return {};
 }

@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "client/fetch/buffer_pool.h"
@@ -89,6 +90,11 @@ class TableFetcher {
   // (pass 3), whether or not they validated then. After run().
   uint64_t rereads() const { return rereads_; }
   uint64_t bytes_read() const { return bytes_read_.load(std::memory_order_relaxed); }
+  // After open() or run() failed: the epoch the server serves instead of
+  // the one being read, when that is why (a reconnect found the sidecar
+  // restarted, or a newer snapshot in its place). Nothing of the old epoch
+  // can be resumed, but a sync can start over on the new one.
+  std::optional<uint64_t> replaced_by() const { return replaced_by_; }
 
  private:
   struct Range {
@@ -164,6 +170,7 @@ class TableFetcher {
   std::atomic<uint64_t> bytes_read_{0};
   std::atomic<bool> cancelled_{false};
   uint32_t retries_left_ = 0;
+  std::optional<uint64_t> replaced_by_;
 };
 
 }  // namespace rrs

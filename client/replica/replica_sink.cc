@@ -116,6 +116,20 @@ void ReplicaSink::abandon(const Status&, uint64_t, double) {
              "log and INFO keyspace say what it holds now");
 }
 
+Status ReplicaSink::start_over() {
+  if (link_) link_->close();
+  if (attached_ && !target_->detach())
+    return Status::error("start over", "the target could not be detached (REPLICAOF NO ONE "
+                                       "failed: is it down?)");
+  info_ = nullptr;
+  link_.reset();
+  rdb_.reset();
+  check_each_db_ = false;
+  db_checked_ = -1;
+  attached_ = false;
+  return {};
+}
+
 LoadCounts ReplicaSink::counts() const {
   LoadCounts c;
   if (rdb_) {

@@ -35,6 +35,9 @@ class ReplicaSink : public LoadSink {
   Status take_failures(const std::vector<RecordFailure>& failures) override;
   Status finish() override;
   void abandon(const Status& why, uint64_t invalid_records, double seconds) override;
+  // Closes the link and detaches the target, which drops the transfer and
+  // keeps what it held; the next attempt makes it a replica again.
+  Status start_over() override;
   LoadCounts counts() const override;
   std::string summary_fields() const override;
 

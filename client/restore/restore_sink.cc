@@ -51,7 +51,11 @@ Status RestoreSink::prepare(const TableInfo& info) {
                                                  config_.policy));
   }
   stage_ = Stage::kPreparing;
-  RRS_RETURN_IF_ERROR(loader_->prepare(info, config_.policy, staging_.has_value()));
+  const TargetPolicy policy = flush_first_ ? TargetPolicy::kFlush : config_.policy;
+  if (flush_first_ && config_.policy != TargetPolicy::kFlush)
+    log::warn("flushing the target: it holds part of an older epoch's table, loaded by this "
+              "sync into a target that was empty");
+  RRS_RETURN_IF_ERROR(loader_->prepare(info, policy, staging_.has_value()));
   if (staging_) {
     stage_ = Stage::kStaging;
     RRS_RETURN_IF_ERROR(staging_->prepare(info, loader_->target()));
@@ -157,6 +161,24 @@ void RestoreSink::abandon(const Status&, uint64_t invalid_records, double second
   // invalid_records counts the fetcher's failures whether or not
   // take_failures() has copied them into invalid_ yet.
   report_incomplete(loader_->stats().failed + invalid_records, left, seconds);
+}
+
+Status RestoreSink::start_over() {
+  const bool partial = stage_ != Stage::kPlanning && !staging_ && loader_->touched();
+  if (partial && config_.policy == TargetPolicy::kMerge)
+    return Status::error("start over",
+                         "the target holds part of the old epoch's table, loaded with --merge on "
+                         "top of its own keys, which cannot be taken out again");
+  if (staging_ && stage_ != Stage::kPlanning)
+    RRS_RETURN_IF_ERROR(staging_->discard(loader_->client_id()).wrap("start over"));
+  flush_first_ = flush_first_ || partial;
+  stage_ = Stage::kPlanning;
+  info_ = nullptr;
+  loader_.reset();  // its pipeline is drained; connect() opens a new one
+  staging_.reset();
+  invalid_.clear();
+  swap_trouble_ = {};
+  return {};
 }
 
 // Says exactly what the target was given, on stderr and in an `incomplete`

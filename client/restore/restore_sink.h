@@ -29,6 +29,9 @@ class RestoreSink : public LoadSink {
   Status finish() override;
   Status verdict() const override;
   void abandon(const Status& why, uint64_t invalid_records, double seconds) override;
+  // Staging DBs are discarded; a partial plain load is flushed by the next
+  // attempt unless it was loaded with --merge (that cannot be undone).
+  Status start_over() override;
   LoadCounts counts() const override;
   std::string summary_fields() const override;
   // --follow: the keys restored with a guard TTL (restore_loader.h).
@@ -55,6 +58,9 @@ class RestoreSink : public LoadSink {
   std::optional<Staging> staging_;
   std::vector<RecordFailure> invalid_;
   Status swap_trouble_;  // the swap ran, but part of its transaction failed
+  // An earlier attempt left part of an older epoch in the target, which
+  // was empty or --flush: the next prepare() flushes it.
+  bool flush_first_ = false;
 };
 
 }  // namespace rrs

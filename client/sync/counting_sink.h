@@ -16,6 +16,10 @@ class CountingSink : public LoadSink {
   Status finish() override { return {}; }
   Status verdict() const override;
   void abandon(const Status&, uint64_t, double) override {}
+  Status start_over() override {
+    counts_ = {};
+    return {};
+  }
   LoadCounts counts() const override { return counts_; }
   bool loads() const override { return false; }
 

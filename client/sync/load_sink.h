@@ -10,7 +10,9 @@
 // The driver calls, in order: connect, target, (waits for the whole table
 // if the sink needs it), check, (fetch thread starts),
 // prepare, load per batch, drain, take_failures, finish, verdict; abandon after any
-// failure from prepare to finish. A new load path is a new sink, not a new driver.
+// failure from prepare to finish. When the failure was the sidecar replacing
+// the epoch, start_over instead, and all again from connect. A new load path
+// is a new sink, not a new driver.
 // Where the target does not read the master's RDB version, the sink is
 // handed the table and records already converted (sync/conversion.h).
 #pragma once
@@ -77,6 +79,16 @@ class LoadSink {
   // names (detached, staging flushed, ...) and says what it holds.
   // `invalid_records`: records that had failed validation by then.
   virtual void abandon(const Status& why, uint64_t invalid_records, double seconds) = 0;
+  // After a failure because the sidecar replaced the epoch being read (it
+  // restarted, or took a newer snapshot): undoes what this attempt did to
+  // the target, so that the driver can run the sync again from connect() on
+  // the new epoch; or says why it cannot, changing nothing (the driver then
+  // calls abandon()).
+  virtual Status start_over() {
+    return Status::error(
+        "start over",
+        "this load path cannot start a sync over on a new epoch; run the client again");
+  }
 
   virtual LoadCounts counts() const = 0;
   // Fields of this load path's own for the summary line, " name=value" each.

@@ -180,12 +180,26 @@ Status wait_if_needed(RemoteTable& remote, Conversion& conversion, const LoadSin
   return {};
 }
 
-}  // namespace
-
-Result<SyncedTable> run_sync(const ClientConfig& config, LoadSink& sink) {
-  const auto t0 = Clock::now();
+// One attempt at the sync, from connect to verdict. When it fails because
+// the sidecar replaced the epoch and the sink could undo what it did, it
+// sets `again` instead of abandoning the target (when `may_start_over`).
+Result<SyncedTable> sync_once(const ClientConfig& config, LoadSink& sink, Clock::time_point t0,
+                              bool may_start_over, bool& again) {
+  again = false;
   RRS_RETURN_IF_ERROR(sink.connect());
   RRS_ASSIGN_OR_RETURN(std::unique_ptr<RemoteTable> remote, open_remote_table(config, t0));
+  // Before the sink prepared the target nothing needs undoing; after it,
+  // the sink decides whether it can.
+  const auto replaced = [&](const Status& s) {
+    const std::optional<uint64_t> next = remote->fetcher->replaced_by();
+    if (!next || !may_start_over) return false;
+    if (Status undone = sink.start_over(); !undone.ok()) {
+      log::warn(undone.message());
+      return false;
+    }
+    log::warn(s.message() + "; starting over on epoch " + std::to_string(*next));
+    return again = true;
+  };
   if (sink.loads()) RRS_RETURN_IF_ERROR(check_nothing_dropped(config, remote->info.header));
   RRS_RETURN_IF_ERROR(check_file_history(config, remote->info.header));
   // A target that does not read the master's RDB version gets the table
@@ -193,7 +207,10 @@ Result<SyncedTable> run_sync(const ClientConfig& config, LoadSink& sink) {
   RRS_ASSIGN_OR_RETURN(Conversion conversion,
                        Conversion::plan(config, remote->info, sink.target()));
   const Dropped at_open(remote->info.header);
-  RRS_RETURN_IF_ERROR(wait_if_needed(*remote, conversion, sink));
+  if (Status s = wait_if_needed(*remote, conversion, sink); !s.ok()) {
+    (void)replaced(s);
+    return s;
+  }
   if (sink.loads() && Dropped(remote->info.header) != at_open)
     RRS_RETURN_IF_ERROR(check_nothing_dropped(config, remote->info.header));
   RRS_RETURN_IF_ERROR(conversion.check_losses(*remote->fetcher));
@@ -205,7 +222,8 @@ Result<SyncedTable> run_sync(const ClientConfig& config, LoadSink& sink) {
   const auto t_fetch = Clock::now();
   FetchThread fetch(*remote->fetcher);
   if (Status s = load_everything(config, *remote, fetch, conversion, sink); !s.ok()) {
-    fetch.stop();                   // after it, the fetcher's failures and table may be read
+    fetch.stop();  // after it, the fetcher's failures and table may be read
+    if (replaced(s)) return s;
     catch_up(*remote, conversion);  // what abandon() reports counts the records known
     sink.abandon(s, remote->fetcher->failures().size(), seconds_since(t0));
     return s;
@@ -226,6 +244,19 @@ Result<SyncedTable> run_sync(const ClientConfig& config, LoadSink& sink) {
     print_fetched(report);
   RRS_RETURN_IF_ERROR(sink.verdict());
   return SyncedTable{std::move(remote->reader), remote->info.header};
+}
+
+}  // namespace
+
+Result<SyncedTable> run_sync(const ClientConfig& config, LoadSink& sink) {
+  // The time reported is what the user waited, every attempt included.
+  const auto t0 = Clock::now();
+  for (uint32_t restarts = 0;; ++restarts) {
+    // Each start over takes one of --retries.
+    bool again = false;
+    Result<SyncedTable> synced = sync_once(config, sink, t0, restarts < config.retries, again);
+    if (!again) return synced;
+  }
 }
 
 }  // namespace rrs

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <optional>
 #include <thread>
 
 #include "common/cli/exit_codes.h"
@@ -86,6 +87,53 @@ TEST_F(FaultTest, ServerKilledMidTransferIsReportedNotHung) {
   EXPECT_EQ(code, 3) << client.describe();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30)) << client.describe();
   EXPECT_NE(client.stderr_text().find("reconnect"), std::string::npos) << client.describe();
+}
+
+// The same kill, and a sidecar started again on its port: it serves a new
+// epoch, which the reconnecting client cannot resume. It starts over on it
+// instead, flushing the part of the old one it loaded (the target was empty
+// when it began), and ends equal.
+TEST_F(FaultTest, ServerRestartedMidTransferIsStartedOverOnItsNewEpoch) {
+  fill_strings(master_, 0, "k:", 25000, 1000);
+  master_.run({"EVAL",
+               "for _, k in ipairs(redis.call('KEYS', 'k:*')) do "
+               "redis.call('PEXPIRE', k, 3600000) end",
+               "0"});
+  RedisProcess replica;
+  ASSERT_TRUE(replica.started()) << replica.start_error();
+  std::optional<SidecarServer> server(std::in_place, master_.address());
+  ASSERT_TRUE(server->wait_ready()) << server->describe();
+  const std::string port = std::to_string(server->port());
+
+  replica.run({"CLIENT", "PAUSE", "20000", "WRITE"});
+  std::vector<std::string> args = {client_binary(),
+                                   sidecar_host(),
+                                   port,
+                                   "--redis",
+                                   replica.address(),
+                                   "--transport",
+                                   test_transport(),
+                                   "--chunk-size",
+                                   "64k",
+                                   "--in-flight",
+                                   "2"};
+  Process client(args);
+  ASSERT_TRUE(
+      client.wait_for_line("table epoch", std::chrono::seconds(30), Process::Stream::kStderr))
+      << client.describe();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // read-ahead fills up
+  server->process().signal(SIGKILL);
+  server.reset();
+  replica.run({"CLIENT", "UNPAUSE"});
+  server.emplace(master_.address(), std::vector<std::string>{"--port", port});
+  ASSERT_TRUE(server->wait_ready()) << server->describe();
+
+  EXPECT_EQ(client.wait(std::chrono::seconds(120)), 0) << client.describe() << server->describe();
+  EXPECT_NE(client.stderr_text().find("starting over on epoch"), std::string::npos)
+      << client.describe();
+  EXPECT_NE(client.stderr_text().find("flushing the target"), std::string::npos)
+      << client.describe();
+  EXPECT_EQ(replica.digest(), master_.digest()) << client.describe();
 }
 
 // A byte of the table flipped after its CRC was taken (the sidecar's test

@@ -5,7 +5,10 @@
 // always ahead of the build and must wait at its watermark.
 #include <gtest/gtest.h>
 
+#include <csignal>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "common/cli/exit_codes.h"
 #include "tests/support/dataset.h"
@@ -29,8 +32,19 @@ class StreamedTest : public SidecarTest {
 
   // rdma-server beside master_: the first snapshot on demand, at once.
   SidecarServer on_demand() {
-    return SidecarServer(master_.address(), {"--source", "psync", "--snapshot-delay", "0"}, {},
-                         FirstSnapshot::kOnDemand);
+    return SidecarServer(master_.address(), kOnDemandFlags, {}, FirstSnapshot::kOnDemand);
+  }
+
+  // Kills `server` and starts another on its port, which takes a snapshot
+  // of its own (a new epoch) for the clients that reconnect.
+  void restart(std::optional<SidecarServer>& server) {
+    const std::string port = std::to_string(server->port());
+    server->process().signal(SIGKILL);
+    server.reset();
+    std::vector<std::string> flags = kOnDemandFlags;
+    flags.insert(flags.end(), {"--port", port});
+    server.emplace(master_.address(), flags, Process::Env{}, FirstSnapshot::kOnDemand);
+    ASSERT_TRUE(server->wait_ready()) << server->describe();
   }
 
   // A client of `server` loading `target` in the background.
@@ -44,6 +58,7 @@ class StreamedTest : public SidecarTest {
     return Process(args);
   }
 
+  const std::vector<std::string> kOnDemandFlags = {"--source", "psync", "--snapshot-delay", "0"};
   RedisProcess master_;
 };
 
@@ -98,6 +113,58 @@ TEST_F(StreamedTest, ABuildThatBreaksOffStopsItsClientWithTheReason) {
   EXPECT_NE(client.stderr_text().find("broke off"), std::string::npos) << client.describe();
   EXPECT_NE(server.process().stderr_text().find("broke off while it was built"), std::string::npos)
       << server.describe();
+}
+
+// The sidecar killed and started again while its clients read a table still
+// being built: the new one serves a new epoch, and each client starts over
+// on it (restore mode flushes the part it loaded, replica mode detaches its
+// target and streams it a whole RDB again) and ends equal, exit 0.
+TEST_F(StreamedTest, ClientsStartOverWhenTheSidecarRestartsMidBuild) {
+  fill_strings(master_, 0, "k:", 10000, 100);
+  master_.run({"CONFIG", "SET", "rdb-key-save-delay", "1000"});  // ~10 s of RDB
+  std::optional<SidecarServer> server(on_demand());
+  ASSERT_TRUE(server->wait_ready()) << server->describe();
+  RedisProcess a, b;
+  ASSERT_TRUE(a.started()) << a.start_error();
+  ASSERT_TRUE(b.started()) << b.start_error();
+  Process restore = start_client(*server, a, {"--mode", "restore"});
+  Process replica = start_client(*server, b, {"--mode", "replica"});
+  for (Process* c : {&restore, &replica})
+    ASSERT_TRUE(c->wait_for_line("table epoch", 60s, Process::Stream::kStderr)) << c->describe();
+  std::this_thread::sleep_for(1500ms);  // part of the table loaded
+  master_.run({"CONFIG", "SET", "rdb-key-save-delay", "0"});
+  restart(server);
+  EXPECT_EQ(restore.wait(120s), 0) << restore.describe() << server->describe();
+  EXPECT_EQ(replica.wait(120s), 0) << replica.describe() << server->describe();
+  for (Process* c : {&restore, &replica})
+    EXPECT_NE(c->stderr_text().find("starting over on epoch"), std::string::npos) << c->describe();
+  EXPECT_NE(restore.stderr_text().find("flushing the target"), std::string::npos)
+      << restore.describe();
+  EXPECT_EQ(a.digest(), master_.digest()) << restore.describe();
+  EXPECT_EQ(b.digest(), master_.digest()) << replica.describe();
+}
+
+// With --merge the keys loaded from the old epoch cannot be told from the
+// target's own: the client stops with the incomplete line (exit 3) instead.
+TEST_F(StreamedTest, AMergeCannotStartOver) {
+  fill_strings(master_, 0, "k:", 10000, 100);
+  master_.run({"CONFIG", "SET", "rdb-key-save-delay", "1000"});
+  std::optional<SidecarServer> server(on_demand());
+  ASSERT_TRUE(server->wait_ready()) << server->describe();
+  RedisProcess target;
+  ASSERT_TRUE(target.started()) << target.start_error();
+  target.run({"SET", "own", "key"});
+  Process client = start_client(*server, target, {"--merge"});
+  ASSERT_TRUE(client.wait_for_line("table epoch", 60s, Process::Stream::kStderr))
+      << client.describe();
+  std::this_thread::sleep_for(1500ms);
+  master_.run({"CONFIG", "SET", "rdb-key-save-delay", "0"});
+  restart(server);
+  EXPECT_EQ(client.wait(120s), exit_code::kUnavailable) << client.describe();
+  EXPECT_NE(client.stderr_text().find("cannot be taken out again"), std::string::npos)
+      << client.describe();
+  EXPECT_NE(client.stdout_text().find("incomplete"), std::string::npos) << client.describe();
+  EXPECT_EQ(target.command({"GET", "own"})->str, std::string("key"));
 }
 
 }  // namespace

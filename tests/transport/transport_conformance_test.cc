@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -100,6 +101,7 @@ struct Fetched {
   std::vector<Record> records;
   std::vector<std::shared_ptr<void>> keep;
   std::vector<RecordFailure> failures;
+  std::optional<uint64_t> replaced_by;
 };
 
 // Fetches a whole table; `after_first_batch` runs once, when the first batch
@@ -141,6 +143,7 @@ Fetched fetch(TableReader& reader, uint32_t chunk = 1u << 20,
   }
   t.join();
   f.failures = fetcher.failures();
+  f.replaced_by = fetcher.replaced_by();
   return f;
 }
 
@@ -193,6 +196,24 @@ TEST_P(TransportConformance, ResumesAfterALostConnectionWithoutLosingOrRepeating
   std::set<uint64_t> indexes;
   for (const Record& r : f.records) indexes.insert(r.index);
   EXPECT_EQ(indexes.size(), 3001u);
+}
+
+// The server restarted (or took a newer snapshot) while the fetch went on:
+// the lost connection cannot be resumed, and the fetcher says which epoch
+// replaced the one it read, so that the sync can start over on it.
+TEST_P(TransportConformance, ALostConnectionToANewEpochNamesTheNewOne) {
+  harness_->publish(sample_table(16, 3000));
+  auto reader = harness_->make_reader();
+  Fetched f = fetch(*reader, 4096, [&] {
+    harness_->publish(sample_table(17, 3000));
+    harness_->disconnect_all();
+  });
+  ASSERT_TRUE(f.open.ok()) << f.open.message();
+  ASSERT_FALSE(f.run.ok());
+  EXPECT_EQ(f.run.kind(), ErrorKind::kUnavailable);
+  EXPECT_NE(f.run.message().find("now serves epoch 17, not 16"), std::string::npos)
+      << f.run.message();
+  EXPECT_EQ(f.replaced_by, std::optional<uint64_t>(17));
 }
 
 TEST_P(TransportConformance, CorruptRecordIsReportedNeverDelivered) {
