@@ -28,14 +28,6 @@ FlagSetter set_mode(ClientConfig& c) {
   };
 }
 
-FlagSetter set_transport(std::string& out) {
-  return [&out](ArgReader& args, std::string_view, const std::string& v) {
-    if (v != "auto" && v != "tcp" && v != "verbs")
-      args.fail("--transport: expected auto, tcp or verbs, got '" + v + "'");
-    out = v;
-  };
-}
-
 constexpr HelpText kText = {
     "rdma-client",
     "Usage: rdma-client <server-ip> <server-port> [options]\n"
@@ -177,7 +169,7 @@ constexpr HelpText kText = {
 // one line), --help-all's text, common, setter (none: documented only).
 // NOLINTNEXTLINE(readability-function-size): a table, one entry per flag
 std::vector<Flag> client_flags(ClientConfig& c) {
-  return {
+  std::vector<Flag> flags = {
       {"<server-ip> <server-port>", "", "", "", "the rdma-server to read", "", false, nullptr},
       {"--redis", "HOST:PORT", "127.0.0.1:6379", "",
        "the Redis to load into; with `--cluster`, any node of the target cluster",
@@ -245,11 +237,10 @@ std::vector<Flag> client_flags(ClientConfig& c) {
        "keep retrying the server this long while it is unreachable, has no table yet or is full",
        "keep retrying the server this long while it is\n"
        "unreachable, has no table yet or is full (default 30)",
-       false,
-       set_number_u64(0, 86400, [&](uint64_t s) { c.connect_timeout = std::chrono::seconds(s); })},
+       false, set_seconds(0, 86400, c.connect_timeout)},
       {"--io-timeout", "SECS", "30", "", "the longest wait for any answer once connected",
        "longest wait for any answer once connected (default 30)", false,
-       set_number_u64(1, 86400, [&](uint64_t s) { c.io_timeout = std::chrono::seconds(s); })},
+       set_seconds(1, 86400, c.io_timeout)},
       {"--chunk-size", "BYTES", "4M", "",
        "bytes per read (k/M); the client holds about in-flight + 15 read buffers",
        "bytes per read, suffix k/M allowed (default 4M; the\n"
@@ -272,7 +263,7 @@ std::vector<Flag> client_flags(ClientConfig& c) {
        "auto (default): verbs when a local RDMA device with\n"
        "an active port reaches the server and it accepts\n"
        "RDMA connections, else TCP; says which and why",
-       true, set_transport(c.transport)},
+       true, set_choice(c.transport, {"auto", "tcp", "verbs"})},
       {"--no-load", "", "", "",
        "fetch and validate the whole table, load nothing (no Redis needed); prints a `fetched` "
        "line",
@@ -428,21 +419,13 @@ std::vector<Flag> client_flags(ClientConfig& c) {
        "--verify: difference lines to print (default 10;\n"
        "all are counted)",
        false, set_number(0, UINT64_MAX, c.max_differences)},
-      {"--version", "", "", "",
-       "the release and commit, the wire formats it speaks, the RDB versions it reads, and whether "
-       "this host has an active RDMA device",
-       "the release and commit, the wire formats and RDB\n"
-       "versions it speaks, whether verbs is available",
-       true, set_true(c.version)},
-      {"-h, --help", "", "", "", "the common flags, one line each",
-       "the common flags, one line each", true, set_help(c.help, HelpKind::kShort)},
-
-      {"--help-all", "", "", "", "every flag and what the program prints (the man page's text)",
-       "every flag in full, and what the program prints\n"
-       "(the man page's text)",
-       true, set_help(c.help, HelpKind::kAll)},
-      {"--help-markdown", "", "", "", "", "", false, set_help(c.help, HelpKind::kMarkdown)},
   };
+  for (Flag& f : version_and_help_flags(
+           "the release and commit, the wire formats it speaks, the RDB versions it reads, and "
+           "whether this host has an active RDMA device",
+           c.version, c.help))
+    flags.push_back(std::move(f));
+  return flags;
 }
 
 std::string client_help(HelpKind kind) {

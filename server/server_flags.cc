@@ -9,24 +9,6 @@ namespace rrs {
 
 namespace {
 
-FlagSetter set_source(std::string& out) {
-  return [&out](ArgReader& args, std::string_view, const std::string& v) {
-    if (v != "scan" && v != "psync" && v != "rdb")
-      args.fail("--source: expected psync, scan or rdb, got '" + v + "'");
-    out = v;
-  };
-}
-
-FlagSetter set_transport(TransportChoice& out) {
-  return [&out](ArgReader& args, std::string_view, const std::string& v) {
-    auto t = parse_transport(v);
-    if (t.ok())
-      out = *t;
-    else
-      args.fail(t.status().message());
-  };
-}
-
 // Seconds, or -1: keep the table.
 FlagSetter set_table_retain(std::optional<std::chrono::seconds>& out) {
   return [&out](ArgReader& args, std::string_view, const std::string& v) {
@@ -83,7 +65,7 @@ constexpr HelpText kText = {
 // one line), --help-all's text, common, setter.
 // NOLINTNEXTLINE(readability-function-size): a table, one entry per flag
 std::vector<Flag> server_flags(ServerConfig& c, std::string& master_flag) {
-  return {
+  std::vector<Flag> flags = {
       {"--redis", "HOST:PORT", "127.0.0.1:6379", "",
        "the master to snapshot (or a replica of it: "
        "[snapshot-sources.md](snapshot-sources.md#a-replica-as-the-source)); refused with "
@@ -135,9 +117,7 @@ std::vector<Flag> server_flags(ServerConfig& c, std::string& master_flag) {
        "drop a TCP client that sends no request for this\n"
        "long (default 300; 0: never). Verbs READs bypass\n"
        "the server's CPU: there the keepalive decides",
-       false,
-       set_number_u64(0, uint64_t{86400} * 7,
-                      [&](uint64_t s) { c.idle_timeout = std::chrono::seconds(s); })},
+       false, set_seconds(0, uint64_t{86400} * 7, c.idle_timeout)},
       {"--source", "psync|scan|rdb", "psync", "",
        "where the table comes from: the master's own full sync (point-in-time), SCAN + DUMP (not "
        "point-in-time, for a master that forbids PSYNC), or an RDB file "
@@ -163,7 +143,7 @@ std::vector<Flag> server_flags(ServerConfig& c, std::string& master_flag) {
        "  from the master while its backlog reaches back\n"
        "  there; else --handoff is refused. No change log:\n"
        "  rdma-client --follow is refused. Takes no --redis.",
-       true, set_source(c.source)},
+       true, set_choice(c.source, {"psync", "scan", "rdb"})},
       {"--rdb-file", "FILE", "", "",
        "`--source rdb`: the file to serve (required there, refused otherwise); read once at start",
        "the RDB file --source rdb reads (required there)", true, set_string(c.rdb_file)},
@@ -172,7 +152,9 @@ std::vector<Flag> server_flags(ServerConfig& c, std::string& master_flag) {
        "`verbs` fails at start without one",
        "auto (default): TCP, plus verbs (rdmacm, same port\n"
        "number) when an RDMA device has an active port",
-       true, set_transport(c.transport)},
+       true,
+       set_parsed(c.transport,
+                  [](std::string_view, const std::string& v) { return parse_transport(v); })},
       {"--scan-count", "N", "1000", "", "`--source scan`: the SCAN COUNT hint",
        "SCAN COUNT hint per round trip (default 1000)", false,
        set_number(1, 1000000, c.scan_count)},
@@ -231,8 +213,7 @@ std::vector<Flag> server_flags(ServerConfig& c, std::string& master_flag) {
        "verbs: how long a replaced epoch stays registered\n"
        "for clients still connected to it and reading its\n"
        "table (default 60); followers reconnect at once",
-       false,
-       set_number_u64(0, 86400, [&](uint64_t s) { c.retire_grace = std::chrono::seconds(s); })},
+       false, set_seconds(0, 86400, c.retire_grace)},
       {"--cpu", "LIST", "any", "",
        "run on these CPUs only (`1`, `2-3,6`); a CPU the process may not use is exit 2 "
        "([placement](operations.md#placement))",
@@ -262,21 +243,13 @@ std::vector<Flag> server_flags(ServerConfig& c, std::string& master_flag) {
        "or json, one object per line:\n"
        "  {\"ts\":\"...\",\"level\":\"warn\",\"program\":\"rdma-server\",\"msg\":\"...\"}",
        true, set_log_format_flag(c.log_format)},
-      {"--version", "", "", "",
-       "the release and commit, the control protocol, table and change log layouts, the RDB "
-       "versions it reads, and whether this host has an active RDMA device; exit 0",
-       "the release and commit, the wire formats and RDB\n"
-       "versions it speaks, whether verbs is available",
-       true, set_true(c.version)},
-      {"-h, --help", "", "", "", "the common flags, one line each",
-       "the common flags, one line each", true, set_help(c.help, HelpKind::kShort)},
-
-      {"--help-all", "", "", "", "every flag and what the program prints (the man page's text)",
-       "every flag in full, and what the program prints\n"
-       "(the man page's text)",
-       true, set_help(c.help, HelpKind::kAll)},
-      {"--help-markdown", "", "", "", "", "", false, set_help(c.help, HelpKind::kMarkdown)},
   };
+  for (Flag& f : version_and_help_flags(
+           "the release and commit, the control protocol, table and change log layouts, the RDB "
+           "versions it reads, and whether this host has an active RDMA device; exit 0",
+           c.version, c.help))
+    flags.push_back(std::move(f));
+  return flags;
 }
 
 std::string server_help(HelpKind kind) {

@@ -1,8 +1,11 @@
-// Setters for the flags both programs take the same way: --cpu,
-// --huge-pages, --metrics and --log-format.
+// What both programs' flag tables share: the setters of --cpu,
+// --huge-pages, --metrics and --log-format, a setter for a number of
+// seconds, and the --version and help entries.
 #pragma once
 
+#include <chrono>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "common/base/log_line.h"
@@ -16,5 +19,24 @@ FlagSetter set_cpu_flag(std::vector<int>& out);
 FlagSetter set_huge_pages_flag(HugePages& out);
 FlagSetter set_metrics_flag(std::optional<Endpoint>& out);
 FlagSetter set_log_format_flag(log::Format& out);
+// What `parse(name, value)` makes of the value, or its status as the error.
+template <typename T, typename Parse>
+FlagSetter set_parsed(T& out, Parse parse) {
+  return [&out, parse](ArgReader& args, std::string_view name, const std::string& v) {
+    auto parsed = parse(name, v);
+    if (parsed.ok())
+      out = std::move(*parsed);
+    else
+      args.fail(parsed.status().message());
+  };
+}
+// One of `choices`, else "--name: expected a, b or c, got 'v'".
+FlagSetter set_choice(std::string& out, std::vector<std::string> choices);
+// A whole number of seconds in [lo, hi].
+FlagSetter set_seconds(uint64_t lo, uint64_t hi, std::chrono::seconds& out);
+
+// --version (`version_brief`: what this program's prints), -h/--help,
+// --help-all and the hidden --help-markdown: the last entries of a table.
+std::vector<Flag> version_and_help_flags(const char* version_brief, bool& version, HelpKind& help);
 
 }  // namespace rrs
