@@ -43,7 +43,7 @@ std::map<int, uint64_t> key_counts(const Keyspace& ks) {
 // The master: 6000 keys of 10 KB in DB 0 (60 MB; a client reads about 10 MB
 // ahead of what its target has applied) and 200 small ones in DB 2, and a function library.
 // The target's old data: keys in DBs 0 and 3, and a library of its own.
-class KilledSidecarTest : public SidecarTest {
+class KilledSidecarTest : public MasterTest {
  protected:
   static constexpr size_t kBigKeys = 6000;
   static constexpr size_t kSmallKeys = 200;
@@ -58,9 +58,8 @@ class KilledSidecarTest : public SidecarTest {
   }
 
   void SetUp() override {
-    SidecarTest::SetUp();
-    if (IsSkipped()) return;
-    ASSERT_TRUE(master_.started()) << master_.start_error();
+    MasterTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_TRUE(target_.started()) << target_.start_error();
     fill_strings(master_, 0, "k:", kBigKeys, 10000);
     fill_strings(master_, 2, "m2:", kSmallKeys);
@@ -138,7 +137,7 @@ class KilledSidecarTest : public SidecarTest {
     return run;
   }
 
-  RedisProcess master_, target_;
+  RedisProcess target_;
   std::string old_digest_;
   std::map<std::string, std::string> old_functions_;
 };
@@ -300,15 +299,7 @@ TEST_F(KilledSidecarTest, StagingLeftByAKilledClientIsReclaimed) {
   EXPECT_EQ(target_.keyspace(), master_.keyspace());
 }
 
-class AtomicTest : public SidecarTest {
- protected:
-  void SetUp() override {
-    SidecarTest::SetUp();
-    if (IsSkipped()) return;
-    ASSERT_TRUE(master_.started()) << master_.start_error();
-  }
-  RedisProcess master_;
-};
+class AtomicTest : public MasterTest {};
 
 // Every type in DBs 0, 1, 5 and 15 and two function libraries, into a target
 // that holds keys in DBs 0 and 7 and a library of its own: with --flush the

@@ -98,12 +98,11 @@ TEST_F(AuthTest, WrongTargetPasswordExitsUnavailable) {
 
 // --- The sidecar's shared secret --------------------------------------------
 
-class SidecarSecretTest : public SidecarTest {
+class SidecarSecretTest : public MasterTest {
  protected:
   void SetUp() override {
-    SidecarTest::SetUp();
-    if (IsSkipped()) return;
-    ASSERT_TRUE(master_.started()) << master_.start_error();
+    MasterTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_TRUE(replica_.started()) << replica_.start_error();
     fill_strings(master_, 0, "k:", 200);
     secret_file_ = dir_.write_file("secret", "7b6f0c1e9d2a4b5c8e3f1a2b3c4d5e6f\n");
@@ -111,7 +110,6 @@ class SidecarSecretTest : public SidecarTest {
   // No secret from the suite's environment: only what the test gives.
   static inline const Process::Env kNoEnvSecret = {{kSidecarSecretEnv, ""}};
 
-  RedisProcess master_;
   RedisProcess replica_;
   TempDir dir_{"sidecar-secret"};
   std::string secret_file_;

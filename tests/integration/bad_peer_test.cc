@@ -46,12 +46,11 @@ std::string raw_header(uint16_t type, uint32_t body_len, uint32_t request_id = 1
 
 const std::vector<std::string> kTcpOnLoopback = {"--transport", "tcp", "--listen", "127.0.0.1"};
 
-class BadPeerTest : public SidecarTest {
+class BadPeerTest : public MasterTest {
  protected:
   void SetUp() override {
-    SidecarTest::SetUp();
-    if (IsSkipped()) return;
-    ASSERT_TRUE(master_.started()) << master_.start_error();
+    MasterTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_TRUE(replica_.started()) << replica_.start_error();
     fill_strings(master_, 0, "k:", 300);
     fill_strings(master_, 0, "big:", 12, size_t{400} * 1024);  // a table past socket buffers
@@ -127,7 +126,7 @@ class BadPeerTest : public SidecarTest {
     }
   }
 
-  RedisProcess master_, replica_;
+  RedisProcess replica_;
   std::optional<SidecarServer> server_;
 };
 

@@ -14,15 +14,7 @@
 namespace rrs::test {
 namespace {
 
-class FaultTest : public SidecarTest {
- protected:
-  void SetUp() override {
-    SidecarTest::SetUp();
-    if (IsSkipped()) return;
-    ASSERT_TRUE(master_.started()) << master_.start_error();
-  }
-  RedisProcess master_;
-};
+class FaultTest : public MasterTest {};
 
 TEST_F(FaultTest, FourClientsSyncAtOnce) {
   fill_strings(master_, 0, "k:", 2000, 1000);

@@ -12,12 +12,11 @@
 namespace rrs::test {
 namespace {
 
-class FunctionsTest : public SidecarTest {
+class FunctionsTest : public MasterTest {
  protected:
   void SetUp() override {
-    SidecarTest::SetUp();
-    if (IsSkipped()) return;
-    ASSERT_TRUE(master_.started()) << master_.start_error();
+    MasterTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_TRUE(replica_.started()) << replica_.start_error();
     fill_strings(master_, 0, "k:", 50);
   }
@@ -41,7 +40,7 @@ class FunctionsTest : public SidecarTest {
     return r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
   }
 
-  RedisProcess master_, replica_;
+  RedisProcess replica_;
   std::optional<SidecarServer> server_;
 };
 

@@ -67,17 +67,16 @@ void bad_handshake(uint16_t port, int i) {
   ASSERT_TRUE(peer->wait_closed(seconds(10))) << "connection " << i << " left open";
 }
 
-class LogTest : public SidecarTest {
+class LogTest : public MasterTest {
  protected:
   void SetUp() override {
-    SidecarTest::SetUp();
-    if (IsSkipped()) return;
-    ASSERT_TRUE(master_.started()) << master_.start_error();
+    MasterTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_TRUE(replica_.started()) << replica_.start_error();
     fill_strings(master_, 0, "k:", 100);
   }
 
-  RedisProcess master_, replica_;
+  RedisProcess replica_;
 };
 
 TEST_F(LogTest, TextLinesHaveTimestampProgramAndLevel) {

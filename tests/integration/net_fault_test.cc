@@ -28,15 +28,7 @@ using namespace std::chrono_literals;
 using SteadyClock = std::chrono::steady_clock;
 constexpr auto kStderr = Process::Stream::kStderr;
 
-class KillTest : public SidecarTest {
- protected:
-  void SetUp() override {
-    SidecarTest::SetUp();
-    if (IsSkipped()) return;
-    ASSERT_TRUE(master_.started()) << master_.start_error();
-  }
-  RedisProcess master_;
-};
+class KillTest : public MasterTest {};
 
 // psync: the master dies mid-RDB. The sidecar must not publish what it had
 // parsed; it retries (1 s, then doubling), and a master that is back on its

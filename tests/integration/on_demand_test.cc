@@ -25,14 +25,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class OnDemandTest : public SidecarTest {
+class OnDemandTest : public MasterTest {
  protected:
-  void SetUp() override {
-    SidecarTest::SetUp();
-    if (IsSkipped()) return;
-    ASSERT_TRUE(master_.started()) << master_.start_error();
-  }
-
   uint64_t forks() { return std::stoull(master_.fresh_info_field("stats", "total_forks")); }
 
   // rdma-server beside master_, first snapshot on demand.
@@ -66,8 +60,6 @@ class OnDemandTest : public SidecarTest {
       if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
     return 0;
   }
-
-  RedisProcess master_;
 };
 
 TEST_F(OnDemandTest, NoForkUntilAClientAsksAndNoneForOneTheTableFits) {

@@ -19,12 +19,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class PsyncTest : public SidecarTest {
+class PsyncTest : public MasterTest {
  protected:
   void SetUp() override {
-    SidecarTest::SetUp();
-    if (IsSkipped()) return;
-    ASSERT_TRUE(master_.started()) << master_.start_error();
+    MasterTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_TRUE(replica_.started()) << replica_.start_error();
   }
 
@@ -38,7 +37,7 @@ class PsyncTest : public SidecarTest {
     EXPECT_EQ(fresh.client().state_outside_digest(), master_.client().state_outside_digest());
   }
 
-  RedisProcess master_, replica_;
+  RedisProcess replica_;
 };
 
 TEST_F(PsyncTest, EveryTypeAndTheMastersReplicationPosition) {

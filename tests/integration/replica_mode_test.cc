@@ -43,12 +43,11 @@ SyncCounters sync_counters(RedisProcess& master) {
   return {master.info_field("stats", "sync_full"), master.info_field("stats", "sync_partial_ok")};
 }
 
-class ReplicaModeTest : public SidecarTest {
+class ReplicaModeTest : public MasterTest {
  protected:
   void SetUp() override {
-    SidecarTest::SetUp();
-    if (IsSkipped()) return;
-    ASSERT_TRUE(master_.started()) << master_.start_error();
+    MasterTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_TRUE(target_.started()) << target_.start_error();
   }
 
@@ -86,7 +85,6 @@ class ReplicaModeTest : public SidecarTest {
     return ok;
   }
 
-  RedisProcess master_;
   // Loads the RDB straight from the link (Redis 7.0's default, disabled,
   // writes it to disk first: DiskLoadingTargetSyncsWithAWarning).
   RedisProcess target_{RedisOptions().with_args({"--repl-diskless-load", "swapdb"})};

@@ -20,14 +20,12 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class StreamedTest : public SidecarTest {
+class StreamedTest : public MasterTest {
  protected:
   void SetUp() override {
-    SidecarTest::SetUp();
-    if (IsSkipped()) return;
     // Over verbs an epoch is served only once complete.
     if (test_transport() != "tcp") GTEST_SKIP() << "epochs stream over TCP only";
-    ASSERT_TRUE(master_.started()) << master_.start_error();
+    MasterTest::SetUp();
   }
 
   // rdma-server beside master_: the first snapshot on demand, at once.
@@ -59,7 +57,6 @@ class StreamedTest : public SidecarTest {
   }
 
   const std::vector<std::string> kOnDemandFlags = {"--source", "psync", "--snapshot-delay", "0"};
-  RedisProcess master_;
 };
 
 // Two clients, restore and replica mode, arrive before the first snapshot:

@@ -12,16 +12,15 @@
 namespace rrs::test {
 namespace {
 
-class SyncTest : public SidecarTest {
+class SyncTest : public MasterTest {
  protected:
   void SetUp() override {
-    SidecarTest::SetUp();
-    if (IsSkipped()) return;
-    ASSERT_TRUE(master_.started()) << master_.start_error();
+    MasterTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_TRUE(replica_.started()) << replica_.start_error();
   }
 
-  RedisProcess master_, replica_;
+  RedisProcess replica_;
 };
 
 TEST_F(SyncTest, FullSyncOfEveryType) {

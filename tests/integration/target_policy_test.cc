@@ -10,12 +10,11 @@
 namespace rrs::test {
 namespace {
 
-class TargetPolicyTest : public SidecarTest {
+class TargetPolicyTest : public MasterTest {
  protected:
   void SetUp() override {
-    SidecarTest::SetUp();
-    if (IsSkipped()) return;
-    ASSERT_TRUE(master_.started()) << master_.start_error();
+    MasterTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_TRUE(replica_.started()) << replica_.start_error();
     fill_strings(master_, 0, "k:", 200);
     fill_strings(master_, 2, "k2:", 30, 5000);
@@ -31,7 +30,7 @@ class TargetPolicyTest : public SidecarTest {
     ASSERT_TRUE(server_->wait_ready()) << server_->describe();
   }
 
-  RedisProcess master_, replica_;
+  RedisProcess replica_;
   std::optional<SidecarServer> server_;
 };
 

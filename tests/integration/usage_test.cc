@@ -2,6 +2,8 @@
 // --version says what both programs are, exit 0.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "common/cli/exit_codes.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_process.h"
@@ -30,6 +32,29 @@ TEST_F(UsageTest, VersionSaysWhatEachProgramSpeaks) {
     for (const char* what : {" (commit ", "control protocol 4", "mapping table layout 6",
                              "RDB versions read: 1 to 12", "80 (Valkey)", "verbs: "})
       EXPECT_NE(out.find(what), std::string::npos) << what << "\n" << p.describe();
+  }
+}
+
+// -h/--help promises the common flags one line each: a flag's text never
+// wraps (a long head may put it on the next line, alone).
+TEST_F(UsageTest, ShortHelpIsOneLineAFlag) {
+  constexpr size_t kTextColumn = 26;
+  const std::string indent(kTextColumn, ' ');
+  for (const std::string& binary : {server_binary(), client_binary()}) {
+    Process p({binary, "--help"});
+    EXPECT_EQ(p.wait(seconds(20)), exit_code::kOk) << p.describe();
+    std::istringstream lines(p.stdout_text());
+    std::string line, flag;
+    bool has_text = false;  // the current flag's text is already out
+    while (std::getline(lines, line)) {
+      if (line.rfind("  -", 0) == 0) {
+        flag = line;
+        has_text = line.size() > kTextColumn;
+      } else if (line.rfind(indent, 0) == 0) {
+        EXPECT_FALSE(has_text) << "wraps: " << flag << "\n" << line;
+        has_text = true;
+      }
+    }
   }
 }
 

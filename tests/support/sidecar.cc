@@ -157,4 +157,10 @@ void SidecarTest::SetUp() {
   }
 }
 
+void MasterTest::SetUp() {
+  SidecarTest::SetUp();
+  if (IsSkipped() || HasFatalFailure()) return;
+  ASSERT_TRUE(master_.started()) << master_.start_error();
+}
+
 }  // namespace rrs::test

@@ -100,4 +100,13 @@ class SidecarTest : public ::testing::Test {
   void SetUp() override;
 };
 
+// A SidecarTest with a master Redis of its own (master_), started before
+// each test. A fixture's own SetUp calls this one first and returns when
+// IsSkipped() || HasFatalFailure().
+class MasterTest : public SidecarTest {
+ protected:
+  void SetUp() override;
+  RedisProcess master_;
+};
+
 }  // namespace rrs::test

@@ -23,9 +23,26 @@ export RRS_TEST_TRANSPORT=verbs RRS_REQUIRE_VERBS=1
 failed=()
 run() {
   echo "== $*"
-  local t0=$SECONDS
-  timeout 900 "$@" --gtest_brief=1 || failed+=("$(basename "$1")")
+  local t0=$SECONDS json
+  json="${TMPDIR:-/tmp}/verbs-suite-$(basename "$1").json"
+  timeout 900 "$@" --gtest_brief=1 --gtest_output="json:$json" || failed+=("$(basename "$1")")
   echo "   ($((SECONDS - t0)) s)"
+  slowest "$json"
+}
+
+# The binary's slowest cases (5 s or more), so that a slow lane shows where
+# its time went; --gtest_brief prints no times.
+slowest() {
+  [ -f "$1" ] && command -v python3 >/dev/null || return 0
+  python3 - "$1" <<'EOF'
+import json, sys
+report = json.load(open(sys.argv[1]))
+cases = [(float(case["time"].rstrip("s")), suite["name"] + "." + case["name"])
+         for suite in report["testsuites"] for case in suite["testsuite"]]
+for seconds, name in sorted(cases, reverse=True)[:4]:
+    if seconds >= 5:
+        print(f"   {seconds:5.0f} s  {name}")
+EOF
 }
 
 run "$build/tests/transport/transport_conformance_test" --gtest_filter='*/verbs'
