@@ -177,7 +177,7 @@ std::vector<Flag> client_flags(ClientConfig& c) {
        "--cluster any node of the target cluster",
        true, set_endpoint(c.redis)},
       {"--cluster", "", "", "",
-       "the target is a cluster and the positional arguments are one sidecar per source shard "
+       "the target is a cluster; the positional arguments are one sidecar per source shard "
        "([cluster.md](cluster.md))",
        "the target is a cluster, the sidecars are its\n"
        "source's shards (see above)",
@@ -193,24 +193,24 @@ std::vector<Flag> client_flags(ClientConfig& c) {
        "the sidecar must prove it holds it too; without,\n"
        "only a sidecar that asks for none is read",
        true, set_string(c.auth_file)},
-      {"--mode", "restore|replica", "restore; replica with `--follow`", "",
-       "restore: pipelined RESTORE (strings as MSET or SET), the target stays a master. replica: "
-       "the target becomes a replica of the client and loads an RDB "
-       "([replica-mode.md](replica-mode.md))",
+      {"--mode", "restore|replica", "restore", "",
+       "load by RESTORE or as its master; restore: pipelined RESTORE (strings as MSET or SET), "
+       "the target stays a master. replica: the target becomes a replica of the client and "
+       "loads an RDB; `--follow` makes replica the default ([replica-mode.md](replica-mode.md))",
        "how to load (see above; default restore, and\n"
        "replica with --follow, see there)",
        true, set_mode(c)},
       {"--flush", "", "", "",
-       "FLUSHALL a non-empty target first and replace its functions with the table's; in replica "
-       "mode, allow a non-empty target",
+       "FLUSHALL a non-empty target first; its functions are replaced with the table's; in "
+       "replica mode, a non-empty target is allowed",
        "FLUSHALL the target first, and replace its functions\n"
        "with the table's (FUNCTION RESTORE ... FLUSH); in\n"
        "replica mode: allow a non-empty target (its full\n"
        "sync replaces everything it holds)",
        true, set_policy(c.policy, TargetPolicy::kFlush)},
       {"--merge", "", "", "",
-       "load into a non-empty target: table keys replace existing ones, others stay; libraries "
-       "replace those of the same name. Restore mode only; refused with `--follow`",
+       "load on top of a non-empty target; table keys replace existing ones, others stay; "
+       "libraries replace those of the same name. Restore mode only; refused with `--follow`",
        "load into a non-empty target; table keys replace\n"
        "existing ones, other keys stay; function libraries\n"
        "replace those of the same name\n"
@@ -218,7 +218,7 @@ std::vector<Flag> client_flags(ClientConfig& c) {
        "so is a function library the target already has)",
        true, set_policy(c.policy, TargetPolicy::kMerge)},
       {"--atomic", "", "", "",
-       "restore mode: stage the table in spare DBs and swap it in at once; the target shows its "
+       "stage the table in spare DBs, swap it in at once; restore mode: the target shows its "
        "old data or the whole copy, never a mix ([atomic-loads.md](atomic-loads.md))",
        "restore mode: load each of the table's DBs into an\n"
        "empty staging DB (the highest-numbered DBs the table\n"
@@ -258,15 +258,14 @@ std::vector<Flag> client_flags(ClientConfig& c) {
        "it stops instead: exit 3)",
        false, set_number(0, 1000, c.retries)},
       {"--transport", "auto|tcp|verbs", "auto", "",
-       "auto: verbs when a local RDMA device reaches the server and it accepts RDMA, else TCP; the "
-       "log says which and why",
+       "auto: verbs where it works, else TCP; verbs when a local RDMA device reaches the server "
+       "and it accepts RDMA, else TCP; the log says which and why",
        "auto (default): verbs when a local RDMA device with\n"
        "an active port reaches the server and it accepts\n"
        "RDMA connections, else TCP; says which and why",
        true, set_choice(c.transport, {"auto", "tcp", "verbs"})},
       {"--no-load", "", "", "",
-       "fetch and validate the whole table, load nothing (no Redis needed); prints a `fetched` "
-       "line",
+       "fetch and validate the table, load nothing; no Redis needed; prints a `fetched` line",
        "fetch and validate the whole table but load nothing;\n"
        "prints `fetched keys=N functions=L scripts=S\n"
        "table_bytes=B ... MBps=X`\n"
@@ -298,9 +297,9 @@ std::vector<Flag> client_flags(ClientConfig& c) {
        "before anything is loaded",
        false, set_true(c.allow_lossy_conversion)},
       {"--follow", "", "", "",
-       "after the sync, apply the master's stream from the change log until SIGINT/SIGTERM, "
-       "resyncing by itself when needed ([replication-log.md](replication-log.md)); needs "
-       "`--source psync`",
+       "after the sync, follow the master's stream; apply it from the change log until "
+       "SIGINT/SIGTERM, resyncing by itself when needed "
+       "([replication-log.md](replication-log.md)); needs `--source psync`",
        "after the sync, keep the target in step with the\n"
        "master: tail rdma-server's change log (the master's\n"
        "replication stream) and apply it, until SIGINT or\n"
@@ -338,8 +337,8 @@ std::vector<Flag> client_flags(ClientConfig& c) {
        "+ 5 s; raise it with the master's period; 0: never)",
        false, set_number(0, 86400, c.log_stall_s)},
       {"--handoff", "", "", "",
-       "replica mode: catch up from the change log, then `REPLICAOF` the real master, which "
-       "continues with a partial resync (checked, "
+       "replica mode: hand the target to its master; catch up from the change log, then "
+       "`REPLICAOF` the real master, which continues with a partial resync (checked, "
        "[replica-mode.md](replica-mode.md#handoff-clientreplicahandoff))",
        "replica mode: follow the change log until the target\n"
        "has caught up, then point it at the real master\n"
@@ -420,11 +419,7 @@ std::vector<Flag> client_flags(ClientConfig& c) {
        "all are counted)",
        false, set_number(0, UINT64_MAX, c.max_differences)},
   };
-  for (Flag& f : version_and_help_flags(
-           "the release and commit, the wire formats it speaks, the RDB versions it reads, and "
-           "whether this host has an active RDMA device",
-           c.version, c.help))
-    flags.push_back(std::move(f));
+  for (Flag& f : version_and_help_flags(c.version, c.help)) flags.push_back(std::move(f));
   return flags;
 }
 

@@ -98,7 +98,7 @@ std::vector<Flag> server_flags(ServerConfig& c, std::string& master_flag) {
        "rdma-client the same. `openssl rand -hex 32` makes one",
        true, set_string(c.auth_file)},
       {"--port", "PORT", "12345", "",
-       "port to serve on (verbs uses the same number in rdmacm's port space)",
+       "port to serve on; verbs uses the same number in rdmacm's port space",
        "port to serve on (default 12345)", true, set_port(c.port)},
       {"--max-clients", "N", "64", "",
        "authenticated clients at once, per transport; more are told `server full` and retry until "
@@ -119,8 +119,8 @@ std::vector<Flag> server_flags(ServerConfig& c, std::string& master_flag) {
        "the server's CPU: there the keepalive decides",
        false, set_seconds(0, uint64_t{86400} * 7, c.idle_timeout)},
       {"--source", "psync|scan|rdb", "psync", "",
-       "where the table comes from: the master's own full sync (point-in-time), SCAN + DUMP (not "
-       "point-in-time, for a master that forbids PSYNC), or an RDB file "
+       "where the table comes from; psync: the master's own full sync (point-in-time); scan: "
+       "SCAN + DUMP (not point-in-time, for a master that forbids PSYNC); rdb: an RDB file "
        "([snapshot-sources.md](snapshot-sources.md))",
        "how to snapshot the master:\n"
        "  psync (default): as a replica does (PSYNC), the\n"
@@ -145,11 +145,11 @@ std::vector<Flag> server_flags(ServerConfig& c, std::string& master_flag) {
        "  rdma-client --follow is refused. Takes no --redis.",
        true, set_choice(c.source, {"psync", "scan", "rdb"})},
       {"--rdb-file", "FILE", "", "",
-       "`--source rdb`: the file to serve (required there, refused otherwise); read once at start",
+       "the RDB file to serve; `--source rdb` only, and required there; read once at start",
        "the RDB file --source rdb reads (required there)", true, set_string(c.rdb_file)},
       {"--transport", "auto|tcp|verbs", "auto", "",
-       "auto: TCP, plus verbs on the same port number when an RDMA device has an active port; "
-       "`verbs` fails at start without one",
+       "auto: TCP, plus verbs where RDMA works; verbs on the same port number when an RDMA "
+       "device has an active port; `verbs` fails at start without one",
        "auto (default): TCP, plus verbs (rdmacm, same port\n"
        "number) when an RDMA device has an active port",
        true,
@@ -159,8 +159,8 @@ std::vector<Flag> server_flags(ServerConfig& c, std::string& master_flag) {
        "SCAN COUNT hint per round trip (default 1000)", false,
        set_number(1, 1000000, c.scan_count)},
       {"--log-size", "BYTES", "64M", "",
-       "psync: the change log, the ring of the master's stream that followers read (k/M/G; 0: "
-       "none). A follower further behind resyncs; size it like `repl-backlog-size` "
+       "psync: the change log followers read; the ring of the master's stream (k/M/G; 0: none). "
+       "A follower further behind resyncs; size it like `repl-backlog-size` "
        "([operations.md](operations.md#sizing))",
        "psync: the change log, a ring holding the master's\n"
        "replication stream that `rdma-client --follow`\n"
@@ -230,8 +230,8 @@ std::vector<Flag> server_flags(ServerConfig& c, std::string& master_flag) {
        "says which)",
        false, set_huge_pages_flag(c.huge_pages)},
       {"--metrics", "[ADDR:]PORT", "off", "",
-       "Prometheus metrics at `http://ADDR:PORT/metrics` (ADDR 127.0.0.1); a port in use is exit 2 "
-       "([metrics.md](metrics.md))",
+       "serve Prometheus metrics; at `http://ADDR:PORT/metrics` (ADDR 127.0.0.1); a port in use "
+       "is exit 2 ([metrics.md](metrics.md))",
        "serve Prometheus metrics (text format) at\n"
        "http://ADDR:PORT/metrics; ADDR defaults to\n"
        "127.0.0.1. Off by default. A port in use exits 2",
@@ -244,11 +244,7 @@ std::vector<Flag> server_flags(ServerConfig& c, std::string& master_flag) {
        "  {\"ts\":\"...\",\"level\":\"warn\",\"program\":\"rdma-server\",\"msg\":\"...\"}",
        true, set_log_format_flag(c.log_format)},
   };
-  for (Flag& f : version_and_help_flags(
-           "the release and commit, the control protocol, table and change log layouts, the RDB "
-           "versions it reads, and whether this host has an active RDMA device; exit 0",
-           c.version, c.help))
-    flags.push_back(std::move(f));
+  for (Flag& f : version_and_help_flags(c.version, c.help)) flags.push_back(std::move(f));
   return flags;
 }
 

@@ -47,15 +47,17 @@ FlagSetter set_seconds(uint64_t lo, uint64_t hi, std::chrono::seconds& out) {
   return set_number_u64(lo, hi, [&out](uint64_t s) { out = std::chrono::seconds(s); });
 }
 
-std::vector<Flag> version_and_help_flags(const char* version_brief, bool& version, HelpKind& help) {
+std::vector<Flag> version_and_help_flags(bool& version, HelpKind& help) {
   return {
-      {"--version", "", "", "", version_brief,
+      {"--version", "", "", "",
+       "release, commit, wire formats, RDB versions; and whether this host has an active RDMA "
+       "device",
        "the release and commit, the wire formats and RDB\n"
        "versions it speaks, whether verbs is available",
        true, set_true(version)},
       {"-h, --help", "", "", "", "the common flags, one line each",
        "the common flags, one line each", true, set_help(help, HelpKind::kShort)},
-      {"--help-all", "", "", "", "every flag and what the program prints (the man page's text)",
+      {"--help-all", "", "", "", "every flag, and what the program prints; the man page's text",
        "every flag in full, and what the program prints\n"
        "(the man page's text)",
        true, set_help(help, HelpKind::kAll)},

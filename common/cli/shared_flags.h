@@ -35,8 +35,8 @@ FlagSetter set_choice(std::string& out, std::vector<std::string> choices);
 // A whole number of seconds in [lo, hi].
 FlagSetter set_seconds(uint64_t lo, uint64_t hi, std::chrono::seconds& out);
 
-// --version (`version_brief`: what this program's prints), -h/--help,
-// --help-all and the hidden --help-markdown: the last entries of a table.
-std::vector<Flag> version_and_help_flags(const char* version_brief, bool& version, HelpKind& help);
+// --version, -h/--help, --help-all and the hidden --help-markdown: the
+// last entries of a table.
+std::vector<Flag> version_and_help_flags(bool& version, HelpKind& help);
 
 }  // namespace rrs
