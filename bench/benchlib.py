@@ -8,8 +8,11 @@ Standard library only. Every wall time in the benchmarks is time.monotonic()
 (CLOCK_MONOTONIC): never CPU time.
 """
 import atexit
+import csv
 import os
 import re
+import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -19,8 +22,9 @@ import time
 
 LOOPBACK = "127.0.0.1"
 POLL_S = 0.010  # how often a wait loop looks again
-SERVERS_SH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                          "tests", "servers.sh")
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO_DIR = os.path.dirname(BENCH_DIR)
+SERVERS_SH = os.path.join(REPO_DIR, "tests", "servers.sh")
 DEFAULT_SERVER = "redis-7.0"  # Debian 12's redis-server: what the benchmarks always ran
 
 
@@ -187,6 +191,50 @@ def resolve_servers(p, a):
                                else find_server(a.target_server))
     except BenchError as e:
         p.error(str(e))
+
+
+def repo_path(path):
+    """A path relative to the repo root, whatever the working directory."""
+    return path if os.path.isabs(path) else os.path.join(REPO_DIR, path)
+
+
+def add_build_dir_arg(p):
+    """--build-dir, already absolute once parsed (argparse converts its default too)."""
+    p.add_argument("--build-dir", default="build", type=repo_path,
+                   help="CMake build tree, relative to the repo root unless absolute")
+
+
+def add_wait_quiet_arg(p, what, quiet):
+    """--wait-quiet S: how long to wait before each `what` for the machine to be
+    under `quiet` busy (a fraction)."""
+    p.add_argument("--wait-quiet", type=float, default=0, metavar="S",
+                   help=f"before each {what} wait up to S s for the machine to be under "
+                        f"{quiet * 100:.0f}%% busy (default: only record how busy)")
+
+
+def add_results_args(p):
+    """--results-dir and --tag: where the report goes and what its name ends with."""
+    p.add_argument("--results-dir", default=os.path.join(BENCH_DIR, "results"))
+    p.add_argument("--tag", default="", help="appended to the results file name")
+
+
+def check_systems(p, systems, known):
+    """A usage error for the first of `systems` that is not in `known`."""
+    for s in systems:
+        if s not in known:
+            p.error(f"--systems: unknown system {s!r}; choose from {', '.join(known)}")
+
+
+def command_line(script, argv, python="python3"):
+    """The command that ran this harness, for its report: the script's path
+    from the repo root, so that it can be run again from there."""
+    return shlex.join([python, os.path.relpath(os.path.abspath(script), REPO_DIR)] + argv)
+
+
+def share_sidecar_secret():
+    """rdma-server serves a non-loopback address only with a shared secret;
+    the sidecar and every client of the run inherit this one."""
+    os.environ.setdefault("RDMA_SIDECAR_SECRET", secrets.token_hex(32))
 
 
 def built_binary(build_dir, rel, how):
@@ -388,6 +436,15 @@ def replica_synced(replica):
             and info.get("master_sync_in_progress") == "0")
 
 
+def synced_or_refused(replica):
+    """replica_synced(), or raises when the replica failed to load its master's
+    RDB (Refused for an RDB version it does not read): a timeout otherwise."""
+    failure = replica.load_failure()
+    if failure:
+        raise failure
+    return replica_synced(replica)
+
+
 def master_idle(master, replicas_allowed=0):
     """True when the master has no fork child (BGSAVE / full sync) and at most
     `replicas_allowed` replicas connected."""
@@ -403,13 +460,15 @@ def kv_fields(line):
 
 
 def load_dataset(procs, gen_dataset, port, keys, value_size, dtype="strings", cpu=None,
-                 timeout_s=600.0):
+                 timeout_s=600.0, extra_args=()):
     """Loads a random-byte data set into the Redis on `port` with the gen_dataset
-    tool; returns (wall seconds, its summary line). Raises BenchError on failure."""
+    tool (`extra_args` appended to its own); returns (wall seconds, its summary
+    line). Raises BenchError on failure."""
     argv = pin_prefix(cpu) + [gen_dataset, "--redis", f"{LOOPBACK}:{port}",
                               "--keys", str(keys), "--value-size", str(value_size)]
     if dtype != "strings":
         argv += ["--type", dtype]
+    argv += list(extra_args)
     t0 = time.monotonic()
     p = procs.start("gen_dataset", argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                     text=True)
@@ -435,13 +494,19 @@ class Sidecar:
         self.proc = None
         self.events = []  # (seconds since spawn, stderr line)
 
-    def start(self, argv, timeout_s):
-        """Spawns argv + --port P; returns (seconds from spawn to `ready`, the line)."""
+    def spawn(self, argv):
+        """Spawns argv + --port P without waiting for `ready`; returns when
+        (time.monotonic())."""
         self.port = free_port()
         with open(self.log, "w") as out, open(self.log + ".stderr", "w") as err:
             t0 = time.monotonic()
             self.proc = self.procs.start(self.name, argv + ["--port", str(self.port)],
                                          stdout=out, stderr=err)
+        return t0
+
+    def start(self, argv, timeout_s):
+        """Spawns argv + --port P; returns (seconds from spawn to `ready`, the line)."""
+        t0 = self.spawn(argv)
         line = None
         seen = 0  # stderr bytes already stamped
 
@@ -571,6 +636,26 @@ def run_harness(name, make_bench):
     return bench, ok
 
 
+def cleanup_work(procs, work, keep):
+    """A harness's cleanup(): stops every process, then removes the work
+    directory, or, with `keep` (a failed run, --keep-logs), says where it is."""
+    procs.stop_all()
+    if keep:
+        print(f"logs kept in {work}", file=sys.stderr)
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def wrote_report(name, stem, ok, plots=False):
+    """main()'s last words and exit status once the report is written: a run
+    that did not finish still wrote what it measured, and says so."""
+    print(f"\nwrote {stem}.md and {stem}.csv" + (" and plots" if plots else ""))
+    if not ok:
+        print(f"{name}: the run did not finish; the report holds what was measured",
+              file=sys.stderr)
+    return 0 if ok else 1
+
+
 def choose_pinning(a, roles):
     """Checks --master-cpu / --replica-cpu against the CPUs we may use and
     returns what is pinned where (`roles` describes it for the report); with
@@ -594,12 +679,14 @@ class Disturbance:
     many cores' worth of CPU processes the harness did not start used during
     it (during()). On a shared box either one skews a benchmark."""
 
-    def __init__(self, wait_s, quiet, others_limit):
+    def __init__(self, wait_s, quiet, others_limit, what="measurement"):
         self.wait_s, self.quiet, self.others_limit = wait_s, quiet, others_limit
+        self.what = what  # what a warning calls the measurement: "sync", "copy"
         self.disturbed = 0  # measurements that started on a busy machine
         self._since = None
 
-    def before(self, what="measurement"):
+    def before(self, what=None):
+        what = what or self.what
         busy = settle(self.wait_s, self.quiet)
         if busy > self.quiet:
             self.disturbed += 1
@@ -607,8 +694,9 @@ class Disturbance:
         self._since = processes_cpu(os.getpid()), time.monotonic()
         return busy
 
-    def during(self, what="measurement"):
+    def during(self, what=None):
         """Cores others used since before(): work that began mid-measurement."""
+        what = what or self.what
         before, t0 = self._since
         used = sum(v - before.get(pid, 0) for pid, v in processes_cpu(os.getpid()).items())
         others = used / max(1e-6, time.monotonic() - t0)
@@ -661,3 +749,34 @@ def percentile(sorted_xs, q):
     if not sorted_xs:
         return None
     return sorted_xs[min(len(sorted_xs) - 1, max(0, int(q * len(sorted_xs) + 0.5) - 1))]
+
+
+# ---- the reports' files --------------------------------------------------------
+
+def write_csv(path, fields, rows):
+    """rows as CSV: the `fields` columns (others left out), floats to 4 places."""
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in r.items()})
+
+
+def key_value_table(pairs):
+    """(key, value) pairs as a headless two-column Markdown table (the Machine section)."""
+    return ["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in pairs]
+
+
+def pyplot(config_dir, missing):
+    """matplotlib.pyplot drawing to files, or None (printing `missing`) when
+    matplotlib is not installed."""
+    # A read-only or missing ~/.config (the VM) makes matplotlib complain.
+    os.environ.setdefault("MPLCONFIGDIR", os.path.join("/tmp", config_dir))
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(missing)
+        return None
+    return plt

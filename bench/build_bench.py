@@ -25,12 +25,9 @@ each and its DEBUG DIGEST at the start and the end. Writes
 bench/results/<date>-<host>-build.{md,csv}. See bench/README.md.
 """
 import argparse
-import csv
 import datetime
 import os
 import re
-import shlex
-import shutil
 import signal
 import socket
 import sys
@@ -38,13 +35,13 @@ import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from benchlib import (built_binary, choose_pinning, run_harness, LOOPBACK, BenchError, Procs, RedisServer, Sidecar, cpu_seconds, kv_fields,
-                      load_dataset, master_idle, peak_rss_mb, replica_synced, reset_peak_rss,
-                      settle, tail, thread_cpu_seconds, wait_until)
+from benchlib import (add_build_dir_arg, add_results_args, add_wait_quiet_arg, built_binary,
+                      choose_pinning, cleanup_work, command_line, key_value_table, run_harness,
+                      write_csv, LOOPBACK, REPO_DIR, BenchError, Procs, RedisServer, Sidecar,
+                      cpu_seconds, kv_fields, load_dataset, master_idle, peak_rss_mb,
+                      replica_synced, reset_peak_rss, settle, tail, thread_cpu_seconds,
+                      wait_until)
 import report
-
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-REPO_DIR = os.path.dirname(BENCH_DIR)
 
 SYSTEMS = ["psync", "scan", "native-diskless"]
 WHAT = {
@@ -82,18 +79,14 @@ def parse_args(argv):
     p.add_argument("--rdbcompression", choices=("yes", "no"), default="yes",
                    help="the master's rdbcompression (Redis' default: yes); 'no' adds "
                         "-rdbcompression-no to the results file name")
-    p.add_argument("--build-dir", default="build",
-                   help="CMake build tree, relative to the repo root unless absolute")
+    add_build_dir_arg(p)
     p.add_argument("--master-cpu", type=int, default=0)
     p.add_argument("--replica-cpu", type=int, default=1,
                    help="CPU for the receiver (rdma-server or the native replica) and "
                         "gen_dataset")
     p.add_argument("--no-pin", action="store_true", help="pin nothing")
-    p.add_argument("--wait-quiet", type=float, default=0, metavar="S",
-                   help="before each build wait up to S s for the machine to be under "
-                        f"{QUIET * 100:.0f}%% busy (default: only record how busy)")
-    p.add_argument("--results-dir", default=os.path.join(BENCH_DIR, "results"))
-    p.add_argument("--tag", default="", help="appended to the results file name")
+    add_wait_quiet_arg(p, "build", QUIET)
+    add_results_args(p)
     a = p.parse_args(argv)
     a.systems = a.systems.split(",")
     for s in a.systems:
@@ -102,8 +95,6 @@ def parse_args(argv):
     a.keys = max(1, int(a.keys * a.scale))
     if a.runs < 1 or a.value_size < 1:
         p.error("--runs and --value-size must be positive")
-    if not os.path.isabs(a.build_dir):
-        a.build_dir = os.path.join(REPO_DIR, a.build_dir)
     return a
 
 
@@ -325,11 +316,7 @@ class BuildBench:
         self.master.stop()
 
     def cleanup(self, ok):
-        self.procs.stop_all()
-        if ok:
-            shutil.rmtree(self.work, ignore_errors=True)
-        else:
-            print(f"logs kept in {self.work}", file=sys.stderr)
+        cleanup_work(self.procs, self.work, keep=not ok)
 
 
 # ---- the report -------------------------------------------------------------------
@@ -437,20 +424,15 @@ def write_report(a, bench, command, ok):
         stem += f"-{a.tag}"
     os.makedirs(a.results_dir, exist_ok=True)
     path = os.path.join(a.results_dir, stem)
-    with open(path + ".csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
-        w.writeheader()
-        for r in bench.rows:
-            w.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in r.items()})
+    write_csv(path + ".csv", CSV_FIELDS, bench.rows)
     md = [f"# Table build: psync vs scan vs native diskless full sync ({host}, "
           f"{datetime.date.today().isoformat()})", ""]
     if not ok:
         md += ["**The run did not finish: this holds what was measured.**", ""]
-    md += ["## Machine", "", "| | |", "|---|---|"]
-    md += [f"| {k} | {v} |" for k, v in report.machine(REPO_DIR)]
-    md += [f"| load average | {bench.loadavg_start} at the start, {report.loadavg()} at the end |",
-           f"| pinning | {bench.pinning} |", "",
-           "## Data set and command", "",
+    md += ["## Machine", ""] + key_value_table(report.machine(REPO_DIR) + [
+        ("load average", f"{bench.loadavg_start} at the start, {report.loadavg()} at the end"),
+        ("pinning", bench.pinning)])
+    md += ["", "## Data set and command", "",
            f"{a.keys:,} keys x {a.value_size:,} random bytes (strings, gen_dataset), "
            f"{a.keys * a.value_size / 1e6:,.0f} MB of values; master used_memory "
            f"{bench.load.get('used_memory', '?')} (RSS {bench.load.get('rss', '?')}), "
@@ -487,8 +469,7 @@ def write_report(a, bench, command, ok):
 
 def main(argv):
     a = parse_args(argv)
-    command = shlex.join(["/usr/bin/python3",
-                          os.path.relpath(os.path.abspath(__file__), REPO_DIR)] + argv)
+    command = command_line(__file__, argv, python="/usr/bin/python3")
     bench, ok = run_harness("build_bench", lambda: BuildBench(a))
     if bench is None:
         return 2

@@ -38,25 +38,22 @@ import datetime
 import hashlib
 import os
 import shlex
-import secrets
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import csv
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from benchlib import (add_server_args, built_binary, exited_unreaped, reap, resolve_servers,
-                      run_harness, LOOPBACK, BenchError, Disturbance, Procs, RedisServer, Resp,
-                      cpu_seconds, free_port, kv_fields, master_idle, peak_rss_mb,
-                      replica_synced, tail, wait_until)
+from benchlib import (add_build_dir_arg, add_results_args, add_server_args, add_wait_quiet_arg,
+                      built_binary, check_systems, cleanup_work, command_line, exited_unreaped,
+                      key_value_table, load_dataset, reap, resolve_servers,
+                      run_harness, share_sidecar_secret, write_csv, wrote_report, LOOPBACK,
+                      REPO_DIR, BenchError, Disturbance, Procs, RedisServer, cpu_seconds,
+                      free_port, kv_fields, master_idle, peak_rss_mb, replica_synced, tail,
+                      wait_until)
 import report
-
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-REPO_DIR = os.path.dirname(BENCH_DIR)
 
 KEYS, VALUE_SIZE = 1_000_000, 1000  # the default data set of sync_bench (--value-size)
 SYSTEMS = ["native-full", "native-shards", "sidecar", "sidecar-replicas", "redis-cli-import"]
@@ -254,11 +251,8 @@ def parse_args(argv):
                    help="an address on that device's netdev (default $RRS_VERBS_ADDR; "
                         "found from --device when not given)")
     add_server_args(p)
-    p.add_argument("--build-dir", default="build",
-                   help="CMake build tree, relative to the repo root unless absolute")
-    p.add_argument("--wait-quiet", type=float, default=0, metavar="S",
-                   help=f"before each copy wait up to S s for the machine to be under "
-                        f"{QUIET * 100:.0f}%% busy (default: only record how busy)")
+    add_build_dir_arg(p)
+    add_wait_quiet_arg(p, "copy", QUIET)
     p.add_argument("--rdbcompression", choices=("yes", "no"), default="yes",
                    help="the sources' rdbcompression (Redis' default: yes), for every system: "
                         "random values do not compress, so 'yes' only spends the fork "
@@ -267,13 +261,10 @@ def parse_args(argv):
     p.add_argument("--huge-pages", choices=("auto", "on", "off"), default="auto",
                    help="rdma-server's and rdma-client's --huge-pages (default auto, theirs: "
                         "off in a VM whose balloon reports free pages to its host)")
-    p.add_argument("--results-dir", default=os.path.join(BENCH_DIR, "results"))
-    p.add_argument("--tag", default="", help="appended to the results file name")
+    add_results_args(p)
     a = p.parse_args(argv)
     a.systems = SYSTEMS if a.systems == "all" else a.systems.split(",")
-    for s in a.systems:
-        if s not in SYSTEMS:
-            p.error(f"--systems: unknown system {s!r}; choose from {', '.join(SYSTEMS)}")
+    check_systems(p, a.systems, SYSTEMS)
     a.systems = [s for s in SYSTEMS if s in a.systems]  # run order
     try:
         a.target_masters = [int(x) for x in a.target_masters.split(",")]
@@ -288,8 +279,6 @@ def parse_args(argv):
         if not a.verbs_addr:
             p.error("--transport verbs needs --verbs-addr or --device (an address on the RDMA "
                     "device's netdev)")
-    if not os.path.isabs(a.build_dir):
-        a.build_dir = os.path.join(REPO_DIR, a.build_dir)
     resolve_servers(p, a)
     return a
 
@@ -309,7 +298,7 @@ class Bench:
         self.rows = []        # one dict per copy
         self.loads = []       # (what, seconds, detail)
         self.checks = []      # what each verification found, for the report
-        self.quiet = Disturbance(a.wait_quiet, QUIET, OTHERS)
+        self.quiet = Disturbance(a.wait_quiet, QUIET, OTHERS, "copy")
         self.loadavg_start = report.loadavg()
         self.host = a.verbs_addr if a.transport == "verbs" else LOOPBACK
         self.standalone = self.source = None
@@ -326,19 +315,11 @@ class Bench:
     # ---- setup ---------------------------------------------------------
 
     def gen(self, node, slots=None):
-        argv = [self.binary("bench/gen_dataset"), "--redis", f"{LOOPBACK}:{node.port}",
-                "--keys", str(self.keys), "--value-size", str(self.a.value_size),
-                "--binary-keys", str(self.a.binary_keys)]
+        extra = ["--binary-keys", str(self.a.binary_keys)]
         if slots:
-            argv += ["--slots", f"{slots[0]}-{slots[1]}"]
-        t0 = time.monotonic()
-        p = self.procs.start("gen_dataset", argv, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
-        out, _ = p.communicate(timeout=self.timeout_s())
-        self.procs.stop(p)
-        if p.returncode != 0:
-            raise BenchError(f"gen_dataset failed ({p.returncode}): {out.strip()}")
-        return time.monotonic() - t0, out.strip().splitlines()[-1]
+            extra += ["--slots", f"{slots[0]}-{slots[1]}"]
+        return load_dataset(self.procs, self.binary("bench/gen_dataset"), node.port, self.keys,
+                            self.a.value_size, timeout_s=self.timeout_s(), extra_args=extra)
 
     def setup(self):
         a = self.a
@@ -383,18 +364,6 @@ class Bench:
                 print(f"target cluster of {m} masters up", flush=True)
 
     # ---- measuring -----------------------------------------------------
-
-    def settle(self):
-        return self.quiet.before("copy")
-
-    def others_cores(self):
-        """Cores' worth of CPU that processes this harness did not start used
-        since settle(): what busy_before cannot see, work that began mid-copy."""
-        return self.quiet.during("copy")
-
-    @property
-    def disturbed(self):
-        return self.quiet.disturbed
 
     def verify(self, target, what, strict=True):
         """Key count, keyspace digest, and SAMPLE keys GET byte for byte (half
@@ -448,7 +417,7 @@ class Bench:
         src = self.source
         beside = src.replicas if system == "sidecar-replicas" else src.masters
         self.wait_no_fork(src.nodes)
-        busy = self.settle()
+        busy = self.quiet.before()
         forks0 = self.forks(src.masters)
         rforks0 = self.forks(src.replicas)
         mcpu0, rcpu0 = self.cpu(src.masters), self.cpu(src.replicas)
@@ -498,7 +467,7 @@ class Bench:
         wait_until(f"{system}: rdma-client --cluster", exited, self.timeout_s(3), poll_s=0.005)
         wall = time.monotonic() - t0
         client_cpu, client_rss = reap(client)
-        others = self.others_cores()
+        others = self.quiet.during()
         out = client.stdout.read()
         client.stdout.close()
         if client.returncode != 0:
@@ -546,7 +515,7 @@ class Bench:
     def redis_cli_import(self, masters, run):
         target = self.targets[masters]
         target.flush()
-        busy = self.settle()
+        busy = self.quiet.before()
         cpu0 = cpu_seconds(self.standalone.proc.pid)
         tcpu0 = self.cpu(target.masters)
         argv = [self.redis_cli, "--cluster", "import", target.seed(), "--cluster-from",
@@ -560,7 +529,7 @@ class Bench:
                    self.timeout_s(60))
         wall = time.monotonic() - t0
         cli_cpu, cli_rss = reap(p)
-        others = self.others_cores()
+        others = self.quiet.during()
         if p.returncode != 0:
             raise BenchError(f"redis-cli --cluster import exited {p.returncode}:\n{tail(log)}")
         row = {"system": "redis-cli-import", "target_masters": masters, "run": run + 1,
@@ -585,13 +554,13 @@ class Bench:
         replica = RedisServer(self.procs, name, self.work, None, REPLICA_SWAPDB,
                               self.a.server).start()
         try:
-            busy = self.settle()
+            busy = self.quiet.before()
             cpu0 = cpu_seconds(master.proc.pid)
             t0 = time.monotonic()
             replica.call("REPLICAOF", LOOPBACK, master.port)
             t1 = wait_until(f"{name} full sync", lambda: replica_synced(replica),
                             self.timeout_s())
-            others = self.others_cores()
+            others = self.quiet.during()
             rcpu = cpu_seconds(replica.proc.pid, children=False)
             replica.call("REPLICAOF", "NO", "ONE")
             wait_until("the master's fork child to be reaped", lambda: master.info(
@@ -657,11 +626,7 @@ class Bench:
                             self.sidecar(system, m, run)
 
     def cleanup(self, ok):
-        self.procs.stop_all()
-        if ok:
-            shutil.rmtree(self.work, ignore_errors=True)
-        else:
-            print(f"logs kept in {self.work}", file=sys.stderr)
+        cleanup_work(self.procs, self.work, keep=not ok)
 
 
 # ---- the report --------------------------------------------------------------
@@ -705,15 +670,10 @@ def write_report(a, bench, command, date, host):
                         ("-rdbcompression-no" if a.rdbcompression == "no" else "") +
                         (f"-{a.tag}" if a.tag else ""))
     rows = bench.rows
-    with open(stem + ".csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in r.items()})
+    write_csv(stem + ".csv", CSV_FIELDS, rows)
     L = [f"# Whole-cluster copy: rdma-client --cluster vs redis-cli --cluster import vs native "
-         f"full syncs, on {host}, {date}\n", f"Command: `{command}`\n", "## Machine\n",
-         "| | |", "|---|---|"]
-    L += [f"| {k} | {v} |" for k, v in report.machine(REPO_DIR, report.servers_of(a))]
+         f"full syncs, on {host}, {date}\n", f"Command: `{command}`\n", "## Machine\n"]
+    L += key_value_table(report.machine(REPO_DIR, report.servers_of(a)))
     L += ["", "## Data set\n",
           f"{bench.keys:,} keys x {a.value_size:,} random bytes, strings (gen_dataset seed 1) = "
           f"{bench.payload / 1e6:,.0f} MB of values; "
@@ -738,8 +698,8 @@ def write_report(a, bench, command, date, host):
     noisy = sum(1 for r in rows if r.get("others_cores", 0) > OTHERS)
     L += ["", "## Quiet?\n", f"Load average at start {bench.loadavg_start}, at end "
           f"{report.loadavg()}. Copies that started with the machine over {QUIET:.0%} busy: "
-          f"{bench.disturbed}; during which other processes used over {OTHERS} cores: {noisy} "
-          "(`busy_before`, `others_cores` in the CSV).\n"]
+          f"{bench.quiet.disturbed}; during which other processes used over {OTHERS} cores: "
+          f"{noisy} (`busy_before`, `others_cores` in the CSV).\n"]
     L += ["## Wall time\n", "CLOCK_MONOTONIC; median (min-max) over runs. sidecar: from "
           "starting the 3 rdma-servers (and the client, which waits for their tables) to the "
           "client's exit; `client s` is its own `seconds=`. redis-cli: its run. native: "
@@ -856,9 +816,9 @@ def write_report(a, bench, command, date, host):
 
 
 def main(argv):
-    os.environ.setdefault("RDMA_SIDECAR_SECRET", secrets.token_hex(32))
+    share_sidecar_secret()
     a = parse_args(argv)
-    command = shlex.join(["python3", os.path.relpath(os.path.abspath(__file__), REPO_DIR)] + argv)
+    command = command_line(__file__, argv)
     bench, ok = run_harness("cluster_bench", lambda: Bench(a))
     if bench is None:
         return 2
@@ -866,11 +826,7 @@ def main(argv):
         return 1
     stem = write_report(a, bench, command, datetime.date.today().isoformat(),
                         socket.gethostname())
-    print(f"\nwrote {stem}.md and {stem}.csv")
-    if not ok:
-        print("cluster_bench: the run did not finish; the report holds what was measured",
-              file=sys.stderr)
-    return 0 if ok else 1
+    return wrote_report("cluster_bench", stem, ok)
 
 
 if __name__ == "__main__":

@@ -42,9 +42,6 @@ import math
 import os
 import platform
 import re
-import secrets
-import shlex
-import shutil
 import signal
 import socket
 import statistics
@@ -55,14 +52,12 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 os.environ.setdefault("GIT_OPTIONAL_LOCKS", "0")  # report.machine's git status: read only
-from benchlib import (add_server_args, built_binary, choose_pinning, resolve_servers, run_harness,
-                      servers_tag, CLK_TCK, LOOPBACK, BenchError, Procs, RedisServer, Sidecar,
-                      cpu_seconds, kv_fields, pin_prefix, processes_cpu, replica_synced, tail,
-                      wait_until)
+from benchlib import (add_build_dir_arg, add_results_args, add_server_args, built_binary,
+                      choose_pinning, cleanup_work, command_line, key_value_table,
+                      resolve_servers, run_harness, servers_tag, share_sidecar_secret, CLK_TCK,
+                      LOOPBACK, REPO_DIR, BenchError, Procs, RedisServer, Sidecar, cpu_seconds,
+                      kv_fields, pin_prefix, processes_cpu, replica_synced, tail, wait_until)
 import report
-
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-REPO_DIR = os.path.dirname(BENCH_DIR)
 
 TARGET_P99_RATIO = 2.0     # the issue: sidecar p99 <= 2x native p99 (TCP)
 QUIET = 0.15               # cores used by others just before a run: disturbed
@@ -116,8 +111,7 @@ def parse_args(argv):
                    help="rdma-server --snapshot-every (default: rdma-server's, 0: no periodic "
                         "snapshot)")
     add_server_args(p)
-    p.add_argument("--build-dir", default="build",
-                   help="CMake build tree, relative to the repo root unless absolute")
+    add_build_dir_arg(p)
     p.add_argument("--master-cpu", type=int, default=0, help="CPU for the master and the writer")
     p.add_argument("--replica-cpu", type=int, default=1,
                    help="CPU for both replica redis-servers (native, and the sidecar's target)")
@@ -127,8 +121,7 @@ def parse_args(argv):
                         f"{QUIET:.2f} cores (default: only record how much they use)")
     p.add_argument("--redo", type=int, default=2,
                    help="extra runs allowed to replace disturbed ones (default 2)")
-    p.add_argument("--results-dir", default=os.path.join(BENCH_DIR, "results"))
-    p.add_argument("--tag", default="", help="appended to the results file name")
+    add_results_args(p)
     a = p.parse_args(argv)
     if a.rate < 1 or a.value_size < 1 or a.runs < 1 or a.keyspace < 1 or a.redo < 0:
         p.error("--rate, --value-size, --runs and --keyspace must be positive, --redo not "
@@ -144,8 +137,6 @@ def parse_args(argv):
         if not a.sidecar_host:
             p.error("--transport verbs needs --sidecar-host (an address on the RDMA device's "
                     "netdev) or $RRS_VERBS_ADDR")
-    if not os.path.isabs(a.build_dir):
-        a.build_dir = os.path.join(REPO_DIR, a.build_dir)
     resolve_servers(p, a)
     return a
 
@@ -652,11 +643,7 @@ class LagBench:
         return self.clean() or self.runs
 
     def cleanup(self, ok):
-        self.procs.stop_all()
-        if ok:
-            shutil.rmtree(self.work, ignore_errors=True)
-        else:
-            print(f"logs kept in {self.work}", file=sys.stderr)
+        cleanup_work(self.procs, self.work, keep=not ok)
 
 
 # ---- the report ---------------------------------------------------------------------------
@@ -806,12 +793,11 @@ def write_report(a, bench, command, ok):
           f"replica, {a.server.describe()} ({host}, {date})", ""]
     if not ok:
         md += ["**The run did not finish: this holds what was measured.**", ""]
-    md += ["## Machine", "", "| | |", "|---|---|"]
-    md += [f"| {k} | {v} |" for k, v in report.machine(REPO_DIR, report.servers_of(a))]
-    md += [f"| python | {platform.python_version()} |",
-           f"| load average | {bench.loadavg_start} at the start, {report.loadavg()} at the end |",
-           f"| pinning | {bench.pinning} |", "",
-           "## Load and command", "",
+    md += ["## Machine", ""] + key_value_table(report.machine(REPO_DIR, report.servers_of(a)) + [
+        ("python", platform.python_version()),
+        ("load average", f"{bench.loadavg_start} at the start, {report.loadavg()} at the end"),
+        ("pinning", bench.pinning)])
+    md += ["", "## Load and command", "",
            f"{a.rate:,} `SET lag:<seq % {a.keyspace}> <{a.value_size} B>` per second to the "
            f"master, {a.batch} per pipelined batch every {a.interval_ns / 1e6:.3f} ms (open loop, "
            f"one connection); keyspace {a.keyspace:,} keys prefilled by DEBUG POPULATE before "
@@ -844,15 +830,13 @@ def write_report(a, bench, command, ok):
 
 
 def main(argv):
-    # rdma-server serves a non-loopback address only with a shared secret;
-    # the sidecar and every client of the run inherit this one.
-    os.environ.setdefault("RDMA_SIDECAR_SECRET", secrets.token_hex(32))
+    share_sidecar_secret()
     if argv and argv[0] == "_writer":
         return writer_main(argv[1:])
     if argv and argv[0] == "_probe":
         return probe_main(argv[1:])
     a = parse_args(argv)
-    command = shlex.join(["python3", os.path.relpath(os.path.abspath(__file__), REPO_DIR)] + argv)
+    command = command_line(__file__, argv)
     bench, ok = run_harness("lag_bench", lambda: LagBench(a))
     if bench is None:
         return 2

@@ -10,7 +10,6 @@ runs; a run's figure for N replicas is the time from the request until all N
 are loaded (the slowest replica), since that is what the operator waits for.
 Per-replica figures are in the CSV.
 """
-import csv
 import os
 import platform
 import shlex
@@ -18,7 +17,7 @@ import socket
 import statistics
 import subprocess
 
-from benchlib import RedisServer, servers_tag
+from benchlib import RedisServer, key_value_table, pyplot, servers_tag, write_csv
 
 SYSTEM_ORDER = ["native-disk", "native-diskless", "sidecar-tcp", "sidecar-verbs",
                 "sidecar-tcp-replica", "sidecar-verbs-replica", "floor"]
@@ -192,11 +191,7 @@ def write(a, bench, command, date, host, datasets):
     suffix = servers_tag(a.server, a.target_server) + (f"-{a.tag}" if a.tag else "") + \
         ("-rdbcompression-no" if a.rdbcompression == "no" else "")
     stem = os.path.join(a.results_dir, f"{date}-{host}{suffix}")
-    with open(stem + ".csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
-        w.writeheader()
-        for r in bench.rows:
-            w.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in r.items()})
+    write_csv(stem + ".csv", CSV_FIELDS, bench.rows)
     systems = [s for s in SYSTEM_ORDER if s in a.systems]
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with open(stem + ".md", "w") as f:
@@ -206,9 +201,8 @@ def write(a, bench, command, date, host, datasets):
             what = (f"a {a.server.describe()} master into {a.target_server.describe()} "
                     "replicas, native replication vs the sidecar")
         f.write(f"# Full sync: {what}, on {host}, {date}\n\n"
-                f"Command: `{command}`\n\n## Machine\n\n| | |\n|---|---|\n")
-        for k, v in machine(repo, servers_of(a)):
-            f.write(f"| {k} | {v} |\n")
+                f"Command: `{command}`\n\n## Machine\n\n")
+        f.write("\n".join(key_value_table(machine(repo, servers_of(a)))) + "\n")
         f.write("\n## Data sets (random bytes from gen_dataset, seed 1; all traffic on "
                 "loopback or, for verbs, the RDMA device)\n\n")
         for ds in datasets:
@@ -244,7 +238,7 @@ def write(a, bench, command, date, host, datasets):
                 f"the master `--rdbcompression {a.rdbcompression}`.\n\n## Pinning\n\n"
                 f"{bench.pinning}\n\n## Quiet?\n\nLoad average (1/5/15 min) at start "
                 f"{bench.loadavg_start}, at end {loadavg()}. Syncs that started with the "
-                f"machine more than 15% busy: {bench.disturbed} (per sync: `busy_before` in "
+                f"machine more than 15% busy: {bench.quiet.disturbed} (per sync: `busy_before` in "
                 "the CSV). Syncs during which processes the harness did not start used more "
                 f"than 0.10 cores: {noisy} "
                 "(`others_cores` in the CSV).\n\n")
@@ -416,15 +410,9 @@ def targets(rows, dataset, counts):
 
 
 def plot(rows, datasets, systems, counts, stem):
-    # A read-only or missing ~/.config (the VM) makes matplotlib complain.
-    os.environ.setdefault("MPLCONFIGDIR", os.path.join("/tmp", "sync_bench-matplotlib"))
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("report: matplotlib is not installed (bash bench/run.sh installs "
-              "python3-matplotlib): no plots")
+    plt = pyplot("sync_bench-matplotlib", "report: matplotlib is not installed (bash "
+                 "bench/run.sh installs python3-matplotlib): no plots")
+    if plt is None:
         return []
     pngs = []
 

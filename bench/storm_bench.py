@@ -46,9 +46,6 @@ import array
 import datetime
 import os
 import re
-import secrets
-import shlex
-import shutil
 import signal
 import socket
 import subprocess
@@ -58,16 +55,16 @@ import threading
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from benchlib import (add_server_args, built_binary, children_of, choose_pinning, cpu_seconds,
-                      exited_unreaped, free_port, load_dataset, master_idle, peak_rss_mb,
-                      percentile, pin_prefix, private_dirty_mb, reap, replica_synced,
-                      reset_peak_rss, resolve_servers, run_harness, tail, thread_cpu_seconds,
-                      wait_until, CLK_TCK, LOOPBACK, POLL_S, BenchError, Disturbance, Procs,
-                      RedisServer, Resp)
+from benchlib import (add_build_dir_arg, add_results_args, add_server_args, add_wait_quiet_arg,
+                      built_binary, check_systems, children_of, choose_pinning, cleanup_work,
+                      command_line, cpu_seconds, exited_unreaped, free_port, load_dataset,
+                      master_idle, peak_rss_mb, percentile, pin_prefix, private_dirty_mb, reap,
+                      replica_synced, reset_peak_rss, resolve_servers, run_harness,
+                      share_sidecar_secret, synced_or_refused, tail, thread_cpu_seconds,
+                      wait_until, wrote_report, BENCH_DIR, CLK_TCK, LOOPBACK, POLL_S, REPO_DIR,
+                      BenchError, Disturbance, Procs, RedisServer, Resp)
 import storm_report
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-REPO_DIR = os.path.dirname(BENCH_DIR)
 SYSTEMS = ["native-diskless", "native-disk", "native-rdb-channel", "sidecar-master",
            "sidecar-replica"]
 ARRIVALS = ["together", "staggered"]
@@ -148,8 +145,7 @@ def parse_args(argv):
                         "sidecar, whose snapshot is a full sync of that replica (default: "
                         "--log-size: sized once for the writes during one table build)")
     add_server_args(p)
-    p.add_argument("--build-dir", default="build",
-                   help="CMake build tree, relative to the repo root unless absolute")
+    add_build_dir_arg(p)
     p.add_argument("--pin", action="store_true",
                    help="pin the master's main process to --master-cpu; its fork children "
                         "(bgsave-cpulist), every other server, rdma-server and rdma-client to "
@@ -158,11 +154,8 @@ def parse_args(argv):
                         "the master's latency (default: nothing pinned)")
     p.add_argument("--master-cpu", type=int, default=0)
     p.add_argument("--replica-cpu", type=int, default=1)
-    p.add_argument("--wait-quiet", type=float, default=0, metavar="S",
-                   help=f"before each storm wait up to S s for the machine to be under "
-                        f"{QUIET * 100:.0f}%% busy (default: only record how busy)")
-    p.add_argument("--results-dir", default=os.path.join(BENCH_DIR, "results"))
-    p.add_argument("--tag", default="", help="appended to the results file name")
+    add_wait_quiet_arg(p, "storm", QUIET)
+    add_results_args(p)
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--keep-logs", action="store_true",
                    help="keep every server's and tool's log (printed: where) after a good run")
@@ -177,9 +170,7 @@ def check_args(p, a):
     except ValueError:
         p.error("--replicas expects counts like 1,2,4,8")
     a.systems = a.systems.split(",")
-    for s in a.systems:
-        if s not in SYSTEMS:
-            p.error(f"--systems: unknown system {s!r}; choose from {', '.join(SYSTEMS)}")
+    check_systems(p, a.systems, SYSTEMS)
     if min(a.replicas) < 1 or a.runs < 1 or a.scale <= 0 or a.load_rate < 1:
         p.error("--replicas, --runs, --scale and --load-rate must be positive")
     a.arrivals = ARRIVALS if a.arrival == "both" else [a.arrival]
@@ -200,8 +191,6 @@ def check_args(p, a):
     if a.standing_obuf_limit is None:
         a.standing_obuf_limit = a.log_size
     a.no_pin = not a.pin
-    if not os.path.isabs(a.build_dir):
-        a.build_dir = os.path.join(REPO_DIR, a.build_dir)
     resolve_servers(p, a)
 
 
@@ -616,10 +605,7 @@ class Storm:
                 replicas[i].call("REPLICAOF", LOOPBACK, self.master.port)
 
             def synced(i):
-                failure = replicas[i].load_failure()
-                if failure:
-                    raise failure
-                return replica_synced(replicas[i])
+                return synced_or_refused(replicas[i])
             return None, [], arrive, synced
         sidecar = self.start_sidecar(tag, standing or self.master)
         clients = [None] * len(replicas)
@@ -812,19 +798,15 @@ class Storm:
             print(f"  {system}: not measured: {why}", flush=True)
 
     def cleanup(self, ok):
-        self.procs.stop_all()
-        if ok and not self.a.keep_logs:
-            shutil.rmtree(self.work, ignore_errors=True)
-        else:
-            print(f"logs kept in {self.work}", file=sys.stderr)
+        cleanup_work(self.procs, self.work, keep=not ok or self.a.keep_logs)
 
 
 def main(argv):
-    os.environ.setdefault("RDMA_SIDECAR_SECRET", secrets.token_hex(32))
+    share_sidecar_secret()
     if argv and argv[0] == "_latency":
         return latency_main(argv[1:])
     a = parse_args(argv)
-    command = shlex.join(["python3", os.path.relpath(os.path.abspath(__file__), REPO_DIR)] + argv)
+    command = command_line(__file__, argv)
     bench, ok = run_harness("storm_bench", lambda: Storm(a))
     if bench is None:
         return 2
@@ -832,11 +814,7 @@ def main(argv):
         return 1
     stem = storm_report.write(a, bench, command, datetime.date.today().isoformat(),
                               socket.gethostname())
-    print(f"\nwrote {stem}.md and {stem}.csv" + ("" if a.no_plots else " and plots"))
-    if not ok:
-        print("storm_bench: the run did not finish; the report holds what was measured",
-              file=sys.stderr)
-    return 0 if ok else 1
+    return wrote_report("storm_bench", stem, ok, plots=not a.no_plots)
 
 
 if __name__ == "__main__":

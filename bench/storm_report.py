@@ -3,12 +3,11 @@ with the issue's targets read off, the scaling on paper (measured per-GB
 figures extrapolated to a 64 GB master), and PNG plots of each figure against
 the replica count.
 """
-import csv
 import os
 import statistics
 
 import report
-from benchlib import servers_tag
+from benchlib import key_value_table, pyplot, servers_tag, write_csv
 
 STORM_FIELDS = [
     "system", "arrival", "replicas", "run", "synced_s", "first_synced_s", "equal",
@@ -63,16 +62,10 @@ def write(a, bench, command, date, host):
     os.makedirs(a.results_dir, exist_ok=True)
     stem = os.path.join(a.results_dir, f"{date}-storm-{host}" + servers_tag(a.server)
                         + (f"-{a.tag}" if a.tag else ""))
-    with open(stem + ".csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["kind"] + STORM_FIELDS + LOOP_FIELDS[4:],
-                           extrasaction="ignore")
-        w.writeheader()
-        for kind, rows in (("storm", bench.rows), ("loop", bench.loops),
-                           ("baseline", bench.baselines),
-                           ("busy-baseline", bench.busy_baselines)):
-            for r in rows:
-                w.writerow({"kind": kind, **{k: (f"{v:.4f}" if isinstance(v, float) else v)
-                                             for k, v in r.items()}})
+    write_csv(stem + ".csv", ["kind"] + STORM_FIELDS + LOOP_FIELDS[4:],
+              [{"kind": kind, **r} for kind, rows in (
+                  ("storm", bench.rows), ("loop", bench.loops), ("baseline", bench.baselines),
+                  ("busy-baseline", bench.busy_baselines)) for r in rows])
     pngs = [] if a.no_plots else plot(a, bench.rows, stem)
     md = header(a, bench, command, date, host) + results(a, bench) + read_off(a, bench)
     md += loop_section(a, bench) + scaling(a, bench)
@@ -89,10 +82,11 @@ def header(a, bench, command, date, host):
     client = ("bench/paced_load, C++" if bench.latency_client
               else "storm_bench.py's own, Python: bench/paced_load is not built")
     md = [f"# Replication storm: {a.server.describe()}, native vs the sidecar, on {host}, "
-          f"{date}", "", f"Command: `{command}`", "", "## Machine", "", "| | |", "|---|---|"]
-    md += [f"| {k} | {v} |" for k, v in report.machine(repo, [("server", a.server)])]
-    md += [f"| load average | {bench.loadavg_start} at the start, {loadavg()} at the end |",
-           f"| pinning | {bench.pinning} |", "", "## Set-up", "",
+          f"{date}", "", f"Command: `{command}`", "", "## Machine", ""]
+    md += key_value_table(report.machine(repo, [("server", a.server)]) + [
+        ("load average", f"{bench.loadavg_start} at the start, {loadavg()} at the end"),
+        ("pinning", bench.pinning)])
+    md += ["", "## Set-up", "",
            f"- data: {a.keys:,} keys x {a.value_size:,} random bytes (gen_dataset) = "
            f"{a.data_bytes / 1e6:,.0f} MB of values; master used_memory "
            f"{cell(bench.used_memory_mb, 0)} MiB (used_memory_dataset "
@@ -337,13 +331,8 @@ def scaling(a, bench):
 
 
 def plot(a, rows, stem):
-    os.environ.setdefault("MPLCONFIGDIR", os.path.join("/tmp", "storm_bench-matplotlib"))
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("storm_report: matplotlib is not installed: no plots")
+    plt = pyplot("storm_bench-matplotlib", "storm_report: matplotlib is not installed: no plots")
+    if plt is None:
         return []
     systems = sorted({r["system"] for r in rows}, key=lambda s: [r["system"] for r in rows]
                      .index(s))

@@ -93,10 +93,7 @@ import argparse
 import datetime
 import os
 import re
-import secrets
-import shlex
 import resource
-import shutil
 import socket
 import subprocess
 import sys
@@ -104,15 +101,13 @@ import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from benchlib import (add_server_args, built_binary, choose_pinning, free_port, resolve_servers,
-                      run_harness,
-                      LOOPBACK, BenchError, Disturbance, Procs, RedisServer, Refused, Sidecar,
-                      cpu_seconds, kv_fields, load_dataset, master_idle, peak_rss_mb,
-                      replica_synced, reset_peak_rss, tail, wait_until)
+from benchlib import (add_build_dir_arg, add_results_args, add_server_args, add_wait_quiet_arg,
+                      built_binary, check_systems, choose_pinning, cleanup_work, command_line,
+                      resolve_servers, run_harness, share_sidecar_secret, wrote_report,
+                      LOOPBACK, REPO_DIR, BenchError, Disturbance, Procs, RedisServer, Refused,
+                      Sidecar, cpu_seconds, kv_fields, load_dataset, master_idle, peak_rss_mb,
+                      reset_peak_rss, synced_or_refused, tail, wait_until)
 import report
-
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-REPO_DIR = os.path.dirname(BENCH_DIR)
 
 # name -> (keys, value_size, gen_dataset --type): the issue's four data sets.
 DATASETS = {
@@ -150,8 +145,7 @@ def parse_args(argv):
     p.add_argument("--verbs-addr", default=os.environ.get("RRS_VERBS_ADDR"),
                    help="an address on that device's netdev for rdma-server to listen on "
                         "(default $RRS_VERBS_ADDR; tests/vm/guest-setup.sh sets it)")
-    p.add_argument("--build-dir", default="build",
-                   help="CMake build tree, relative to the repo root unless absolute")
+    add_build_dir_arg(p)
     p.add_argument("--master-cpu", type=int, default=0)
     p.add_argument("--replica-cpu", type=int, default=1,
                    help="CPU for every replica (with 2 cores they share it)")
@@ -161,16 +155,13 @@ def parse_args(argv):
                         "shares its replica's core; 'none' leaves it to the scheduler "
                         "(bench/README.md, Pinning)")
     p.add_argument("--no-pin", action="store_true", help="pin nothing")
-    p.add_argument("--wait-quiet", type=float, default=0, metavar="S",
-                   help="before each sync wait up to S s for the machine to be under "
-                        f"{QUIET * 100:.0f}%% busy (default: only record how busy)")
+    add_wait_quiet_arg(p, "sync", QUIET)
     p.add_argument("--rdbcompression", choices=("yes", "no"), default="yes",
                    help="the master's rdbcompression (Redis' default: yes). Random values do "
                         "not compress, so 'yes' only spends CPU on LZF attempts: it about doubles "
                         "native syncs and SCAN+DUMP here; 'no' adds -rdbcompression-no to the "
                         "results file name")
-    p.add_argument("--results-dir", default=os.path.join(BENCH_DIR, "results"))
-    p.add_argument("--tag", default="", help="appended to the results file name")
+    add_results_args(p)
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     a = p.parse_args(argv)
     names = list(DATASETS) if a.datasets == "all" else a.datasets.split(",")
@@ -193,14 +184,10 @@ def parse_args(argv):
         a.systems = [s for s in SYSTEMS if "verbs" not in s or a.verbs_addr]
     else:
         a.systems = a.systems.split(",")
-        for s in a.systems:
-            if s not in SYSTEMS:
-                p.error(f"--systems: unknown system {s!r}; choose from {', '.join(SYSTEMS)}")
+        check_systems(p, a.systems, SYSTEMS)
         if any("verbs" in s for s in a.systems) and not a.verbs_addr:
             p.error("sidecar-verbs needs --verbs-addr (an address on the RDMA device's netdev); "
                     "in the Soft-RoCE VM tests/vm/guest-setup.sh sets RRS_VERBS_ADDR")
-    if not os.path.isabs(a.build_dir):
-        a.build_dir = os.path.join(REPO_DIR, a.build_dir)
     resolve_servers(p, a)
     return a
 
@@ -253,7 +240,7 @@ class Bench:
         self.rows = []         # one dict per replica per sync
         self.builds = []       # one dict per table build (sidecar epoch)
         self.loads = []        # one dict per data set load
-        self.quiet = Disturbance(args.wait_quiet, QUIET, OTHERS)
+        self.quiet = Disturbance(args.wait_quiet, QUIET, OTHERS, "sync")
         self.loadavg_start = report.loadavg()
         self.master = None
         self.refused = {}      # (data set, system) -> why the target refused
@@ -272,18 +259,6 @@ class Bench:
 
     def timeout_s(self, ds, replicas=1):
         return 180 + replicas * ds.payload / 2e6  # generous: 2 MB/s is far below any path
-
-    def settle(self):
-        return self.quiet.before("sync")
-
-    def others_cores(self):
-        """Cores' worth of CPU that processes this harness did not start used
-        since settle(): what busy_before cannot see, work that began mid-sync."""
-        return self.quiet.during("sync")
-
-    @property
-    def disturbed(self):
-        return self.quiet.disturbed
 
     def start_master(self, ds):
         if self.master:
@@ -346,14 +321,6 @@ class Bench:
         return [RedisServer(self.procs, f"{tag}-r{i}", self.work, self.a.replica_cpu,
                             list(args), self.a.target_server).start() for i in range(n)]
 
-    def synced_or_refused(self, replica):
-        """replica_synced(), or raises when the replica failed to load its master's
-        RDB (Refused for an RDB version it does not read): a timeout otherwise."""
-        failure = replica.load_failure()
-        if failure:
-            raise failure
-        return replica_synced(replica)
-
     def stop_all(self, replicas):
         for r in replicas:
             r.stop()
@@ -389,7 +356,7 @@ class Bench:
         self.configure_master(system, n)
         replicas = self.start_replicas(n, f"{system}{run}",
                                        REPLICA_SWAPDB if system == "native-diskless" else ())
-        busy = self.settle()
+        busy = self.quiet.before()
         cpu0 = self.master_cost_start()
         t0 = time.monotonic()
         for r in replicas:
@@ -398,7 +365,7 @@ class Bench:
 
         def all_synced():
             for i, r in enumerate(replicas):
-                if done[i] is None and self.synced_or_refused(r):
+                if done[i] is None and synced_or_refused(r):
                     done[i] = time.monotonic()
             return all(done)
         try:
@@ -406,7 +373,7 @@ class Bench:
         except Refused:
             self.stop_all(replicas)  # the master drops them and finishes its fork
             raise
-        others = self.others_cores()
+        others = self.quiet.during()
         rcpu = [cpu_seconds(r.proc.pid, children=False) for r in replicas]
         for r in replicas:  # detach, so the master is idle for the next sync
             r.call("REPLICAOF", "NO", "ONE")
@@ -503,14 +470,14 @@ class Bench:
             ready_s, line = server.start(argv, self.timeout_s(ds))
             if "table=none" not in line.split():
                 raise BenchError(f"rdma-server took a snapshot at start, not on demand: {line}")
-        busy = self.settle()
+        busy = self.quiet.before()
         cpu0 = self.master_cost_start()
         kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
         if not on_demand:
             # scan builds at start: the request is rdma-server's start, and the
             # first client waits in its listen backlog until the table is ready.
-            self.spawn_sidecar(server, argv)
+            server.spawn(argv)
         srv0 = cpu_seconds(server.proc.pid, children=False)
         # "snapshot pending" moves the client's deadline on; a scan build only
         # has the backlog, so the client gets the harness's whole timeout.
@@ -536,7 +503,7 @@ class Bench:
         wait_until(f"{system}'s first rdma-client (snapshot + load)", exited,
                    self.timeout_s(ds) * 2)
         kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        others = self.others_cores()
+        others = self.quiet.during()
         rcpu = cpu_seconds(replicas[0].proc.pid, children=False)
         sidecar_cpu = cpu_seconds(server.proc.pid, children=False) - srv0
         if "line" not in seen:
@@ -582,13 +549,6 @@ class Bench:
               f"{cost['master_cpu_s']:.2f} s", flush=True)
         return build
 
-    def spawn_sidecar(self, server, argv):
-        """Sidecar.start() without the wait for `ready`."""
-        server.port = free_port()
-        with open(server.log, "w") as out, open(server.log + ".stderr", "w") as err:
-            server.proc = self.procs.start(server.name, argv + ["--port", str(server.port)],
-                                           stdout=out, stderr=err)
-
     def sidecar_sync(self, ds, system, n, run, server, host, build):
         """n later replicas of the epoch at once: the table is held."""
         # --mode replica: the replica loads the client's RDB as a full sync, so
@@ -596,7 +556,7 @@ class Bench:
         mode = "replica" if system.endswith("-replica") else "restore"
         replicas = self.start_replicas(n, f"{system}{run}-{n}",
                                        REPLICA_SWAPDB if mode == "replica" else ())
-        busy = self.settle()
+        busy = self.quiet.before()
         cpu0 = self.master_cost_start()
         srv0 = cpu_seconds(server.proc.pid, children=False)
         # The clients are the only children reaped until all have exited.
@@ -614,7 +574,7 @@ class Bench:
             return all(done)
         wait_until(f"{n} rdma-clients", all_exited, self.timeout_s(ds, n))
         kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        others = self.others_cores()
+        others = self.quiet.during()
         rcpu = [cpu_seconds(r.proc.pid, children=False) for r in replicas]
         client_cpu = (kids1.ru_utime + kids1.ru_stime - kids0.ru_utime - kids0.ru_stime) / n
         cost = self.master_cost_end(cpu0)
@@ -643,16 +603,16 @@ class Bench:
         port = feeder.start()
         try:
             replica = self.start_replicas(1, f"floor{run}", REPLICA_SWAPDB)[0]
-            busy = self.settle()
+            busy = self.quiet.before()
             t0 = time.monotonic()
             replica.call("REPLICAOF", LOOPBACK, port)
             try:
                 t1 = wait_until("replica loading the prepared RDB",
-                                lambda: self.synced_or_refused(replica), self.timeout_s(ds))
+                                lambda: synced_or_refused(replica), self.timeout_s(ds))
             except Refused:
                 replica.stop()
                 raise
-            others = self.others_cores()
+            others = self.quiet.during()
             rcpu = cpu_seconds(replica.proc.pid, children=False)
             replica.call("REPLICAOF", "NO", "ONE")
             self.verify(replica, "floor replica")
@@ -730,15 +690,13 @@ class Bench:
                   f"{rows[0].get('master_cpu_s', float('nan')):.2f} s", flush=True)
 
     def cleanup(self, ok):
-        self.procs.stop_all()
-        if ok:
-            shutil.rmtree(self.work, ignore_errors=True)
-            return
-        for d, _, files in os.walk(self.work):  # keep the logs, not GB of RDB
-            for name in files:
-                if name.endswith(".rdb"):
-                    os.unlink(os.path.join(d, name))
-        print(f"logs kept in {self.work}", file=sys.stderr)
+        self.procs.stop_all()  # first: a server may still be writing an RDB
+        if not ok:
+            for d, _, files in os.walk(self.work):  # keep the logs, not GB of RDB
+                for name in files:
+                    if name.endswith(".rdb"):
+                        os.unlink(os.path.join(d, name))
+        cleanup_work(self.procs, self.work, keep=not ok)
 
 
 def server_line(server, word):
@@ -759,11 +717,9 @@ def refusal(log_tail):
 
 
 def main(argv):
-    # rdma-server serves a non-loopback address only with a shared secret;
-    # the sidecar and every client of the run inherit this one.
-    os.environ.setdefault("RDMA_SIDECAR_SECRET", secrets.token_hex(32))
+    share_sidecar_secret()
     a = parse_args(argv)
-    command = shlex.join(["python3", os.path.relpath(os.path.abspath(__file__), REPO_DIR)] + argv)
+    command = command_line(__file__, argv)
     bench, ok = run_harness("sync_bench", lambda: Bench(a))
     if bench is None:
         return 2
@@ -778,11 +734,7 @@ def main(argv):
         for (ds, system), why in bench.refused.items():
             if ds == name:
                 print(f"- refused, not measured: {system}: {why}")
-    print(f"\nwrote {stem}.md and {stem}.csv" + ("" if a.no_plots else " and plots"))
-    if not ok:
-        print("sync_bench: the run did not finish; the report holds what was measured",
-              file=sys.stderr)
-    return 0 if ok else 1
+    return wrote_report("sync_bench", stem, ok, plots=not a.no_plots)
 
 
 if __name__ == "__main__":
