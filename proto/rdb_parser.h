@@ -111,7 +111,7 @@ class RdbParser {
   uint32_t db_ = 0;
   int64_t pending_expire_ = -1;
 
-  // A value split across feeds: where its walk stopped (see rdb_parser.cc).
+  // A value split across feeds: where its walk stopped (see rdb_parser_walk.cc).
   struct ValueProgress {
     bool active = false;
     uint8_t type = 0;
