@@ -379,11 +379,13 @@ std::vector<Flag> client_flags(ClientConfig& c) {
        false, set_huge_pages_flag(c.huge_pages)},
       {"--quiet", "", "", "", "no progress output", "no progress output", true, set_true(c.quiet)},
       {"--metrics", "[ADDR:]PORT", "off", "",
-       "Prometheus metrics while running ([metrics.md](metrics.md))",
+       "Prometheus metrics while running; also the probes `/healthz` and `/readyz` "
+       "([metrics.md](metrics.md#health-probes))",
        "serve Prometheus metrics (text format) at\n"
-       "http://ADDR:PORT/metrics while running; ADDR\n"
-       "defaults to 127.0.0.1. Off by default. A port in\n"
-       "use exits 2",
+       "http://ADDR:PORT/metrics while running, and the\n"
+       "probes /healthz and /readyz (503 until the target\n"
+       "is loaded); ADDR defaults to 127.0.0.1. Off by\n"
+       "default. A port in use exits 2",
        true, set_metrics_flag(c.metrics)},
       {"--log-format", "text|json", "text", "",
        "the format of stderr's log lines ([operations.md](operations.md#logs))",

@@ -1,4 +1,5 @@
 #include "server/epoch_keeper.h"
+#include "common/metrics/readiness.h"
 
 #include <cstdio>
 
@@ -83,6 +84,7 @@ Status EpochKeeper::publish_first(SnapshotSource& source, Servers& servers) {
               static_cast<unsigned long long>(table->log ? table->log->capacity() : 0),
               serving_fields(servers).c_str());
   std::fflush(stdout);
+  metrics::set_readiness(true, "serving epoch " + std::to_string(table->epoch()));
   return {};
 }
 
@@ -96,6 +98,7 @@ Status EpochKeeper::serve_on_demand(Servers& servers) {
               static_cast<long long>(opts_.gather_delay.count()), serving_fields(servers).c_str());
   std::fflush(stdout);
   log::info("no snapshot until a client asks for the table: the master is not forked before");
+  metrics::set_readiness(true, "no table yet: the first client's request takes one");
   return {};
 }
 
@@ -272,6 +275,7 @@ void EpochKeeper::publish(const TablePtr& table, const SnapshotStats& stats, dou
   print_table_line("published", table->final_header(), stats, build_s);
   std::printf("\n");
   std::fflush(stdout);
+  metrics::set_readiness(true, "serving epoch " + std::to_string(table->epoch()));
 }
 
 void EpochKeeper::on_retention_tick(evutil_socket_t, short, void* self) {
@@ -306,6 +310,7 @@ void EpochKeeper::give_back_if_unread() {
   std::printf("released epoch=%llu bytes=%llu\n", static_cast<unsigned long long>(epoch),
               static_cast<unsigned long long>(bytes));
   std::fflush(stdout);
+  metrics::set_readiness(true, "no table held: the next client's request takes one");
 }
 
 // Loop thread. The current log will never grow again (the link left its

@@ -230,10 +230,13 @@ std::vector<Flag> server_flags(ServerConfig& c, std::string& master_flag) {
        "says which)",
        false, set_huge_pages_flag(c.huge_pages)},
       {"--metrics", "[ADDR:]PORT", "off", "",
-       "serve Prometheus metrics; at `http://ADDR:PORT/metrics` (ADDR 127.0.0.1); a port in use "
-       "is exit 2 ([metrics.md](metrics.md))",
+       "serve Prometheus metrics; at `http://ADDR:PORT/metrics` (ADDR 127.0.0.1), with the "
+       "probes `/healthz` and `/readyz`; a port in use is exit 2 "
+       "([metrics.md](metrics.md#health-probes))",
        "serve Prometheus metrics (text format) at\n"
-       "http://ADDR:PORT/metrics; ADDR defaults to\n"
+       "http://ADDR:PORT/metrics, and the probes /healthz\n"
+       "and /readyz (503 until the first table or, on\n"
+       "demand, the master is ready); ADDR defaults to\n"
        "127.0.0.1. Off by default. A port in use exits 2",
        true, set_metrics_flag(c.metrics)},
       {"--log-format", "text|json", "text", "",

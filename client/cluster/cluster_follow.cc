@@ -7,6 +7,7 @@
 #include "client/cluster/cluster_sync.h"
 #include "client/follow/follower.h"
 #include "common/base/log.h"
+#include "common/metrics/readiness.h"
 
 namespace rrs {
 namespace {
@@ -33,9 +34,12 @@ Status follow_shard(const ClientConfig& config, ClusterTarget& target, size_t sh
 
 Status run_cluster_follow(const ClientConfig& config) {
   catch_stop_signals(false);
+  metrics::set_readiness(false, "loading the first tables");
   RRS_ASSIGN_OR_RETURN(ClusterSynced synced, sync_cluster(config));
   catch_stop_signals(true);
   if (stop_requested()) return {};
+  metrics::set_readiness(true, "loaded " + std::to_string(synced.tables.size()) +
+                                   " shards' tables, following their streams");
   std::vector<Status> results(synced.tables.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < synced.tables.size(); ++i) {

@@ -11,6 +11,7 @@
 #include "client/restore/restore_sink.h"
 #include "client/sync/sync_driver.h"
 #include "common/base/log.h"
+#include "common/metrics/readiness.h"
 
 namespace rrs {
 namespace {
@@ -96,6 +97,8 @@ Status run_follow(const ClientConfig& config) {
   int failed_rounds = 0;
   for (uint64_t resyncs = 0;; ++resyncs) {
     if (resyncs > 0) client_metrics().resyncs.add();
+    metrics::set_readiness(false, resyncs > 0 ? "resyncing from the newest table"
+                                              : "loading the first table");
     catch_stop_signals(false);
     Round round;
     Status synced = sync_round(sync_config, creds, round);
@@ -126,6 +129,8 @@ Status run_follow(const ClientConfig& config) {
     }
 
     Follower follower(config, table, *round.stream, resyncs);
+    metrics::set_readiness(true, "loaded epoch " + std::to_string(table.header.epoch) +
+                                     ", following the master's stream");
     RRS_ASSIGN_OR_RETURN(FollowEnd end, follower.run());
     if (end.stopped) {
       if (sync_config.mode == IngestMode::kReplica)

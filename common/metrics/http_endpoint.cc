@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include "common/base/log.h"
+#include "common/metrics/readiness.h"
 
 namespace rrs::metrics {
 namespace {
@@ -85,20 +86,31 @@ Status HttpEndpoint::listen(const Endpoint& at) {
   return {};
 }
 
-// On the endpoint's thread: the registry's text for GET /metrics, else 404.
+// On the endpoint's thread: the registry's text for GET /metrics, the
+// probes' answers for /healthz and /readyz, else 404.
 void HttpEndpoint::on_request(evhttp_request* req, void* self) {
   const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
-  const char* path = uri ? evhttp_uri_get_path(uri) : nullptr;
-  if (!path || std::string_view(path) != "/metrics") {
-    evhttp_send_error(req, HTTP_NOTFOUND, "only /metrics is served here");
+  const std::string_view path = uri && evhttp_uri_get_path(uri) ? evhttp_uri_get_path(uri) : "";
+  int code = HTTP_OK;
+  std::string text;
+  const char* type = "text/plain; charset=utf-8";
+  if (path == "/metrics") {
+    text = static_cast<HttpEndpoint*>(self)->registry_.scrape();
+    type = kContentType;
+  } else if (path == "/healthz") {
+    text = "ok\n";
+  } else if (path == "/readyz") {
+    const Readiness r = readiness();
+    code = r.ready ? HTTP_OK : HTTP_SERVUNAVAIL;
+    text = (r.ready ? "ready: " : "not ready: ") + r.why + "\n";
+  } else {
+    evhttp_send_error(req, HTTP_NOTFOUND, "only /metrics, /healthz and /readyz are served here");
     return;
   }
-  const std::string text = static_cast<HttpEndpoint*>(self)->registry_.scrape();
-  evkeyvalq* headers = evhttp_request_get_output_headers(req);
-  evhttp_add_header(headers, "Content-Type", kContentType);
+  evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", type);
   evbuffer* body = evbuffer_new();
   evbuffer_add(body, text.data(), text.size());
-  evhttp_send_reply(req, HTTP_OK, "OK", body);
+  evhttp_send_reply(req, code, code == HTTP_OK ? "OK" : "Service Unavailable", body);
   evbuffer_free(body);
 }
 

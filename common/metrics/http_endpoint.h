@@ -1,8 +1,9 @@
-// The /metrics endpoint: libevent's HTTP server (evhttp) on a thread of its
-// own, with its own event_base, answering GET /metrics with the registry's
-// text (404 for any other path). A thread of its own, not rdma-server's
-// loop, because that loop does not run until the first table is published:
-// a scrape must be answered during a first snapshot of hours too.
+// The metrics port: libevent's HTTP server (evhttp) on a thread of its own,
+// with its own event_base. GET /metrics answers with the registry's text,
+// GET /healthz with 200 "ok" (the process is up), GET /readyz with 200
+// "ready: ..." or 503 "not ready: ..." (readiness.h); 404 for any other path. A thread of its own,
+// not rdma-server's loop, because that loop does not run until the first table is published: a
+// scrape must be answered during a first snapshot of hours too.
 #pragma once
 
 #include <memory>

@@ -61,6 +61,10 @@ TEST_F(MetricsEndpointTest, ServerAndFollowerDuringSyncAndFollow) {
   for (const char* name : {"rrs_server_refusals_total", "rrs_server_reads_served_total",
                            "rrs_server_change_log_bytes", "rrs_server_clients"})
     EXPECT_NE(r.body.find(std::string("# TYPE ") + name + " "), std::string::npos) << name;
+  EXPECT_EQ(http_get(server_metrics, "/healthz").body, "ok\n");
+  const HttpReply ready = http_get(server_metrics, "/readyz");
+  EXPECT_EQ(ready.status, 200);
+  EXPECT_EQ(ready.body.rfind("ready: serving epoch ", 0), 0u) << ready.body;
   EXPECT_EQ(http_get(server_metrics, "/").status, 404);
   EXPECT_EQ(http_get(server_metrics, "/metrics/x").status, 404);
 
@@ -81,6 +85,9 @@ TEST_F(MetricsEndpointTest, ServerAndFollowerDuringSyncAndFollow) {
   EXPECT_EQ(sample_value(last, "rrs_client_syncs_total"), 1);
   EXPECT_EQ(sample_value(last, "rrs_client_failed_records_total{reason=\"refused\"}"), 0);
 
+  EXPECT_TRUE(
+      eventually([&] { return http_get(client_metrics, "/readyz").status == 200; }, 30s, 100ms));
+  EXPECT_EQ(http_get(client_metrics, "/readyz").body.rfind("ready: loaded epoch ", 0), 0u);
   for (int i = 0; i < 50; ++i) master_.run({"SET", "f:" + std::to_string(i), "v"});
   ASSERT_TRUE(sample_becomes(
       client_metrics, "rrs_client_commands_applied_total", [](double v) { return v >= 50; }, last))
@@ -149,6 +156,47 @@ TEST_F(MetricsEndpointTest, PortInUseIsRefusedAtStart) {
   EXPECT_NE(client.err.find("in use"), std::string::npos) << client.describe();
   ClientRun bad = run_client({"127.0.0.1", "1", "--metrics", "nine"});
   EXPECT_EQ(bad.exit_code, exit_code::kUsage) << bad.describe();
+}
+
+// The probes' answers before each program can do its job: the sidecar
+// while it takes the first snapshot, a follower while its sidecar is not
+// up yet. /healthz answers all along; /readyz is 503 with the reason, then
+// 200 once the table is served and loaded.
+TEST_F(MetricsEndpointTest, ReadyzIsNotReadyUntilServingAndLoaded) {
+  ASSERT_TRUE(master_.started()) << master_.start_error();
+  ASSERT_TRUE(replica_.started()) << replica_.start_error();
+  fill_strings(master_, 0, "a:", 3000);
+  master_.run({"CONFIG", "SET", "rdb-key-save-delay", "1000"});  // ~3 s of snapshot
+  const uint16_t sidecar_port = free_loopback_port();
+  const uint16_t client_metrics = free_loopback_port();
+  Process follower({client_binary(), sidecar_host(), std::to_string(sidecar_port), "--redis",
+                    replica_.address(), "--follow", "--mode", "restore", "--transport",
+                    test_transport(), "--quiet", "--connect-timeout", "60", "--metrics",
+                    std::to_string(client_metrics)});
+  HttpReply r;
+  ASSERT_TRUE(
+      eventually([&] { return (r = http_get(client_metrics, "/readyz")).status != 0; }, 30s, 100ms))
+      << follower.describe();
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.body, "not ready: loading the first table\n");
+  EXPECT_EQ(http_get(client_metrics, "/healthz").status, 200);
+
+  const uint16_t server_metrics = free_loopback_port();
+  SidecarServer server(master_.address(), {"--port", std::to_string(sidecar_port), "--metrics",
+                                           std::to_string(server_metrics)});
+  ASSERT_TRUE(
+      eventually([&] { return (r = http_get(server_metrics, "/readyz")).status != 0; }, 30s, 50ms))
+      << server.describe();
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(r.body, "not ready: taking the first snapshot\n");
+  EXPECT_EQ(http_get(server_metrics, "/healthz").status, 200);
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  master_.run({"CONFIG", "SET", "rdb-key-save-delay", "0"});
+  EXPECT_EQ(http_get(server_metrics, "/readyz").status, 200);
+  EXPECT_TRUE(
+      eventually([&] { return http_get(client_metrics, "/readyz").status == 200; }, 60s, 100ms))
+      << follower.describe();
+  EXPECT_EQ(follower.terminate(), 0) << follower.describe();
 }
 
 }  // namespace
