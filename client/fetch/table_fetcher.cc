@@ -30,6 +30,10 @@ bool epoch_gone(const Status& s) {
 
 }  // namespace
 
+uint64_t read_size(const table::Header& h) {
+  return table::kHeaderSize + h.scripts_size + h.dbdir_size + h.slots_size + h.heap_size;
+}
+
 void TableInfo::catch_up(const table::Header& later, const std::vector<table::DbEntry>& later_dbs) {
   const uint32_t rdb_version = header.rdb_version;
   header = later;
@@ -96,7 +100,8 @@ TableFetcher::Watermark TableFetcher::watermark() const {
 
 void TableFetcher::publish_known() {
   known_ = std::make_shared<const Known>(Known{info_.header, info_.dbs});
-  Watermark w{info_.header.record_count, info_.header.total_size, info_.complete()};
+  Watermark w{info_.header.record_count, info_.header.total_size, read_size(info_.header),
+              info_.complete()};
   {
     std::lock_guard lock(watermark_mu_);
     watermark_ = w;
@@ -109,6 +114,11 @@ Result<table::Header> TableFetcher::read_header() {
   std::vector<std::byte> head(table::kHeaderSize);
   for (uint32_t torn = 0;; ++torn) {
     RRS_RETURN_IF_ERROR(read_into(0, head));
+    // The table's bytes (progress, the summary's MBps) hold one copy of the
+    // header: copies read again, polls for more records or torn ones, are
+    // traffic (the fetched bytes metric), not table read.
+    if (header_counted_) bytes_read_.fetch_sub(head.size(), std::memory_order_relaxed);
+    header_counted_ = true;
     if (header_intact(head)) break;
     // Being rewritten while it was copied: the next copy is whole.
     if (torn + 1 == kMaxTornHeaderReads)

@@ -42,6 +42,11 @@ struct TableInfo {
   void catch_up(const table::Header& later, const std::vector<table::DbEntry>& later_dbs);
 };
 
+// What reading a table whole takes: its header, scripts region, DB
+// directory, and the slots and heap in use; not the room a table built as
+// it streams leaves unused (which its total_size counts).
+uint64_t read_size(const table::Header& h);
+
 struct FetchOptions {
   uint32_t chunk_size = 4u << 20;
   uint32_t in_flight = 8;
@@ -72,10 +77,12 @@ class TableFetcher {
   // first and hands it to the copies the load path holds.
   const TableInfo& table() const { return info_; }
   // What any thread may ask while run() goes: records known complete, and
-  // whether that is all of them (then `bytes` is the table's size).
+  // whether that is all of them (then `bytes` is the table's size and
+  // `read_bytes` its read_size()).
   struct Watermark {
     uint64_t records = 0;
     uint64_t bytes = 0;
+    uint64_t read_bytes = 0;
     bool complete = false;
   };
   Watermark watermark() const;
@@ -89,6 +96,7 @@ class TableFetcher {
   // Records that failed validation when first read and were read again
   // (pass 3), whether or not they validated then. After run().
   uint64_t rereads() const { return rereads_; }
+  // The table's bytes read: one copy of the header, then its regions.
   uint64_t bytes_read() const { return bytes_read_.load(std::memory_order_relaxed); }
   // After open() or run() failed: the epoch the server serves instead of
   // the one being read, when that is why (a reconnect found the sidecar
@@ -168,6 +176,7 @@ class TableFetcher {
   std::vector<RecordFailure> failures_;
   uint64_t rereads_ = 0;
   std::atomic<uint64_t> bytes_read_{0};
+  bool header_counted_ = false;  // bytes_read_ holds one copy of the header
   std::atomic<bool> cancelled_{false};
   uint32_t retries_left_ = 0;
   std::optional<uint64_t> replaced_by_;

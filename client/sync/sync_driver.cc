@@ -127,7 +127,7 @@ void catch_up(RemoteTable& remote, Conversion& conversion) {
 
 Progress make_progress(const ClientConfig& config, const TableInfo& info) {
   if (!info.complete()) return Progress(std::nullopt, config.quiet);
-  return Progress(Progress::Totals{info.header.record_count, info.header.total_size}, config.quiet);
+  return Progress(Progress::Totals{info.header.record_count, read_size(info.header)}, config.quiet);
 }
 
 // Everything from prepare to finish; a failure is the caller's to abandon.
@@ -143,7 +143,7 @@ Status load_everything(const ClientConfig& config, RemoteTable& remote, FetchThr
     RRS_RETURN_IF_ERROR(sink.load(*batch));
     if (!progress.has_totals())
       if (const TableFetcher::Watermark w = remote.fetcher->watermark(); w.complete)
-        progress.set_totals({w.records, w.bytes});
+        progress.set_totals({w.records, w.read_bytes});
     progress.update(seen, remote.fetcher->bytes_read());
   }
   Status drained = sink.drain();
@@ -156,7 +156,7 @@ Status load_everything(const ClientConfig& config, RemoteTable& remote, FetchThr
   if (sink.loads() && Dropped(remote.info.header) != before)
     RRS_RETURN_IF_ERROR(check_nothing_dropped(config, remote.info.header));
   RRS_RETURN_IF_ERROR(sink.take_failures(remote.fetcher->failures()));
-  progress.set_totals({remote.info.header.record_count, remote.info.header.total_size});
+  progress.set_totals({remote.info.header.record_count, read_size(remote.info.header)});
   progress.update(seen, remote.fetcher->bytes_read(), true);
   return sink.finish();
 }
