@@ -14,7 +14,19 @@
 namespace rrs::test {
 namespace {
 
-class FaultTest : public MasterTest {};
+class FaultTest : public MasterTest {
+ protected:
+  // 25,000 keys of 1000 bytes, each with a TTL so that each is a command of
+  // its own (SET ... PXAT), not one of an MSET's many: a table larger than
+  // what the loader sends before it waits for replies.
+  void fill_keys_with_ttls() {
+    fill_strings(master_, 0, "k:", 25000, 1000);
+    master_.run({"EVAL",
+                 "for _, k in ipairs(redis.call('KEYS', 'k:*')) do "
+                 "redis.call('PEXPIRE', k, 3600000) end",
+                 "0"});
+  }
+};
 
 TEST_F(FaultTest, FourClientsSyncAtOnce) {
   fill_strings(master_, 0, "k:", 2000, 1000);
@@ -43,15 +55,9 @@ TEST_F(FaultTest, FourClientsSyncAtOnce) {
 // CLIENT PAUSE WRITE on the target holds the loader, so the fetcher stops
 // reading with most of the table still unread when the sidecar is killed
 // (the table is larger than what the loader sends before it waits for replies:
-// 16384 unanswered commands; Redis still reads a paused client's input). The
-// keys have TTLs so that each is a command of its own (SET ... PXAT), not one
-// of an MSET's many.
+// 16384 unanswered commands; Redis still reads a paused client's input).
 TEST_F(FaultTest, ServerKilledMidTransferIsReportedNotHung) {
-  fill_strings(master_, 0, "k:", 25000, 1000);
-  master_.run({"EVAL",
-               "for _, k in ipairs(redis.call('KEYS', 'k:*')) do "
-               "redis.call('PEXPIRE', k, 3600000) end",
-               "0"});
+  fill_keys_with_ttls();
   RedisProcess replica;
   ASSERT_TRUE(replica.started()) << replica.start_error();
   SidecarServer server(master_.address());
@@ -86,11 +92,7 @@ TEST_F(FaultTest, ServerKilledMidTransferIsReportedNotHung) {
 // instead, flushing the part of the old one it loaded (the target was empty
 // when it began), and ends equal.
 TEST_F(FaultTest, ServerRestartedMidTransferIsStartedOverOnItsNewEpoch) {
-  fill_strings(master_, 0, "k:", 25000, 1000);
-  master_.run({"EVAL",
-               "for _, k in ipairs(redis.call('KEYS', 'k:*')) do "
-               "redis.call('PEXPIRE', k, 3600000) end",
-               "0"});
+  fill_keys_with_ttls();
   RedisProcess replica;
   ASSERT_TRUE(replica.started()) << replica.start_error();
   std::optional<SidecarServer> server(std::in_place, master_.address());
