@@ -186,8 +186,11 @@ Status wait_if_needed(RemoteTable& remote, Conversion& conversion, const LoadSin
 Result<SyncedTable> sync_once(const ClientConfig& config, LoadSink& sink, Clock::time_point t0,
                               bool may_start_over, bool& again) {
   again = false;
+  // --connect-timeout counts from each attempt's start: a start over after
+  // an hour's load still waits for the new epoch's snapshot.
+  const auto attempt = Clock::now();
   RRS_RETURN_IF_ERROR(sink.connect());
-  RRS_ASSIGN_OR_RETURN(std::unique_ptr<RemoteTable> remote, open_remote_table(config, t0));
+  RRS_ASSIGN_OR_RETURN(std::unique_ptr<RemoteTable> remote, open_remote_table(config, attempt));
   // Before the sink prepared the target nothing needs undoing; after it,
   // the sink decides whether it can.
   const auto replaced = [&](const Status& s) {
