@@ -78,13 +78,14 @@ Status EpochKeeper::publish_first(SnapshotSource& source, Servers& servers) {
               std::to_string(stats.failed) +
               " could not be dumped (keys_lost: clients refuse the table without "
               "--allow-missing-keys)");
+  // Ready before the line says so: whoever reads the line may probe at once.
+  metrics::set_readiness(true, "serving epoch " + std::to_string(table->epoch()));
   print_table_line("ready", table->header, stats, build_s);
   std::printf(" heap_records=%llu log_bytes=%llu %s\n",
               static_cast<unsigned long long>(c.heap_records),
               static_cast<unsigned long long>(table->log ? table->log->capacity() : 0),
               serving_fields(servers).c_str());
   std::fflush(stdout);
-  metrics::set_readiness(true, "serving epoch " + std::to_string(table->epoch()));
   return {};
 }
 
@@ -94,11 +95,11 @@ Status EpochKeeper::serve_on_demand(Servers& servers) {
   // handshake (verbs registers per epoch) and hear what it wants.
   current_ = table_without_bytes(next_epoch(), nullptr);
   RRS_RETURN_IF_ERROR(publish_everywhere(servers, current_));
+  metrics::set_readiness(true, "no table yet: the first client's request takes one");
   std::printf("ready table=none snapshot=on-demand snapshot_delay_ms=%lld %s\n",
               static_cast<long long>(opts_.gather_delay.count()), serving_fields(servers).c_str());
   std::fflush(stdout);
   log::info("no snapshot until a client asks for the table: the master is not forked before");
-  metrics::set_readiness(true, "no table yet: the first client's request takes one");
   return {};
 }
 
@@ -272,10 +273,10 @@ void EpochKeeper::publish(const TablePtr& table, const SnapshotStats& stats, dou
     asked_at_.reset();
   }
   server_metrics().published(*table, build_s);
+  metrics::set_readiness(true, "serving epoch " + std::to_string(table->epoch()));
   print_table_line("published", table->final_header(), stats, build_s);
   std::printf("\n");
   std::fflush(stdout);
-  metrics::set_readiness(true, "serving epoch " + std::to_string(table->epoch()));
 }
 
 void EpochKeeper::on_retention_tick(evutil_socket_t, short, void* self) {
