@@ -6,7 +6,8 @@
 # the shipped binaries; every Redis/Valkey version tests/servers.sh installs); the
 # same again built with ASan + UBSan (in <build-dir>-asan); the fuzzers for
 # 60 s each (clang, ASan + UBSan, in <build-dir>-fuzz;
-# tests/fuzz/), and, beside those, the Soft-RoCE suite (verbs for real, on rxe
+# tests/fuzz/), the OCI image and the Kubernetes manifests under podman
+# (tests/container/), and, beside those, the Soft-RoCE suite (verbs for real, on rxe
 # in a small VM; tests/vm/), the network cut over verbs (two such VMs) and the
 # packaged units under systemd.
 # Usage: bash tests/run.sh [build-dir]
@@ -98,6 +99,12 @@ host_lane() {
     # One at a time (7 minutes): seven at once would take the guest's cores.
     RRS_FUZZ_JOBS=1 RRS_FUZZ_BUILD="$build-fuzz" bash tests/fuzz/run.sh 60
   fi
+
+  # The OCI image (contrib/oci) and the Kubernetes manifests
+  # (contrib/kubernetes) played by podman: about 1.5 minutes. Niced: its
+  # two image builds yield to the VM lane's guest.
+  step "image and manifests under podman"
+  nice -n 10 bash tests/container/kube-play.sh "$build"
   step "host lane passed"
 }
 
