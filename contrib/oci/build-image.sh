@@ -71,6 +71,7 @@ mmdebstrap --quiet "${rootfs_slim_options[@]}" \
   bookworm "$work/rootfs.tar" "${mirrors[@]}"
 
 echo "== podman import as $tag" >&2
+old=$(podman image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)
 # Numeric USER: Kubernetes' runAsNonRoot can check a number, not a name.
 # No ENTRYPOINT: a container names the program (rdma-server or rdma-client)
 # as its command; alone, the image says what it holds.
@@ -88,6 +89,9 @@ podman import --quiet \
   --message "redis-rdma-sync $version ($commit)" \
   "$work/rootfs.tar" "$tag" >"$work/id"
 
+# A rebuild takes the tag: the image it replaces goes, unless something
+# else (another tag, a container) still uses it.
+[ -z "$old" ] || podman rmi "$old" >/dev/null 2>&1 || true
 size=$(podman image inspect --format '{{.Size}}' "$tag")
 seconds=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
 echo "built $tag id=$(sed 's/^sha256://' "$work/id" | cut -c1-12) version=$version revision=$commit size=$(human "$size") seconds=$seconds"
