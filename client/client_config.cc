@@ -41,6 +41,9 @@ Status check_combinations(const ClientConfig& c) {
   if (c.cluster && c.handoff)
     return bad("--cluster cannot --handoff: a cluster node cannot be a replica of the "
                "client, so there is no replica link to hand off");
+  if (c.linger && c.follow)
+    return bad("--linger keeps a finished run answering its probes; --follow runs until "
+               "stopped anyway: drop --linger");
   if (c.master.port != 0 && !c.handoff)
     return bad("--master is the address --handoff points the target at: add --handoff, or "
                "drop --master");

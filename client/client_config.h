@@ -95,6 +95,10 @@ struct ClientConfig {
   // --master-auth-file, else $RDMA_CLIENT_MASTER_AUTH: for --handoff's checks
   // of the master's backlog and sync counters.
   std::string master_auth_file;
+  // --linger: after a run that ended well, keep answering /healthz and
+  // /readyz until SIGINT/SIGTERM (a container restarted on exit would sync
+  // again).
+  bool linger = false;
   // --status-interval: seconds between follow mode's status lines (0: none).
   uint32_t status_interval_s = 5;
   // --log-stall: seconds a follower waits for the change log to grow before

@@ -364,6 +364,17 @@ std::vector<Flag> client_flags(ClientConfig& c) {
        "INFO (else $RDMA_CLIENT_MASTER_AUTH); the target\n"
        "itself authenticates with its own masterauth",
        false, set_string(c.master_auth_file)},
+      {"--linger", "", "", "",
+       "after a run that ended well, keep answering `/healthz` and `/readyz` until SIGTERM "
+       "(exit 0); for a container that would be restarted on exit "
+       "([kubernetes.md](kubernetes.md))",
+       "after a run that ended well (the sync, --handoff or\n"
+       "--verify), keep running and answering /healthz and\n"
+       "/readyz (ready: what was done) until SIGTERM or\n"
+       "SIGINT, then exit 0: for a container restarted when\n"
+       "it exits, which would otherwise sync again. Not with\n"
+       "--follow, which runs until stopped anyway",
+       false, set_true(c.linger)},
       {"--cpu", "LIST", "any", "",
        "run on these CPUs only; keep the client off the target's core "
        "([placement](operations.md#placement))",

@@ -2,8 +2,10 @@
 // sidecar (RESTORE, or --mode replica: an RDB down a replica link), and with
 // --follow or --handoff, the master's stream after it. Every mode returns a
 // Status; only this file turns it into an exit code.
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <thread>
 
 #include "client/client_config.h"
 #include "client/client_flags.h"
@@ -11,6 +13,7 @@
 #include "client/cluster/cluster_follow.h"
 #include "client/cluster/cluster_sync.h"
 #include "client/follow/follow.h"
+#include "client/follow/follower.h"
 #include "client/replica/replica_sink.h"
 #include "client/restore/restore_sink.h"
 #include "client/sync/counting_sink.h"
@@ -22,6 +25,7 @@
 #include "common/cli/exit_codes.h"
 #include "common/cli/version.h"
 #include "common/metrics/http_endpoint.h"
+#include "common/metrics/readiness.h"
 #include "common/table/huge_pages.h"
 #include "common/transport/verbs/device.h"
 
@@ -44,6 +48,23 @@ Status sync_once(const ClientConfig& config) {
   }
   RestoreSink sink(config);
   return run_sync(config, sink).status();
+}
+
+// What a finished run did, for --linger's /readyz.
+std::string what_was_done(const ClientConfig& config) {
+  if (config.verify) return "the target was verified equal to " + config.source_redis.to_string();
+  if (config.handoff) return "the target is a replica of " + config.master.to_string();
+  return "the target is loaded";
+}
+
+// --linger: the probes keep answering, ready, until a stop signal, so that a
+// container runtime that restarts what exits does not sync again.
+void linger_until_stopped(const ClientConfig& config) {
+  metrics::set_readiness(true, what_was_done(config));
+  catch_stop_signals(true);
+  if (!stop_requested())
+    log::info("done; --linger: answering /healthz and /readyz until SIGTERM or SIGINT");
+  while (!stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
 }
 
 // --metrics: every name registered, then served from a thread of its own
@@ -97,6 +118,8 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     log::info("--atomic: nothing to add in replica mode: the target loads the table as a full "
               "sync, which keeps its old data until the new copy is complete (a transfer that "
               "fails leaves it as it was)");
+  metrics::set_readiness(false, config->verify ? "comparing the target with its source"
+                                               : "loading the table");
   Status s;
   if (config->verify)
     s = run_verify(*config);
@@ -105,6 +128,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   else
     s = config->follow || config->handoff ? run_follow(*config) : sync_once(*config);
   if (!s.ok()) log::error(s.message());
+  if (s.ok() && config->linger) linger_until_stopped(*config);
   log::flush_limited();
   return exit_code::for_status(s);
 }

@@ -1,5 +1,4 @@
 #include "server/epoch_keeper.h"
-#include "common/metrics/readiness.h"
 
 #include <cstdio>
 
@@ -7,6 +6,7 @@
 #include "proto/rdb_convert.h"
 #include "server/cluster_shard.h"
 #include "server/server_metrics.h"
+#include "server/server_readiness.h"
 #include "server/test_hooks.h"
 
 namespace rrs {
@@ -79,7 +79,7 @@ Status EpochKeeper::publish_first(SnapshotSource& source, Servers& servers) {
               " could not be dumped (keys_lost: clients refuse the table without "
               "--allow-missing-keys)");
   // Ready before the line says so: whoever reads the line may probe at once.
-  metrics::set_readiness(true, "serving epoch " + std::to_string(table->epoch()));
+  server_readiness().serving("serving epoch " + std::to_string(table->epoch()), true);
   print_table_line("ready", table->header, stats, build_s);
   std::printf(" heap_records=%llu log_bytes=%llu %s\n",
               static_cast<unsigned long long>(c.heap_records),
@@ -95,7 +95,7 @@ Status EpochKeeper::serve_on_demand(Servers& servers) {
   // handshake (verbs registers per epoch) and hear what it wants.
   current_ = table_without_bytes(next_epoch(), nullptr);
   RRS_RETURN_IF_ERROR(publish_everywhere(servers, current_));
-  metrics::set_readiness(true, "no table yet: the first client's request takes one");
+  server_readiness().serving("no table yet: the first client's request takes one", false);
   std::printf("ready table=none snapshot=on-demand snapshot_delay_ms=%lld %s\n",
               static_cast<long long>(opts_.gather_delay.count()), serving_fields(servers).c_str());
   std::fflush(stdout);
@@ -273,7 +273,7 @@ void EpochKeeper::publish(const TablePtr& table, const SnapshotStats& stats, dou
     asked_at_.reset();
   }
   server_metrics().published(*table, build_s);
-  metrics::set_readiness(true, "serving epoch " + std::to_string(table->epoch()));
+  server_readiness().serving("serving epoch " + std::to_string(table->epoch()), true);
   print_table_line("published", table->final_header(), stats, build_s);
   std::printf("\n");
   std::fflush(stdout);
@@ -311,7 +311,7 @@ void EpochKeeper::give_back_if_unread() {
   std::printf("released epoch=%llu bytes=%llu\n", static_cast<unsigned long long>(epoch),
               static_cast<unsigned long long>(bytes));
   std::fflush(stdout);
-  metrics::set_readiness(true, "no table held: the next client's request takes one");
+  server_readiness().serving("no table held: the next client's request takes one", false);
 }
 
 // Loop thread. The current log will never grow again (the link left its

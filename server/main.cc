@@ -16,7 +16,6 @@
 #include "common/cli/exit_codes.h"
 #include "common/cli/version.h"
 #include "common/metrics/http_endpoint.h"
-#include "common/metrics/readiness.h"
 #include "common/table/huge_pages.h"
 #include "common/transport/tcp/table_server.h"
 #include "common/transport/verbs/device.h"
@@ -28,6 +27,7 @@
 #include "server/server_config.h"
 #include "server/server_flags.h"
 #include "server/server_metrics.h"
+#include "server/server_readiness.h"
 #include "server/test_hooks.h"
 
 using namespace rrs;
@@ -80,7 +80,7 @@ void on_snapshot_signal(evutil_socket_t, short, void* keeper) {
 
 void on_signal(evutil_socket_t sig, short, void* base) {
   log::info(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", stopping");
-  metrics::set_readiness(false, "stopping");
+  server_readiness().not_ready("stopping");
   event_base_loopexit(static_cast<event_base*>(base), nullptr);
 }
 
@@ -191,7 +191,7 @@ Status serve(const ServerConfig& config) {
     RRS_RETURN_IF_ERROR(src.psync->check_master().wrap("check the master before serving"));
     RRS_RETURN_IF_ERROR(keeper.serve_on_demand(servers));
   } else {
-    metrics::set_readiness(false, "taking the first snapshot");
+    server_readiness().not_ready("taking the first snapshot");
     RRS_RETURN_IF_ERROR(keeper.publish_first(*src.source, servers));
   }
   if (src.psync) RRS_RETURN_IF_ERROR(keeper.follow(*src.psync));

@@ -9,10 +9,14 @@
 #include "server/dataset_hint.h"
 #include "server/rdb_table_sink.h"
 #include "server/server_metrics.h"
+#include "server/server_readiness.h"
 
 namespace rrs {
 
 namespace {
+
+// Before the first snapshot: how often the master is looked at for /readyz.
+constexpr auto kMasterCheckEvery = std::chrono::seconds(2);
 
 // The DB the source's stream has selected at the RDB's offset: a master's
 // stream after a full sync begins with a SELECT, but a replica passes its
@@ -297,8 +301,16 @@ Result<ChangeLogPtr> PsyncSource::new_log(const PsyncReply& reply) {
 
 Status PsyncSource::first_snapshot(const std::atomic<bool>& stop, const OnSnapshot& on_snapshot) {
   auto pause = opts_.retry_first;
+  auto checked = Clock::now();
   while (!stop.load()) {
     if (!snapshot_requested_.exchange(false)) {
+      // No link is held before the first snapshot: a look now and then, so
+      // /readyz says when a request could not be answered.
+      if (Clock::now() - checked >= kMasterCheckEvery) {
+        const Status up = check_master();
+        server_readiness().master_link(up.ok(), up.message());
+        checked = Clock::now();
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
     }
@@ -307,6 +319,7 @@ Status PsyncSource::first_snapshot(const std::atomic<bool>& stop, const OnSnapsh
     auto stats = snapshot_until(builder, stop);
     if (stats.ok()) {
       set_failure("");
+      server_readiness().master_link(true);
       on_snapshot(builder, *stats, log());
       return {};
     }
@@ -319,6 +332,7 @@ Status PsyncSource::first_snapshot(const std::atomic<bool>& stop, const OnSnapsh
     log::warn("the snapshot asked for failed: " + stats.status().message() + "; retrying in " +
               std::to_string(pause.count() / 1000) + " s");
     set_failure(stats.status().message());
+    server_readiness().master_link(false, stats.status().message());
     snapshot_requested_ = true;
     for (auto until = Clock::now() + pause; !stop.load() && Clock::now() < until;)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -349,6 +363,7 @@ Status PsyncSource::follow_link(const std::atomic<bool>& stop, const OnSnapshot&
     if (link_) {
       ChangeLogPtr current_log = log();
       server_metrics().master_link_up.set(1);
+      server_readiness().master_link(true);
       Status s = link_->follow(stop, [&](std::span<const std::byte> bytes) {
         if (current_log) current_log->append(bytes);
         server_metrics().master_offset.set(static_cast<double>(link_->offset() + bytes.size()));
@@ -359,6 +374,7 @@ Status PsyncSource::follow_link(const std::atomic<bool>& stop, const OnSnapshot&
       link_.reset();
       if (stop.load()) return {};
       log::warn("replication link lost: " + s.message() + " (the current table stays served)");
+      server_readiness().master_link(false, "replication link lost: " + s.message());
     }
     back_off(last_failure, stop);
     if (stop.load()) return {};

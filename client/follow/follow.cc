@@ -90,6 +90,14 @@ bool unavailable(const Status& s) {
 Status run_follow(const ClientConfig& config) {
   RRS_ASSIGN_OR_RETURN(RedisCredentials creds,
                        load_credentials(config.redis_auth_file, kClientAuthEnv));
+  if (config.handoff) {
+    RRS_ASSIGN_OR_RETURN(bool done, already_handed_off(config, creds));
+    if (done) {
+      log::info("the target is already a replica of " + config.master.to_string() +
+                " with its link up: nothing to do");
+      return {};
+    }
+  }
   ClientConfig sync_config = config;
   if (config.follow) {
     RRS_ASSIGN_OR_RETURN(sync_config.mode, follow_mode(config, creds));

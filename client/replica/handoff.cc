@@ -175,6 +175,19 @@ Resync judge_resync(std::string_view before, std::string_view after, uint64_t of
   return now != was ? Resync::kFull : Resync::kUnknown;
 }
 
+Result<bool> already_handed_off(const ClientConfig& config, const RedisCredentials& creds) {
+  auto target = RedisClient::connect(config.redis, creds, config.io_timeout);
+  if (!target.ok())
+    return target.status().wrap("connect to the target").as(ErrorKind::kUnavailable);
+  auto repl = target->info("replication");
+  if (!repl.ok())
+    return repl.status().wrap("read the target's INFO replication").as(ErrorKind::kUnavailable);
+  return info_field(*repl, "role") == "slave" &&
+         info_field(*repl, "master_host") == config.master.host &&
+         field_u64(*repl, "master_port") == config.master.port &&
+         info_field(*repl, "master_link_status") == "up";
+}
+
 Status hand_off(const ClientConfig& config, std::string_view replid, ReplicaLink& link,
                 uint64_t forwarded) {
   const auto t0 = Clock::now();

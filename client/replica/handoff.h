@@ -19,6 +19,7 @@
 
 #include "client/client_config.h"
 #include "client/replica/replica_link.h"
+#include "common/redis/redis_client.h"
 
 namespace rrs {
 
@@ -28,6 +29,11 @@ namespace rrs {
 // handoff that ended in a full resync is kFailed.
 Status hand_off(const ClientConfig& config, std::string_view replid, ReplicaLink& link,
                 uint64_t forwarded);
+
+// --handoff run again (a restarted container): true when the target already
+// is a replica of --master with its link up, so there is nothing to do. A
+// target that is anything else is synced as usual.
+Result<bool> already_handed_off(const ClientConfig& config, const RedisCredentials& creds);
 
 // How a replica's link to its master began, from the replica's own INFO
 // replication before (`before`, when it held offset `offset`) and after the

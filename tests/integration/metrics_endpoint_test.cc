@@ -195,5 +195,34 @@ TEST_F(MetricsEndpointTest, ReadyzIsNotReadyUntilServingAndLoaded) {
   EXPECT_EQ(follower.terminate(), 0) << follower.describe();
 }
 
+// A sidecar that holds no table can answer a client only while it can reach
+// the master: /readyz says when it cannot, and is ready again once it can.
+TEST_F(MetricsEndpointTest, ReadyzIsNotReadyWhileTheMasterIsOutOfReachWithoutATable) {
+  auto master = std::make_optional<RedisProcess>();
+  ASSERT_TRUE(master->started()) << master->start_error();
+  const uint16_t port = master->port();
+  const uint16_t metrics_port = free_loopback_port();
+  SidecarServer server(master->address(), {"--metrics", std::to_string(metrics_port)}, {},
+                       FirstSnapshot::kOnDemand);
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  HttpReply r = http_get(metrics_port, "/readyz");
+  EXPECT_EQ(r.body, "ready: no table yet: the first client's request takes one\n");
+
+  master.reset();
+  EXPECT_TRUE(
+      eventually([&] { return (r = http_get(metrics_port, "/readyz")).status == 503; }, 30s, 100ms))
+      << r.body << server.describe();
+  EXPECT_EQ(r.body.rfind("not ready: the master is out of reach (", 0), 0u) << r.body;
+
+  RedisOptions same_port;
+  same_port.port = port;
+  master.emplace(same_port);
+  ASSERT_TRUE(master->started()) << master->start_error();
+  EXPECT_TRUE(
+      eventually([&] { return (r = http_get(metrics_port, "/readyz")).status == 200; }, 30s, 100ms))
+      << r.body << server.describe();
+  EXPECT_EQ(r.body, "ready: no table yet: the first client's request takes one\n");
+}
+
 }  // namespace
 }  // namespace rrs::test

@@ -21,6 +21,8 @@
 #include "common/cli/exit_codes.h"
 #include "tests/support/dataset.h"
 #include "tests/support/eventually.h"
+#include "tests/support/http_get.h"
+#include "tests/support/ports.h"
 #include "tests/support/redis_client.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/sidecar.h"
@@ -452,6 +454,32 @@ INSTANTIATE_TEST_SUITE_P(Engines, ReplicaTargetKinds,
                          ::testing::Combine(::testing::Values("redis-7.0", "valkey-9.1"),
                                             ::testing::Bool()));
 
+// A restarted container runs the same --handoff again: a target that is
+// already the master's replica, its link up, is left as it is (exit 0), and
+// --linger keeps the probes answering, ready, until SIGTERM.
+TEST_F(ReplicaModeTest, AHandedOffTargetIsLeftAloneAndLingers) {
+  fill_strings(master_, 0, "k:", 100);
+  target_.run({"REPLICAOF", "127.0.0.1", std::to_string(master_.port())});
+  ASSERT_TRUE(eventually(
+      [&] { return target_.info_field("replication", "master_link_status") == "up"; }, 30s, kPoll));
+  const SyncCounters before = sync_counters(master_);
+  const uint16_t metrics = free_loopback_port();
+  // No sidecar on port 1: the client must not need one.
+  Process client = start_client(1, target_,
+                                {"--handoff", "--master", master_.address(), "--linger",
+                                 "--metrics", std::to_string(metrics)});
+  HttpReply r;
+  EXPECT_TRUE(
+      eventually([&] { return (r = http_get(metrics, "/readyz")).status == 200; }, 30s, kPoll))
+      << client.describe();
+  EXPECT_EQ(r.body, "ready: the target is a replica of " + master_.address() + "\n");
+  EXPECT_TRUE(client.running()) << client.describe();
+  EXPECT_EQ(client.terminate(), 0) << client.describe();
+  EXPECT_NE(client.stderr_text().find("nothing to do"), std::string::npos) << client.describe();
+  EXPECT_EQ(sync_counters(master_).full, before.full);
+  EXPECT_EQ(target_.info_field("replication", "master_link_status"), "up");
+}
+
 TEST_F(ReplicaModeTest, Usage) {
   const std::string t = target_.address();
   struct Case {
@@ -462,6 +490,7 @@ TEST_F(ReplicaModeTest, Usage) {
       {{"--handoff", "--master", master_.address()}, "--mode replica"},
       {{"--mode", "replica", "--merge"}, "--merge"},
       {{"--mode", "replica", "--handoff"}, "--master"},
+      {{"--follow", "--linger"}, "--linger"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"127.0.0.1", "1", "--redis", t};
