@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The OCI image and the Kubernetes manifests, played by podman on this host:
-#   bash tests/container/kube-play.sh [BUILD_DIR]      (as root; about 2 minutes)
+#   bash tests/container/kube-play.sh [BUILD_DIR]    (as root; about 1.5 minutes)
 # Builds the image with contrib/oci/build-image.sh and, beside it, a test-only
 # Redis image from Debian's redis-server the same way (mmdebstrap, podman
 # import); makes contrib/kubernetes's pods playable here
@@ -9,8 +9,9 @@
 # pod and checks that rdma-client's /readyz turns ready once the replica is
 # the master's own (link up, a partial resync) and holds its data (DEBUG
 # DIGEST), that a restarted client leaves it alone, that every container
-# runs as non-root on a read-only root; then podman kube down, and nothing
-# left. Each stage prints the seconds so far. Exit status: 0 passed, 1 not.
+# runs as non-root on a read-only root, that both programs exit 0 on
+# SIGTERM; then podman kube down, and nothing left. Each stage prints the
+# seconds so far. Exit status: 0 passed, 1 not.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
@@ -238,6 +239,14 @@ for c in $(podman ps --filter "name=^$prefix" --format '{{.Names}}' | grep -v --
   eff=$(podman exec "$c" sed -n 's/^CapEff:\t*//p' /proc/1/status)
   [ "$eff" = "$want" ] || fail "$c: CapEff $eff, not $want"
   ok "$c: uid $uid, read-only root, CapEff $eff"
+done
+
+stage "SIGTERM (podman stop): both programs exit 0"
+for c in "${prefix}redis-replica-rdma-client" "${prefix}redis-master-rdma-server"; do
+  podman stop -t 10 "$c" >/dev/null
+  code=$(podman inspect --format '{{.State.ExitCode}}' "$c")
+  [ "$code" = 0 ] || fail "$c exited $code on SIGTERM, not 0"
+  ok "$c: exit 0"
 done
 
 stage "podman kube down"
