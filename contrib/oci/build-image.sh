@@ -30,8 +30,9 @@ done
   { echo "build-image: no $build/CPackConfig.cmake: configure and build first (README.md, Install)" >&2; exit 2; }
 
 start=$(date +%s.%N)
-# cpack's dpkg-shlibdeps needs dpkg-dev.
-need_packages mmdebstrap podman dpkg-dev
+# cpack's dpkg-shlibdeps needs dpkg-dev; mmdebstrap names the sources'
+# keyrings with gpg (its Recommends, not installed with it here).
+need_packages mmdebstrap gpg podman dpkg-dev
 work=$(mktemp -d /tmp/rrs-oci.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 

@@ -31,10 +31,11 @@ until_ok() {  # SECS COMMAND...: poll until COMMAND succeeds
 
 stage "packages"
 # podman with runc (Debian's podman takes either runtime), catatonit for
-# its pods' pause image, mmdebstrap for both images; redis-cli, curl and
-# PyYAML on the host.
+# its pods' pause image, mmdebstrap (and gpg, for its keyrings) for both
+# images; redis-cli, curl and PyYAML on the host. All before the two image
+# builds, which would otherwise race for apt.
 bash tests/install-deps.sh podman runc conmon catatonit containernetworking-plugins \
-  mmdebstrap redis-tools curl python3-yaml
+  mmdebstrap gpg redis-tools curl python3-yaml
 # shellcheck source=contrib/oci/lib.sh
 . contrib/oci/lib.sh
 
