@@ -188,7 +188,14 @@ Status serve(const ServerConfig& config) {
   // Only PSYNC forks the master: its first snapshot waits for a client
   // unless --snapshot-at-start. The scan and rdb sources build at once.
   if (src.psync && !config.snapshot_at_start) {
-    RRS_RETURN_IF_ERROR(src.psync->check_master().wrap("check the master before serving"));
+    // A master not up yet (a pod's containers start together) is waited
+    // for, not ready meanwhile; one that refuses us will not change its mind.
+    const Status master = src.psync->check_master().wrap("check the master before serving");
+    if (master.kind() != ErrorKind::kUnavailable) RRS_RETURN_IF_ERROR(master);
+    if (!master.ok()) {
+      log::warn(master.message() + "; serving anyway, not ready (/readyz) until it answers");
+      server_readiness().master_link(false, master.message());
+    }
     RRS_RETURN_IF_ERROR(keeper.serve_on_demand(servers));
   } else {
     server_readiness().not_ready("taking the first snapshot");

@@ -5,9 +5,12 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <vector>
 
 #include "common/base/log.h"
 
@@ -32,6 +35,21 @@ const std::string kHowToGive = std::string("give --auth-file FILE or set ") + kS
 
 }  // namespace
 
+namespace {
+
+// Others may not read the secret; its group may when it is one of ours (a
+// Kubernetes Secret mounted with fsGroup is 0440, that group's).
+bool readable_by_others(const struct stat& st) {
+  if ((st.st_mode & 007) != 0) return true;
+  if ((st.st_mode & 070) == 0 || st.st_gid == getegid()) return false;
+  std::vector<gid_t> groups(static_cast<size_t>(std::max(getgroups(0, nullptr), 0)));
+  groups.resize(
+      static_cast<size_t>(std::max(getgroups(static_cast<int>(groups.size()), groups.data()), 0)));
+  return std::find(groups.begin(), groups.end(), st.st_gid) == groups.end();
+}
+
+}  // namespace
+
 Result<std::optional<std::string>> load_secret(const std::string& file) {
   std::string secret;
   std::string from;
@@ -42,7 +60,7 @@ Result<std::optional<std::string>> load_secret(const std::string& file) {
     if (!secret.empty() && secret.back() == '\r') secret.pop_back();
     from = file;
     struct stat st {};
-    if (stat(file.c_str(), &st) == 0 && (st.st_mode & 077))
+    if (stat(file.c_str(), &st) == 0 && readable_by_others(st))
       log::warn("the shared secret file " + file + " is readable by others; chmod 600 it");
   } else if (const char* env = std::getenv(kSecretEnv); env != nullptr) {
     secret = env;

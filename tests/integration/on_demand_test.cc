@@ -15,6 +15,7 @@
 #include "common/cli/exit_codes.h"
 #include "tests/support/dataset.h"
 #include "tests/support/eventually.h"
+#include "tests/support/http_get.h"
 #include "tests/support/ports.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/sidecar.h"
@@ -172,14 +173,29 @@ TEST_F(OnDemandTest, SigusrTakesTheFirstSnapshotWithoutAClient) {
   EXPECT_EQ(forks(), before + 1) << server.describe();
 }
 
-// The master is checked at start even though no snapshot is taken then.
-TEST_F(OnDemandTest, AnUnreachableMasterIsRefusedAtStart) {
-  SidecarServer server("127.0.0.1:" + std::to_string(free_loopback_port()), {}, {},
-                       FirstSnapshot::kOnDemand);
-  EXPECT_EQ(server.process().wait(30s), exit_code::kUnavailable) << server.describe();
+// The master is checked at start even though no snapshot is taken then. One
+// not up yet (a pod's containers start together) is waited for: the sidecar
+// serves, not ready, and is ready once the master answers.
+TEST_F(OnDemandTest, AMasterNotUpYetIsWaitedForNotReady) {
+  RedisOptions later;
+  later.port = free_loopback_port();
+  const uint16_t metrics_port = free_loopback_port();
+  SidecarServer server("127.0.0.1:" + std::to_string(later.port),
+                       {"--metrics", std::to_string(metrics_port)}, {}, FirstSnapshot::kOnDemand);
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
   EXPECT_NE(server.process().stderr_text().find("check the master before serving"),
             std::string::npos)
       << server.describe();
+  HttpReply r = http_get(metrics_port, "/readyz");
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_NE(r.body.find("the master is out of reach"), std::string::npos) << r.body;
+
+  RedisProcess master(later);
+  ASSERT_TRUE(master.started()) << master.start_error();
+  EXPECT_TRUE(
+      eventually([&] { return (r = http_get(metrics_port, "/readyz")).status == 200; }, 30s, 100ms))
+      << r.body << server.describe();
+  EXPECT_TRUE(server.process().running()) << server.describe();
 }
 
 // A master gone by the time a client asks: the client is told why the
