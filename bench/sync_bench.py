@@ -154,6 +154,11 @@ def parse_args(argv):
                         "master's CPU, idle while replicas load from the sidecar, so it never "
                         "shares its replica's core; 'none' leaves it to the scheduler "
                         "(bench/README.md, Pinning)")
+    p.add_argument("--server-cpu", default="none", metavar="CPU|none",
+                   help="CPU for rdma-server (its --cpu); 'none' (default) leaves it to the "
+                        "scheduler. With the client on the replica's CPU too, the master's "
+                        "CPU runs only the master and its fork child, as for native "
+                        "(bench/README.md, Pinning)")
     p.add_argument("--no-pin", action="store_true", help="pin nothing")
     add_wait_quiet_arg(p, "sync", QUIET)
     p.add_argument("--rdbcompression", choices=("yes", "no"), default="yes",
@@ -227,14 +232,16 @@ class Bench:
             self.binary(rel)  # fail before minutes of work, not after
         self.client_cpu = None if args.client_cpu == "none" else \
             args.master_cpu if args.client_cpu == "master" else int(args.client_cpu)
+        self.server_cpu = None if args.server_cpu == "none" else int(args.server_cpu)
         client = "unpinned" if self.client_cpu is None else f"CPU {self.client_cpu} (its --cpu)"
+        server = "unpinned" if self.server_cpu is None else f"CPU {self.server_cpu} (its --cpu)"
         self.pinning = choose_pinning(args, (
             f"master server: CPU {args.master_cpu} (its fork children inherit it); every "
             f"replica server and gen_dataset: CPU {args.replica_cpu}; rdma-client: "
-            f"{client}; rdma-server and rdb_feeder: unpinned. With 2 cores, replicas syncing "
-            "at once share one core, as they would share a replica host."))
+            f"{client}; rdma-server: {server}; rdb_feeder: unpinned. With 2 cores, replicas "
+            "syncing at once share one core, as they would share a replica host."))
         if args.master_cpu is None:  # nothing pinned
-            self.client_cpu = None
+            self.client_cpu = self.server_cpu = None
         self.procs = Procs()
         self.work = tempfile.mkdtemp(prefix="sync_bench.")
         self.rows = []         # one dict per replica per sync
@@ -405,6 +412,8 @@ class Bench:
                 "--listen", host, "--source", self.a.sidecar_source,
                 "--transport", "verbs" if verbs else "tcp",
                 "--snapshot-delay", "0", "--table-retain", "-1"]
+        if self.server_cpu is not None:
+            argv += ["--cpu", str(self.server_cpu)]
         try:
             build = self.sidecar_first(ds, system, run, server, argv, host)
             for n in counts:
