@@ -118,6 +118,7 @@ void append_descriptor(std::string& out, uint32_t request_id, const Descriptor& 
   wire::store_u64(b + 40, m.log_length);
   wire::store_u64(b + 48, m.log_addr);
   wire::store_u32(b + 56, m.log_rkey);
+  wire::store_u64(b + 64, m.readable_length);
   append_frame_header(out, MsgType::kDescriptor, kDescriptorSize, request_id);
   append_body(out, b);
 }
@@ -222,7 +223,7 @@ Result<Proof> decode_auth(std::span<const std::byte> body) {
 
 Result<Descriptor> decode_descriptor(std::span<const std::byte> body) {
   RRS_RETURN_IF_ERROR(check_size("DESCRIPTOR", body, kDescriptorSize));
-  if (!all_zero(body.subspan(60))) return bad("DESCRIPTOR", "reserved bytes are set");
+  if (!all_zero(body.subspan(60, 4))) return bad("DESCRIPTOR", "reserved bytes are set");
   Descriptor m;
   m.epoch = load_u64(body.data());
   m.table_length = load_u64(&body[8]);
@@ -238,6 +239,10 @@ Result<Descriptor> decode_descriptor(std::span<const std::byte> body) {
   m.log_length = load_u64(&body[40]);
   m.log_addr = load_u64(&body[48]);
   m.log_rkey = load_u32(&body[56]);
+  m.readable_length = load_u64(&body[64]);
+  if (m.readable_length > m.table_length)
+    return bad("DESCRIPTOR", "readable length " + std::to_string(m.readable_length) +
+                                 " is past the table's " + std::to_string(m.table_length));
   if (m.log_id == 0 && (m.log_length || m.log_addr || m.log_rkey))
     return bad("DESCRIPTOR", "change log fields set without a log id");
   return m;
@@ -412,6 +417,19 @@ Result<AuthGranted> decode_auth_granted(std::span<const std::byte> message) {
   auto d = decode_descriptor(*desc);
   if (!d.ok()) return d.status();
   return AuthGranted{*p, *d};
+}
+
+std::string encode_descriptor_message(const Descriptor& m) {
+  std::string out;
+  append_descriptor(out, 0, m);
+  return out;
+}
+
+Result<Descriptor> decode_descriptor_message(std::span<const std::byte> message) {
+  auto body = take_frame(message, MsgType::kDescriptor, kDescriptorSize, "DESCRIPTOR message");
+  if (!body.ok()) return body.status();
+  if (!message.empty()) return bad("DESCRIPTOR message", "bytes after the frame");
+  return decode_descriptor(*body);
 }
 
 }  // namespace rrs::control

@@ -19,13 +19,19 @@
 //   AUTH_OK      s->c 32 B: the server's own proof, so the client knows it
 //                           talks to a sidecar that holds the secret too
 //   GET_DESCRIPTOR c->s 0 B
-//   DESCRIPTOR   s->c 64 B: epoch u64, table_length u64 (0: no table, only to a
+//   DESCRIPTOR   s->c 72 B: epoch u64, table_length u64 (0: no table, only to a
 //                           log-only client), remote_addr u64 (verbs;
 //                           0 over TCP), rkey u32 (verbs; 0 over TCP),
 //                           layout_version u16, transport u16,
 //                           log_id u64 (0: no change log), log_length u64,
 //                           log_addr u64 (verbs; 0 over TCP), log_rkey u32
-//                           (verbs; 0 over TCP), reserved u32
+//                           (verbs; 0 over TCP), reserved u32,
+//                           readable_length u64: the bytes from 0 that rkey
+//                           covers (<= table_length; = it over TCP and for a
+//                           complete table). Over verbs an epoch still being
+//                           written is registered in growing prefixes: the
+//                           server SENDs the same epoch's DESCRIPTOR again,
+//                           unasked, each time its prefix grows.
 //   READ         c->s 24 B: epoch u64 (region 1: the log id), offset u64,
 //                           length u32, region u32 (0 table, 1 change log)
 //   READ_DATA    s->c `length` bytes of the region at `offset`
@@ -52,14 +58,15 @@ namespace rrs::control {
 
 inline constexpr uint8_t kMagic[4] = {'R', 'S', 'C', '1'};
 // 2: the change log; 3: nonces in HELLO/HELLO_OK, AUTH and AUTH_OK; 4: the
-// HELLO flag "log only", descriptors without a table, "snapshot pending".
-inline constexpr uint16_t kProtocolVersion = 4;
+// HELLO flag "log only", descriptors without a table, "snapshot pending";
+// 5: readable_length in DESCRIPTOR, sent again over verbs as it grows.
+inline constexpr uint16_t kProtocolVersion = 5;
 // HELLO flags.
 inline constexpr uint32_t kHelloLogOnly = 1;
 inline constexpr size_t kFrameHeaderSize = 16;
 inline constexpr size_t kNonceSize = 16, kProofSize = 32;
 inline constexpr size_t kHelloSize = 24, kHelloOkSize = 32, kAuthSize = kProofSize,
-                        kDescriptorSize = 64, kReadSize = 24, kErrorFixedSize = 8,
+                        kDescriptorSize = 72, kReadSize = 24, kErrorFixedSize = 8,
                         kKeepaliveSize = 8;
 using Nonce = std::array<std::byte, kNonceSize>;
 using Proof = std::array<std::byte, kProofSize>;
@@ -154,6 +161,9 @@ struct Descriptor {
   uint64_t log_length = 0;
   uint64_t log_addr = 0;
   uint32_t log_rkey = 0;
+  // What rkey covers now, from 0 (verbs: a streamed epoch's registered
+  // prefix, which grows); table_length otherwise.
+  uint64_t readable_length = 0;
 };
 
 // What a READ reads: the epoch's table or its change log.
@@ -246,5 +256,9 @@ std::string encode_error_message(const ErrorMsg& m);  // text cut to kMaxVerbsMe
 Result<MsgType> message_type(std::span<const std::byte> message);
 Result<Proof> decode_auth_message(std::span<const std::byte> message);
 Result<AuthGranted> decode_auth_granted(std::span<const std::byte> message);
+// The same epoch's descriptor again, its readable_length grown (server to
+// client, unasked, while the epoch is written).
+std::string encode_descriptor_message(const Descriptor& m);
+Result<Descriptor> decode_descriptor_message(std::span<const std::byte> message);
 
 }  // namespace rrs::control

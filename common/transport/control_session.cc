@@ -40,6 +40,7 @@ Verdict<control::Descriptor> ServerSession::describe(const TablePtr& t,
   control::Descriptor d;
   d.epoch = t->epoch();
   d.table_length = t->length();
+  d.readable_length = d.table_length;
   d.layout_version = t->header.layout_version;
   d.transport = transport;
   if (t->log) {
@@ -254,8 +255,46 @@ Status ClientSession::accept_descriptor(const control::Descriptor& d,
     return Status::error("read descriptor", "the server described no table to a client that "
                                             "asked for one")
         .as(ErrorKind::kBadData);
+  // Only a verbs epoch still being written is readable in part (a prefix
+  // with its header page in it).
+  if (verbs ? d.table_length != 0 && d.readable_length < table::kHeaderSize
+            : d.readable_length != d.table_length)
+    return Status::error("read descriptor", "readable length " + std::to_string(d.readable_length) +
+                                                " of a " + std::to_string(d.table_length) +
+                                                "-byte table")
+        .as(ErrorKind::kBadData);
   descriptor_ = d;
   return {};
+}
+
+Status ClientSession::on_grown(std::span<const std::byte> message) {
+  auto d = control::decode_descriptor_message(message);
+  if (!d.ok()) return d.status().as(ErrorKind::kBadData);
+  const control::Descriptor& was = descriptor_;
+  const bool same = d->epoch == was.epoch && d->table_length == was.table_length &&
+                    d->remote_addr == was.remote_addr && d->layout_version == was.layout_version &&
+                    d->transport == was.transport && d->log_id == was.log_id &&
+                    d->log_length == was.log_length && d->log_addr == was.log_addr &&
+                    d->log_rkey == was.log_rkey;
+  if (!same)
+    return Status::error("read descriptor", "the server's grown descriptor of epoch " +
+                                                std::to_string(d->epoch) +
+                                                " describes another table")
+        .as(ErrorKind::kBadData);
+  if (d->readable_length < descriptor_.readable_length || d->rkey == 0)
+    return Status::error("read descriptor", "the server's readable prefix of epoch " +
+                                                std::to_string(d->epoch) +
+                                                " shrank, or has no rkey")
+        .as(ErrorKind::kBadData);
+  descriptor_ = *d;
+  return {};
+}
+
+uint64_t ClientSession::readable_end(std::span<const TableRead> batch) {
+  uint64_t end = 0;
+  for (const TableRead& r : batch)
+    if (r.region == control::Region::kTable) end = std::max<uint64_t>(end, r.offset + r.dst.size());
+  return end;
 }
 
 Result<std::optional<control::Proof>> ClientSession::on_accept(

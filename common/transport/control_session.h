@@ -201,6 +201,10 @@ class ClientSession {
   Result<std::optional<control::Proof>> on_accept(std::span<const std::byte> private_data);
   // Verbs: the one message answering our AUTH (AUTH_OK + DESCRIPTOR, or ERROR).
   Status on_auth_answer(std::span<const std::byte> message);
+  // Verbs: a DESCRIPTOR message after the handshake, the epoch's registered
+  // prefix grown. Everything but rkey and readable_length must stay as it
+  // was, and readable_length may only grow.
+  Status on_grown(std::span<const std::byte> message);
 
   // An ERROR from the server, as a Status of the kind its code calls for
   // (control::error_kind). Body (TCP) or whole frame (verbs reject, message).
@@ -209,13 +213,16 @@ class ClientSession {
   static Status server_error_frame(std::span<const std::byte> frame);
   // Range checks before a batch is posted (the same on every transport): each
   // read 1..max_read_len bytes, inside its region, the whole batch within
-  // max_in_flight.
+  // max_in_flight. (Whether the table's reads are readable yet is the
+  // reader's to wait for: readable_end().)
   Status check_batch(std::span<const TableRead> batch, size_t outstanding, uint32_t max_read_len,
                      uint32_t max_in_flight) const;
 
   const control::HelloOk& hello_ok() const { return hello_ok_; }
   const control::Descriptor& descriptor() const { return descriptor_; }
   control::Descriptor& descriptor_for_test() { return descriptor_; }
+  // The end of the batch's furthest table read.
+  static uint64_t readable_end(std::span<const TableRead> batch);
 
  private:
   Result<std::optional<control::Proof>> accept_hello_ok(const control::HelloOk& h);

@@ -39,7 +39,9 @@ bool operator==(const HelloOk& a, const HelloOk& b) {
 }
 bool operator==(const Descriptor& a, const Descriptor& b) {
   return a.epoch == b.epoch && a.table_length == b.table_length && a.remote_addr == b.remote_addr &&
-         a.rkey == b.rkey && a.layout_version == b.layout_version && a.transport == b.transport;
+         a.rkey == b.rkey && a.layout_version == b.layout_version && a.transport == b.transport &&
+         a.log_id == b.log_id && a.log_length == b.log_length && a.log_addr == b.log_addr &&
+         a.log_rkey == b.log_rkey && a.readable_length == b.readable_length;
 }
 bool operator==(const ErrorMsg& a, const ErrorMsg& b) {
   return a.code == b.code && a.text == b.text;

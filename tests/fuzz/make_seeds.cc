@@ -64,7 +64,8 @@ void control_seeds(const fs::path& dir) {
                             .remote_addr = 0x7f0012340000,
                             .rkey = 0x1234,
                             .layout_version = 2,
-                            .transport = TransportKind::kVerbs};
+                            .transport = TransportKind::kVerbs,
+                            .readable_length = 1 << 20};
   std::string accept = encode_accept(a);
   accept.resize(kAcceptPrivateDataMax, '\0');  // rdma_cm pads private data with zeros
   write(dir, "accept", accept);
@@ -83,6 +84,9 @@ void control_seeds(const fs::path& dir) {
   write(dir, "reject", encode_reject({ErrorCode::kUnsupportedVersion, "no common version"}));
   write(dir, "keepalive", encode_keepalive(MsgType::kKeepalive, 12345));
   write(dir, "keepalive-ack", encode_keepalive(MsgType::kKeepaliveAck, 12345));
+  Descriptor streamed = *a.descriptor;  // an epoch being written: a prefix grown
+  streamed.table_length = uint64_t{1} << 30, streamed.readable_length = 96 << 20;
+  write(dir, "descriptor-grown", encode_descriptor_message(streamed));
 
   std::string client;  // what a client sends over TCP
   append_hello(client, 1, Hello{});

@@ -40,7 +40,8 @@ control::Descriptor descriptor(uint64_t addr, uint32_t rkey) {
           .remote_addr = addr,
           .rkey = rkey,
           .layout_version = 1,
-          .transport = control::TransportKind::kVerbs};
+          .transport = control::TransportKind::kVerbs,
+          .readable_length = 4096};
 }
 
 // Accepts every connect with `data`.

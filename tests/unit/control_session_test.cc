@@ -121,6 +121,49 @@ TEST(ControlSession, ClientChecksBatchesAndMapsErrors) {
   EXPECT_EQ(err.kind(), ErrorKind::kUnavailable);
 }
 
+// Over verbs a streamed epoch's descriptor comes again as its registered
+// prefix grows: only the rkey and readable_length may change, and the
+// prefix only grows.
+TEST(ControlSession, GrownDescriptorOnlyGrowsTheSameTable) {
+  ClientSession client(std::nullopt);
+  const control::Descriptor first{.epoch = 4,
+                                  .table_length = 1 << 30,
+                                  .remote_addr = 0x7000,
+                                  .rkey = 11,
+                                  .transport = control::TransportKind::kVerbs,
+                                  .readable_length = 64 << 20};
+  const std::string accept = control::encode_accept({control::HelloOk{.max_in_flight = 4}, first});
+  auto accepted = client.on_accept(std::as_bytes(std::span(accept)));
+  ASSERT_TRUE(accepted.ok()) << accepted.status().message();
+  auto grown = [&](control::Descriptor d) {
+    const std::string message = control::encode_descriptor_message(d);
+    return client.on_grown(std::as_bytes(std::span(message)));
+  };
+  control::Descriptor next = first;
+  next.rkey = 12;
+  next.readable_length = 96 << 20;
+  ASSERT_TRUE(grown(next).ok());
+  EXPECT_EQ(client.descriptor().rkey, 12u);
+  EXPECT_EQ(client.descriptor().readable_length, uint64_t{96} << 20);
+
+  control::Descriptor shrunk = next;
+  shrunk.readable_length = 32 << 20;
+  EXPECT_EQ(grown(shrunk).kind(), ErrorKind::kBadData);
+  control::Descriptor other = next;
+  other.readable_length = 128 << 20;
+  other.remote_addr = 0x9000;
+  Status s = grown(other);
+  EXPECT_EQ(s.kind(), ErrorKind::kBadData);
+  EXPECT_NE(s.message().find("describes another table"), std::string::npos) << s.message();
+  EXPECT_EQ(client.descriptor().readable_length, uint64_t{96} << 20);
+
+  // Reads wait for the furthest table byte they need; the log is not a prefix.
+  std::vector<std::byte> buf(4096);
+  TableRead reads[] = {
+      {1, 100, buf}, {2, 8192, buf}, {3, 1 << 20, buf, control::Region::kChangeLog}};
+  EXPECT_EQ(ClientSession::readable_end(reads), 8192u + 4096u);
+}
+
 // What the connect loop retries is decided by the status's kind alone: a
 // server that is not ready or full is waited out, a refused secret is not.
 TEST(ControlSession, ConnectRetriesOnlyWhatMayPass) {

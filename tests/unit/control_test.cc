@@ -41,7 +41,7 @@ TEST(Control, MessagesRoundTrip) {
   f.clear();
   append_descriptor(f, 1,
                     {99, 1 << 20, 0xdeadbeef, 0x1234, 1, TransportKind::kVerbs,
-                     0x0102030405060708ull, (1 << 20) + 128, 0xfeedface, 0x5678});
+                     0x0102030405060708ull, (1 << 20) + 128, 0xfeedface, 0x5678, 65536});
   auto d = decode_descriptor(bytes(f, kFrameHeaderSize));
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->epoch, 99u);
@@ -52,6 +52,11 @@ TEST(Control, MessagesRoundTrip) {
   EXPECT_EQ(d->log_length, (1u << 20) + 128);
   EXPECT_EQ(d->log_addr, 0xfeedfaceu);
   EXPECT_EQ(d->log_rkey, 0x5678u);
+  EXPECT_EQ(d->readable_length, 65536u);
+  // More readable than there is table is garbage.
+  f.clear();
+  append_descriptor(f, 1, {.epoch = 99, .table_length = 4096, .readable_length = 8192});
+  EXPECT_FALSE(decode_descriptor(bytes(f, kFrameHeaderSize)).ok());
   // Change log fields without a log id are garbage.
   f.clear();
   append_descriptor(f, 1, {99, 1 << 20, 0, 0, 1, TransportKind::kTcp, 0, 4096});
