@@ -233,14 +233,19 @@ void EpochKeeper::on_new_snapshot(TableBuilder& next, const SnapshotStats& stats
 
 void EpochKeeper::serve_streamed(const TablePtr& table) {
   if (table->complete()) return;  // published whole already, or about to be
+  bool served = false;
   for (auto& [name, server] : *servers_) {
     if (!server->streams()) continue;
-    if (Status s = server->publish(table); !s.ok())
-      return log::warn(s.wrap("serve epoch " + std::to_string(table->epoch()) + " over " + name +
-                              " while it is built")
-                           .message() +
-                       "; clients get it once complete");
+    if (Status s = server->publish(table); !s.ok()) {
+      log::warn(s.wrap("serve epoch " + std::to_string(table->epoch()) + " over " + name +
+                       " while it is built")
+                    .message() +
+                "; its clients get it once complete");
+      continue;
+    }
+    served = true;
   }
+  if (!served) return;
   streaming_ = table;
   log::info("epoch " + std::to_string(table->epoch()) +
             ": clients read its records while the master's RDB streams in");

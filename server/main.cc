@@ -59,6 +59,7 @@ Result<Servers> start_servers(event_base* base, const ServerConfig& config,
     limits.demand = demand;
     limits.test_no_memory_windows = test_hooks::no_memory_windows();
     limits.test_registration_delay = test_hooks::pd_registration_delay();
+    if (auto step = test_hooks::grow_step()) limits.grow_step = *step;
     auto verbs = VerbsTableServer::listen(base, at, limits);
     if (verbs.ok()) {
       servers.emplace_back("verbs", std::move(*verbs));

@@ -274,6 +274,8 @@ void TableBuilder::write_header(const table::Header& h) {
   // Records before the header that counts them: a reader that sees the
   // header sees them (it trusts only a copy whose CRC verifies).
   std::atomic_thread_fence(std::memory_order_release);
+  open_->written.store(h.state == table::State::kReady ? h.total_size : h.heap_offset + h.heap_size,
+                       std::memory_order_release);
   std::memcpy(open_->bytes.data(), bytes.data(), bytes.size());
 }
 

@@ -44,6 +44,14 @@ std::chrono::milliseconds pd_registration_delay() {
   return std::chrono::milliseconds(*ms);
 }
 
+std::optional<uint64_t> grow_step() {
+  const auto kb = env_u64("RRS_TEST_GROW_STEP_KB");
+  if (!kb || *kb == 0) return std::nullopt;
+  log::warn("RRS_TEST_GROW_STEP_KB: an epoch being written is registered over verbs " +
+            std::to_string(*kb) + " KiB at a time (a test hook; unset it)");
+  return *kb << 10;
+}
+
 void corrupt_slot(Table& t) {
   const auto slot = env_u64("RRS_TEST_CORRUPT_SLOT");
   const table::Header& h = t.final_header();

@@ -23,6 +23,11 @@ bool no_memory_windows();
 // server's registration worker), so tests can show the loop is not stalled.
 std::chrono::milliseconds pd_registration_delay();
 
+// $RRS_TEST_GROW_STEP_KB=N: an epoch served over verbs while it is written
+// is registered in prefixes at least N KiB ahead of the writer (not 64 MiB),
+// so a small table grows its registration many times.
+std::optional<uint64_t> grow_step();
+
 // $RRS_TEST_CORRUPT_SLOT=N: flips one payload byte of slot N after its CRC
 // was taken, as a bad DIMM or a stray DMA would.
 void corrupt_slot(Table& t);

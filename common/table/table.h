@@ -32,6 +32,11 @@ struct Table {
   // A streamed epoch's final total_size, once complete; 0 until then, and
   // for a table published complete.
   std::atomic<uint64_t> completed_size{0};
+  // A streamed epoch's bytes from 0 that its header covers (header page,
+  // scripts, the slots' room, the heap so far; the whole table once ready),
+  // stored before each header that counts them: what verbs must have
+  // registered for its readers.
+  std::atomic<uint64_t> written{0};
 
   uint64_t epoch() const { return header.epoch; }
   // Published while still being written.

@@ -68,8 +68,9 @@ class TableServer {
   // it stays connected, at most a grace period). Call on the loop thread.
   virtual Status publish(TablePtr table) = 0;
   // Whether it serves an epoch still being written (Table::streamed): TCP
-  // does (each READ copies what is there), verbs takes an epoch once it is
-  // complete (registering its room would pin memory it may never use).
+  // does (each READ copies what is there), verbs too (it registers growing
+  // prefixes a step ahead of the writer; but under its PD-per-client
+  // fallback, publish() refuses an epoch until it is complete).
   virtual bool streams() const = 0;
   // "ADDR:PORT" clients connect to, for the ready line.
   virtual std::string address() const = 0;

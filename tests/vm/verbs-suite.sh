@@ -7,7 +7,8 @@
 # The verbs half of the transport conformance suite, the per-client
 # protection and the hostile-peer tests, then the end-to-end tests of the
 # shipped binaries over verbs (RRS_TEST_TRANSPORT=verbs) where the transport
-# is under test: every type, digests equal; the shared secret; four clients
+# is under test: every type, digests equal; the shared secret; clients
+# loading while the table is built; four clients
 # at once; a sidecar and a target killed mid-transfer; snapshots on demand;
 # psync tables; follow mode; replica mode and handoff; a cluster followed;
 # the soak. Each test binary's cases the transport plays no part in run over
@@ -67,6 +68,10 @@ run "$build/tests/integration/sync_test" --gtest_filter='-*KeyExpired*:*RunOnThe
 # The sidecar's shared secret over rdmacm, and the protection domain per
 # client (the Redis passwords are the target side's).
 run "$build/tests/integration/auth_test" --gtest_filter='SidecarSecretTest.*'
+# A table read while it is written: growing registrations, each announced to
+# the reader, which never READs past one; every load path from such a table.
+run "$build/tests/transport/streamed_table_test" --gtest_filter='*/verbs'
+run "$build/tests/integration/streamed_test"
 # Four clients at once, a sidecar killed mid-transfer (the reader must say
 # so, not hang: atomic_test's kills run over TCP on the host), a corrupt
 # record re-read, and a stalled target past the verbs keepalive limit.

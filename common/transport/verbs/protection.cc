@@ -22,15 +22,31 @@ struct EpochMrs {
   MemoryRegion table, log;
 };
 
-Result<EpochMrs> register_epoch(ibv_pd* pd, const Table& t, int access, const std::string& where) {
+// Remote read only: no peer can ever write the table. With windows, not
+// even that: only the windows bound for each authenticated client's QP
+// grant it.
+int table_access(Protection p) {
+  return p == Protection::kWindowPerClient ? IBV_ACCESS_MW_BIND : IBV_ACCESS_REMOTE_READ;
+}
+
+// The first `bytes` of `t`'s table, for `access`.
+Result<MemoryRegion> register_table(ibv_pd* pd, const Table& t, uint64_t bytes, int access,
+                                    const std::string& where) {
+  MemoryRegion mr(ibv_reg_mr(pd, const_cast<std::byte*>(t.bytes.data()), bytes, access));
+  if (!mr)
+    return Status::from_errno("register " + std::to_string(bytes >> 20) + " MiB of epoch " +
+                              std::to_string(t.epoch()) + "'s table " + where);
+  return mr;
+}
+
+// `table_bytes`: the table's length, or a streamed epoch's first prefix
+// (its room is address space, mostly unwritten).
+Result<EpochMrs> register_epoch(ibv_pd* pd, const Table& t, uint64_t table_bytes, int access,
+                                const std::string& where) {
   EpochMrs mrs;
   if (!t.empty()) {  // an epoch without a table has only its log to serve
-    // length(), not the mapping's size: a streamed epoch's mapping has room
-    // it never used, which registering would pin.
-    mrs.table.reset(ibv_reg_mr(pd, const_cast<std::byte*>(t.bytes.data()), t.length(), access));
-    if (!mrs.table)
-      return Status::from_errno("register the " + std::to_string(t.length() >> 20) + " MiB table " +
-                                where);
+    const uint64_t bytes = table_bytes;
+    RRS_ASSIGN_OR_RETURN(mrs.table, register_table(pd, t, bytes, access, where));
   }
   if (const ChangeLogPtr& log = t.log) {
     // The sidecar writes the log with the CPU; peers may only read it.
@@ -43,37 +59,35 @@ Result<EpochMrs> register_epoch(ibv_pd* pd, const Table& t, int access, const st
   return mrs;
 }
 
-// kWindowPerClient: windows onto r's MRs, bound to the client's QP with
-// BIND_MW work requests ahead of the SEND that reveals their rkeys.
+// kWindowPerClient: a window onto `mr`, bound to the client's QP with a
+// BIND_MW work request ahead of the SEND that reveals its rkey.
+Status bind_window(MemoryWindow& window, ibv_mr* mr, ibv_qp* qp, uint32_t& rkey, uint32_t& posted) {
+  window.reset(ibv_alloc_mw(qp->pd, IBV_MW_TYPE_2));
+  if (!window) return Status::from_errno("allocate a memory window");
+  ibv_send_wr wr{};
+  wr.wr_id = wr_id::kBind;
+  wr.opcode = IBV_WR_BIND_MW;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.bind_mw.mw = window.get();
+  wr.bind_mw.rkey = ibv_inc_rkey(window->rkey);
+  wr.bind_mw.bind_info.mr = mr;
+  wr.bind_mw.bind_info.addr = reinterpret_cast<uint64_t>(mr->addr);
+  wr.bind_mw.bind_info.length = mr->length;
+  wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+  ibv_send_wr* bad = nullptr;
+  if (int rc = ibv_post_send(qp, &wr, &bad); rc != 0)
+    return Status::from_errno("bind a memory window", rc);
+  ++posted;
+  rkey = wr.bind_mw.rkey;
+  return {};
+}
+
+// Windows onto r's table and change log.
 Status bind_windows(const Registration& r, ibv_qp* qp, Grant& grant, control::Descriptor& d,
                     uint32_t& posted) {
-  struct Bind {
-    MemoryWindow& window;
-    ibv_mr* mr;
-    uint32_t& rkey;
-  };
-  Bind binds[2] = {{grant.table_window, r.mr.get(), d.rkey},
-                   {grant.log_window, r.log_mr.get(), d.log_rkey}};
-  for (Bind& b : binds) {
-    if (!b.mr) continue;  // no change log
-    b.window.reset(ibv_alloc_mw(qp->pd, IBV_MW_TYPE_2));
-    if (!b.window) return Status::from_errno("allocate a memory window");
-    ibv_send_wr wr{};
-    wr.wr_id = wr_id::kBind;
-    wr.opcode = IBV_WR_BIND_MW;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.bind_mw.mw = b.window.get();
-    wr.bind_mw.rkey = ibv_inc_rkey(b.window->rkey);
-    wr.bind_mw.bind_info.mr = b.mr;
-    wr.bind_mw.bind_info.addr = reinterpret_cast<uint64_t>(b.mr->addr);
-    wr.bind_mw.bind_info.length = b.mr->length;
-    wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
-    ibv_send_wr* bad = nullptr;
-    if (int rc = ibv_post_send(qp, &wr, &bad); rc != 0)
-      return Status::from_errno("bind a memory window", rc);
-    ++posted;
-    b.rkey = wr.bind_mw.rkey;
-  }
+  if (r.mr) RRS_RETURN_IF_ERROR(bind_window(grant.table_window, r.mr.get(), qp, d.rkey, posted));
+  if (r.log_mr)  // else no change log
+    RRS_RETURN_IF_ERROR(bind_window(grant.log_window, r.log_mr.get(), qp, d.log_rkey, posted));
   return {};
 }
 
@@ -85,9 +99,29 @@ uint64_t pinned_bytes(const Grant& g) {
 
 uint64_t EpochRegistry::pinned_bytes() const {
   uint64_t n = 0;
-  for (const Registration& r : registrations_)
+  // RLIMIT_MEMLOCK counts each MR, though outgrown prefixes pin the same pages.
+  for (const Registration& r : registrations_) {
     n += (r.mr ? r.mr->length : 0) + (r.log_mr ? r.log_mr->length : 0);
+    for (const MemoryRegion& mr : r.outgrown) n += mr->length;
+  }
   return n;
+}
+
+uint64_t prefix_to_register(const Table& t, uint64_t registered, uint64_t min_step) {
+  if (t.complete()) return registered < t.length() ? t.length() : 0;
+  // Registering pins (and zero-fills) what it covers: a step ahead of the
+  // writer, half of what is registered and at least `min_step`, so a client
+  // rarely waits.
+  const uint64_t kAlign = min_step >= (uint64_t{2} << 20) ? uint64_t{2} << 20 : 4096;
+  const uint64_t step = std::max(min_step, registered / 2);
+  const uint64_t written = t.written.load(std::memory_order_acquire);
+  if (registered != 0 && written + step / 2 <= registered) return 0;
+  const uint64_t room = t.bytes.size();
+  // Each prefix half as long again as the last: they add up to three times
+  // the last, which is less than twice what was written when it came.
+  const uint64_t end = std::max(registered, written) + step;
+  const uint64_t want = std::min(room, (end + kAlign - 1) / kAlign * kAlign);
+  return want > registered ? want : 0;
 }
 
 control::Descriptor describe(const Registration& r) {
@@ -95,6 +129,8 @@ control::Descriptor describe(const Registration& r) {
   control::Descriptor d = *ServerSession::describe(r.table, control::TransportKind::kVerbs);
   d.remote_addr = reinterpret_cast<uint64_t>(r.table->bytes.data());
   d.rkey = shared && r.mr ? r.mr->rkey : 0;
+  // Under kPdPerClient (complete epochs only) the client's own MR covers all.
+  if (r.mr) d.readable_length = r.readable();
   if (const ChangeLogPtr& log = r.table->log) {
     d.log_addr = reinterpret_cast<uint64_t>(log->memory().data());
     d.log_rkey = shared ? r.log_mr->rkey : 0;
@@ -110,11 +146,18 @@ Status grant_access(const Registration& r, ibv_qp* qp, std::optional<Grant>& gra
   return bind_windows(r, qp, *grant, d, posted);
 }
 
+Status grant_grown(const Registration& r, ibv_qp* qp, Grant& grant, control::Descriptor& d,
+                   uint32_t& posted) {
+  if (r.protection != Protection::kWindowPerClient) return {};
+  if (grant.table_window) grant.outgrown_windows.push_back(std::move(grant.table_window));
+  return bind_window(grant.table_window, r.mr.get(), qp, d.rkey, posted);
+}
+
 // The fallback's cost: every page of the table (and log) is pinned again,
 // once per client on top of the others' copies, and the time that takes
 // grows with the table. Runs on the registration worker's thread.
 Result<Grant> register_in_own_pd(const TablePtr& table, SharedProtectionDomain pd) {
-  auto mrs = register_epoch(pd.get(), *table, IBV_ACCESS_REMOTE_READ,
+  auto mrs = register_epoch(pd.get(), *table, table->length(), IBV_ACCESS_REMOTE_READ,
                             "in a client's own protection domain (each client pins it again: "
                             "RLIMIT_MEMLOCK must cover it once per client)");
   if (!mrs.ok()) return mrs.status();
@@ -172,6 +215,29 @@ const Registration* EpochRegistry::find(ibv_context* device, const TablePtr& tab
   return nullptr;
 }
 
+Result<size_t> EpochRegistry::grow(const TablePtr& table) {
+  size_t grown = 0;
+  for (Registration& r : registrations_) {
+    if (r.table != table || !r.mr) continue;
+    const uint64_t bytes = prefix_to_register(*table, r.readable());
+    if (bytes == 0) continue;
+    RRS_ASSIGN_OR_RETURN(MemoryRegion mr,
+                         register_table(r.mr->pd, *table, bytes, table_access(r.protection),
+                                        std::string("with ") +
+                                            ibv_get_device_name(r.device->device)));
+    r.outgrown.push_back(std::move(r.mr));
+    r.mr = std::move(mr);
+    ++grown;
+  }
+  return grown;
+}
+
+bool EpochRegistry::covers(const TablePtr& table) const {
+  for (const Registration& r : registrations_)
+    if (r.table == table && r.mr && prefix_to_register(*table, r.readable()) != 0) return false;
+  return true;
+}
+
 Result<const Registration*> EpochRegistry::registration_for(ibv_context* device,
                                                             const TablePtr& table) {
   if (const Registration* r = find(device, table)) return r;
@@ -179,16 +245,13 @@ Result<const Registration*> EpochRegistry::registration_for(ibv_context* device,
   r.table = table;
   r.device = device;
   r.protection = protection_for(device);
-  // Remote read only: no peer can ever write the table. With windows, not
-  // even that: only the windows bound for each authenticated client's QP
-  // grant it. With a PD per client, nothing to register here: each client's
-  // AUTH registers the epoch in its own PD.
+  // With a PD per client, nothing to register here: each client's AUTH
+  // registers the epoch in its own PD.
   if (r.protection != Protection::kPdPerClient) {
     auto pd = pd_for(device);
     if (!pd.ok()) return pd.status();
-    const int access = r.protection == Protection::kWindowPerClient ? IBV_ACCESS_MW_BIND
-                                                                    : IBV_ACCESS_REMOTE_READ;
-    auto mrs = register_epoch(*pd, *table, access,
+    const uint64_t bytes = table->complete() ? table->length() : prefix_to_register(*table, 0);
+    auto mrs = register_epoch(*pd, *table, bytes, table_access(r.protection),
                               std::string("with ") + ibv_get_device_name(device->device));
     if (!mrs.ok()) return mrs.status();
     r.mr = std::move(mrs->table);

@@ -48,13 +48,29 @@ struct Registration {
   // In the device's shared PD: remote READ (kSharedMr) or MW_BIND only
   // (kWindowPerClient). None under kPdPerClient: each client registers its own.
   MemoryRegion mr;
+  // An epoch still being written is registered in growing prefixes (the
+  // room it may never fill is not pinned): `mr` is the newest, and the
+  // earlier ones stay while clients may still READ under their rkeys (or
+  // windows bound to them). The same pages, pinned again: no more memory.
+  std::vector<MemoryRegion> outgrown;
   // The change log continuing the table, if any: registered with each
   // epoch that shares it (one memory, several MRs), so a follower keeps
   // reading it under its epoch's rkey and, once that epoch retires,
   // reconnects to find the same log under the new one.
   MemoryRegion log_mr;
   Clock::time_point retired_at{};  // zero while current
+
+  // The bytes from 0 its clients may read now.
+  uint64_t readable() const { return mr ? mr->length : 0; }
 };
+
+// Under kSharedMr and kWindowPerClient, what of `t` to register next: 0 when
+// what is registered (`registered` bytes from 0) still has room ahead of the
+// writer, else a longer prefix: ahead of what is written by a step that
+// grows with the table (so the prefixes registered add up to a few times
+// the table, however big), never past the room; once complete, the table.
+// `min_step`: VerbsServerLimits::grow_step.
+uint64_t prefix_to_register(const Table& t, uint64_t registered, uint64_t min_step);
 
 // What one authenticated client reads its epoch through, unless the epoch's
 // rkeys are shared (kSharedMr). Dropped when the client goes or the epoch
@@ -69,6 +85,9 @@ struct Grant {
   // kWindowPerClient: type-2 windows onto the registration's MRs, bound to
   // the client's QP (dropped first, as windows must be).
   MemoryWindow table_window, log_window;
+  // kWindowPerClient, a streamed epoch: windows onto its outgrown prefixes,
+  // bound before table_window (READs under them may still be in flight).
+  std::vector<MemoryWindow> outgrown_windows;
 };
 
 // Bytes a client's grant pins (its own MRs under kPdPerClient; 0 for windows).
@@ -85,6 +104,11 @@ control::Descriptor describe(const Registration& r);
 Status grant_access(const Registration& r, ibv_qp* qp, std::optional<Grant>& grant,
                     control::Descriptor& d, uint32_t& posted);
 
+// kWindowPerClient: a window onto `r`'s grown prefix for a client whose
+// grant is bound to an earlier one, its rkey put in `d` (as grant_access).
+Status grant_grown(const Registration& r, ibv_qp* qp, Grant& grant, control::Descriptor& d,
+                   uint32_t& posted);
+
 // kPdPerClient: registers `table` and its log again in a client's own `pd`
 // (remote READ). Pins every page: slow for a big table, so the registration
 // worker runs it, off the loop. Touches nothing but its arguments.
@@ -98,8 +122,10 @@ uint64_t copy_bytes(const Table& table);
 // Per device: the shared PD, the protection, the epochs' registrations.
 class EpochRegistry {
  public:
-  EpochRegistry(bool has_secret, bool test_no_memory_windows)
-      : has_secret_(has_secret), test_no_memory_windows_(test_no_memory_windows) {}
+  EpochRegistry(bool has_secret, bool test_no_memory_windows, uint64_t grow_step)
+      : has_secret_(has_secret),
+        test_no_memory_windows_(test_no_memory_windows),
+        grow_step_(grow_step) {}
 
   // The protection for clients on `device`: decided and logged on first use.
   Protection protection_for(ibv_context* device);
@@ -110,6 +136,11 @@ class EpochRegistry {
   // `table`'s registration on `device` if it still has one (a retired epoch's
   // goes when its grace ends), else nullptr.
   const Registration* find(ibv_context* device, const TablePtr& table) const;
+  // A streamed epoch: registers a longer prefix of `table` on each device
+  // where prefix_to_register() asks for one. Returns how many grew.
+  Result<size_t> grow(const TablePtr& table);
+  // Whether every registration of `table` covers all of it.
+  bool covers(const TablePtr& table) const;
 
   // A new epoch is published: every current registration starts its grace.
   void retire_current(Clock::time_point now);
@@ -128,8 +159,14 @@ class EpochRegistry {
   uint64_t pinned_bytes() const;
 
  private:
+  // The first `bytes` of a streamed epoch's table to register now.
+  uint64_t prefix_to_register(const Table& t, uint64_t registered) const {
+    return verbs::prefix_to_register(t, registered, grow_step_);
+  }
+
   bool has_secret_;
   bool test_no_memory_windows_;
+  uint64_t grow_step_;
   // Declared in creation order: registrations go before the PDs they use.
   std::map<ibv_context*, ProtectionDomain> pds_;
   std::map<ibv_context*, Protection> protection_;

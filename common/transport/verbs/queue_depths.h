@@ -24,9 +24,11 @@ inline constexpr uint32_t kSignalEvery = 4;
 // READs the send queue holds; max_in_flight is capped to it.
 inline constexpr uint32_t kMaxReadWr = 64;
 static_assert(kMaxReadWr >= 2 * kSignalEvery);
-// Receive slots for KEEPALIVE_ACK (one keepalive is outstanding at a time)
-// and the AUTH answer; one send slot (AUTH, then keepalives: never both).
-inline constexpr uint32_t kClientRecvSlots = 2, kClientSendSlots = 1;
+// Receive slots for KEEPALIVE_ACK (one keepalive is outstanding at a time),
+// the AUTH answer and a streamed epoch's grown descriptors (sent unasked;
+// one arriving with every slot taken waits in RNR retries, never lost); one
+// send slot (AUTH, then keepalives: never both).
+inline constexpr uint32_t kClientRecvSlots = 4, kClientSendSlots = 1;
 // The send queue: the READs plus one control SEND (AUTH or a keepalive).
 inline constexpr uint32_t kClientSendWr = kMaxReadWr + kClientSendSlots;
 // RDMA READs we ask to keep outstanding (initiator depth), further capped by
@@ -75,6 +77,9 @@ inline constexpr int kListenBacklog = 64;
 // While a client is in its handshake (or being told why it must go), its CQ
 // is polled this often, so AUTH is answered at once, not at the next sweep.
 inline constexpr std::chrono::milliseconds kHandshakePoll{5};
+// While an epoch is being written, how often its registration is checked
+// against the writer (and grown, and its clients told).
+inline constexpr std::chrono::milliseconds kGrowPoll{10};
 // A client told why it must go is disconnected once that SEND is out, or after this.
 inline constexpr std::chrono::seconds kCloseGrace{1};
 // cm_ids of clients dropped before ESTABLISHED, kept to disconnect later

@@ -53,6 +53,9 @@ struct ServerConnection {
   };
   std::optional<Registering> registering;
   uint64_t epoch = 0;
+  // The readable_length of the last descriptor it was sent (a streamed
+  // epoch's registered prefix grows: VerbsTableServer::tell_grown).
+  uint64_t told_readable = 0;
   std::string peer;
   Clock::time_point connected_at;
   Clock::time_point last_heard;

@@ -11,6 +11,10 @@
 // handshake's rules are ClientSession's (control_session.h); the data path
 // is verbs/read_queue.h.
 //
+// An epoch still being written is registered by the server in growing
+// prefixes, each announced by a DESCRIPTOR message it sends unasked; a READ
+// past the prefix waits for the next one (await_readable).
+//
 // Keepalive: the server cannot see one-sided READs, so the reader SENDs a
 // KEEPALIVE every interval the server announced (from poll() while reading,
 // from keepalive() while the caller waits for something else) and expects
@@ -75,9 +79,12 @@ class VerbsTableReader final : public TableReader {
 
   // table_reader_io.cc: the data path.
   // Takes every completion already queued, without waiting: finished READs
-  // go to `done`, keepalive answers are noted.
+  // go to `done`, keepalive answers and grown descriptors are noted.
   Status reap(std::vector<uint64_t>& done);
-  Status take_keepalive_ack(const ibv_wc& wc);
+  Status take_message(const ibv_wc& wc);
+  // Waits until the table's first `end` bytes are readable (a streamed
+  // epoch's registered prefix grows as the server writes it).
+  Status await_readable(uint64_t end);
   Status fail(std::string why);
   // Sends a keepalive if one is due; fails if the last one went unanswered too long.
   Status tick();

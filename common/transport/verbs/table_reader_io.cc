@@ -41,6 +41,7 @@ Status VerbsTableReader::post_reads(std::span<const TableRead> batch) {
     return Status::error("post RDMA READ", "connection is broken").as(ErrorKind::kUnavailable);
   RRS_RETURN_IF_ERROR(
       session_.check_batch(batch, queue_.reads_outstanding(), max_read_len_, max_in_flight_));
+  RRS_RETURN_IF_ERROR(await_readable(ClientSession::readable_end(batch)));
   const control::Descriptor& d = session_.descriptor();
   return queue_.post(qp_.get(), batch, {d.remote_addr, d.log_addr, d.rkey, d.log_rkey}, this,
                      &VerbsTableReader::lkey_for);
@@ -60,24 +61,62 @@ Status VerbsTableReader::fail(std::string why) {
       .as(ErrorKind::kUnavailable);
 }
 
-Status VerbsTableReader::take_keepalive_ack(const ibv_wc& wc) {
-  auto seq = control::decode_keepalive(msgs_.received(wc.wr_id, wc.byte_len),
-                                       control::MsgType::kKeepaliveAck);
-  if (!seq.ok())
-    return Status::error("keepalive", "server sent a bad message: " + seq.status().reason());
-  if (*seq == keepalive_seq_) {
-    keepalive_acked_ = *seq;
-    heard_at_ = Clock::now();
+// A keepalive's answer, or a streamed epoch's grown descriptor.
+Status VerbsTableReader::take_message(const ibv_wc& wc) {
+  const std::span<const std::byte> message = msgs_.received(wc.wr_id, wc.byte_len);
+  auto type = control::message_type(message);
+  if (type.ok() && *type == control::MsgType::kError) {
+    // The server tells why before it disconnects (a streamed epoch withdrawn:
+    // "epoch gone").
+    return ClientSession::server_error_frame(message);
+  }
+  if (type.ok() && *type == control::MsgType::kDescriptor) {
+    RRS_RETURN_IF_ERROR(session_.on_grown(message));
+  } else {
+    auto seq = control::decode_keepalive(message, control::MsgType::kKeepaliveAck);
+    if (!seq.ok())
+      return Status::error("keepalive", "server sent a bad message: " + seq.status().reason());
+    if (*seq == keepalive_seq_) {
+      keepalive_acked_ = *seq;
+      heard_at_ = Clock::now();
+    }
   }
   if (msgs_.post_recv(qp_.get(), verbs::wr_id::slot_of(wc.wr_id)) != 0)
-    return Status::error("keepalive", "could not post a receive");
+    return Status::error("receive", "could not post a receive");
   return {};
 }
 
 Status VerbsTableReader::reap(std::vector<uint64_t>& done) {
-  Status s = queue_.reap(cq_.get(), done,
-                         [this](const ibv_wc& wc) { return take_keepalive_ack(wc); });
+  Status s = queue_.reap(cq_.get(), done, [this](const ibv_wc& wc) { return take_message(wc); });
   return s.ok() ? s : fail(s.reason());
+}
+
+// A streamed epoch is readable up to what the server registered so far: a
+// READ past that would fail the connection, so it waits for the grown
+// descriptor (the server registers a step ahead of its writer, so this is
+// rare), reaping READs already posted meanwhile.
+Status VerbsTableReader::await_readable(uint64_t end) {
+  if (end <= session_.descriptor().readable_length) return {};
+  auto take = [&]() -> Result<bool> {
+    RRS_RETURN_IF_ERROR(reap(reaped_early_));
+    RRS_RETURN_IF_ERROR(tick());
+    return end <= session_.descriptor().readable_length;
+  };
+  auto timed_out = [&] {
+    return Status::error("RDMA READ from " + server_.to_string(),
+                         "rdma-server registered no more than " +
+                             std::to_string(session_.descriptor().readable_length) +
+                             " bytes of epoch " + std::to_string(session_.descriptor().epoch) +
+                             " within " + std::to_string(io_timeout_.count()) + " ms (" +
+                             std::to_string(end) + " needed)",
+                         ETIMEDOUT)
+        .as(ErrorKind::kUnavailable);
+  };
+  const auto max_sleep = keepalive_interval_.count() > 0 ? keepalive_interval_
+                                                         : std::chrono::milliseconds::max();
+  return verbs::wait_for_completions(
+      cq_, comp_channel_.get(), cm_.fd(), Clock::now() + io_timeout_, max_sleep, take,
+      [this] { return check_cm_channel(); }, timed_out);
 }
 
 Status VerbsTableReader::tick() {

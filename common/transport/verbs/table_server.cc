@@ -53,6 +53,7 @@ Result<std::unique_ptr<VerbsTableServer>> VerbsTableServer::listen(
   s->retire_timer_.reset(evtimer_new(base, on_retire_timer, s.get()));
   s->keepalive_timer_.reset(event_new(base, -1, EV_PERSIST, on_keepalive_timer, s.get()));
   s->handshake_timer_.reset(evtimer_new(base, on_handshake_timer, s.get()));
+  s->grow_timer_.reset(event_new(base, -1, EV_PERSIST, on_grow_timer, s.get()));
   const timeval every = to_timeval(limits.keepalive_interval);
   event_add(s->keepalive_timer_.get(), &every);
   return s;
@@ -95,24 +96,37 @@ VerbsTableServer::~VerbsTableServer() {
   retire_timer_.reset();
   keepalive_timer_.reset();
   handshake_timer_.reset();
+  grow_timer_.reset();
   connections_.clear();
   early_drops_.clear();
   registry_.clear();
 }
 
 Status VerbsTableServer::publish(TablePtr table) {
-  // Registering a streamed epoch's room would pin memory it may never use:
-  // it comes here once complete, and is registered once, whole.
-  if (!table->complete())
-    return Status::error("publish over verbs",
-                         "epoch " + std::to_string(table->epoch()) + " is still being written");
-  RRS_RETURN_IF_ERROR(check_memlock(table->length()));
+  // A streamed epoch again, now complete: its registration grows to the end.
+  if (table == current_) {
+    const timeval every = to_timeval(verbs::kGrowPoll);
+    event_add(grow_timer_.get(), &every);
+    grow_streamed();
+    return {};
+  }
+  if (listen_id_->verbs)
+    if (auto no = refuse_streamed(listen_id_->verbs); no && !table->complete())
+      return Status::error("publish over verbs", no->why);
+  RRS_RETURN_IF_ERROR(check_memlock(table->complete()
+                                        ? table->length()
+                                        : verbs::prefix_to_register(*table, 0, limits_.grow_step)));
+  if (current_ && !current_->complete()) withdraw_streamed(table->epoch());
   registry_.retire_current(Clock::now());
   current_ = std::move(table);
   // Register now where the device is known, so the first client does not pay for it.
   if (listen_id_->verbs) {
     auto r = registry_.registration_for(listen_id_->verbs, current_);
     if (!r.ok()) return r.status();
+  }
+  if (!current_->complete()) {
+    const timeval every = to_timeval(verbs::kGrowPoll);
+    event_add(grow_timer_.get(), &every);
   }
   prune_retired();
   return {};
@@ -194,6 +208,8 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
   if (auto no = admit(*c, peer_of(id))) return reject(id, *no);
   if (auto d = c->session.offer(current_, control::TransportKind::kVerbs); !d.ok())
     return reject(id, d.refusal());
+  if (c->session.holds_table(current_->epoch()) && !current_->complete())
+    if (auto no = refuse_streamed(id->verbs)) return reject(id, *no);
   auto reg = registry_.registration_for(id->verbs, current_);
   if (!reg.ok()) return reject(id, {ErrorCode::kInternal, reg.status().message()});
   if (auto no = check_pinning(**reg)) return reject(id, *no);

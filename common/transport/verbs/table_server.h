@@ -41,6 +41,9 @@ struct VerbsServerLimits {
   uint32_t max_in_flight = 16;  // READs a client may keep outstanding
   // How long a replaced epoch stays registered for clients still reading it.
   std::chrono::seconds retire_grace{60};
+  // An epoch still being written is registered in prefixes at least this
+  // far ahead of the writer (verbs::prefix_to_register); tests make it small.
+  uint64_t grow_step = uint64_t{64} << 20;
   // How often clients must send a keepalive (announced in HELLO_OK).
   std::chrono::milliseconds keepalive_interval{2000};
   AccessPolicy access;
@@ -72,7 +75,7 @@ class VerbsTableServer final : public TableServer {
   ~VerbsTableServer() override;
 
   Status publish(TablePtr table) override;
-  bool streams() const override { return false; }
+  bool streams() const override { return true; }
   std::string address() const override { return bound_.to_string(); }
   void disconnect_all() override;
   size_t client_count() const override { return connections_.size(); }
@@ -91,7 +94,8 @@ class VerbsTableServer final : public TableServer {
       : base_(base),
         limits_(limits),
         terms_{limits.access, limits.max_in_flight, limits.keepalive_interval, limits.demand},
-        registry_(limits.access.secret.has_value(), limits.test_no_memory_windows) {}
+        registry_(limits.access.secret.has_value(), limits.test_no_memory_windows,
+                  limits.grow_step) {}
 
   // table_server.cc: connection management (CM events) and epochs.
   Status start_listening(const Endpoint& at);
@@ -144,6 +148,22 @@ class VerbsTableServer final : public TableServer {
   void sweep_handshakes();
   void arm_handshake_timer();
 
+  // table_server_growth.cc: an epoch still being written, registered in
+  // growing prefixes (verbs::prefix_to_register) as the writer goes, each
+  // of its clients sent the grown descriptor. Every kGrowPoll while it lasts.
+  static void on_grow_timer(evutil_socket_t, short, void* arg);
+  void grow_streamed();
+  // Sends `c` the grown descriptor of `r` (with a window onto it under
+  // kWindowPerClient), unless it has it; why the connection must go, or "".
+  std::string tell_grown(Connection& c, const verbs::Registration& r);
+  // The epoch being written is replaced by `next` (it broke off, or a newer
+  // one came): it will never be complete, so its readers are told "epoch
+  // gone" and let go, rather than kept waiting on a registration's grace.
+  void withdraw_streamed(uint64_t next);
+  // Under kPdPerClient an epoch is served once complete (each client would
+  // register every prefix again in its own PD).
+  std::optional<Refusal> refuse_streamed(ibv_context* device);
+
   event_base* base_;
   VerbsServerLimits limits_;
   ServerTerms terms_;  // what every client's ServerSession offers
@@ -167,6 +187,7 @@ class VerbsTableServer final : public TableServer {
   std::unique_ptr<event, void (*)(event*)> retire_timer_{nullptr, event_free};
   std::unique_ptr<event, void (*)(event*)> keepalive_timer_{nullptr, event_free};
   std::unique_ptr<event, void (*)(event*)> handshake_timer_{nullptr, event_free};
+  std::unique_ptr<event, void (*)(event*)> grow_timer_{nullptr, event_free};
   // kPdPerClient: started at the first client's AUTH; stopped (joined) first
   // in the destructor.
   std::unique_ptr<verbs::RegistrationWorker> worker_;

@@ -20,7 +20,10 @@ bool VerbsTableServer::accept(Connection& c, const verbs::Registration& r,
   control::Accept accept;
   accept.hello = hello;
   // With a secret, the rkey goes out only after AUTH (answer_auth).
-  if (c.session.ready()) accept.descriptor = verbs::describe(r);
+  if (c.session.ready()) {
+    accept.descriptor = verbs::describe(r);
+    c.told_readable = accept.descriptor->readable_length;
+  }
   std::string data = control::encode_accept(accept);
   rdma_conn_param cp{};
   cp.private_data = data.data();
@@ -98,6 +101,7 @@ std::string VerbsTableServer::grant(Connection& c, const verbs::Registration& r,
 std::string VerbsTableServer::send_auth_granted(Connection& c, const control::Proof& server_proof,
                                                 const control::Descriptor& d) {
   if (!c.send(control::encode_auth_granted({server_proof, d}))) return "could not post a send";
+  c.told_readable = d.readable_length;
   log::info_limited("verbs client authenticated", "verbs client " + c.peer +
                                                       " authenticated (epoch " +
                                                       std::to_string(c.epoch) + ")");

@@ -30,8 +30,9 @@ void VerbsTableServer::grow_streamed() {
   if (auto grown = registry_.grow(current_); !grown.ok()) {
     // Its clients wait for more, and give up after their --io-timeout.
     log::warn_limited("verbs registration growth",
-                      grown.status().wrap("serve more of epoch " +
-                                          std::to_string(current_->epoch()) + " over verbs")
+                      grown.status()
+                          .wrap("serve more of epoch " + std::to_string(current_->epoch()) +
+                                " over verbs")
                           .message());
   }
   std::vector<std::pair<rdma_cm_id*, std::string>> gone;

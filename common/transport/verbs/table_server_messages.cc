@@ -64,6 +64,11 @@ std::string VerbsTableServer::answer_auth(Connection& c, const control::Proof& s
     close_with(c, c.session.refuse(d.refusal().code, d.refusal().why));
     return "";
   }
+  if (c.session.holds_table(current_->epoch()) && !current_->complete())
+    if (auto no = refuse_streamed(c.id->verbs)) {
+      close_with(c, c.session.refuse(no->code, no->why));
+      return "";
+    }
   auto reg = registry_.registration_for(c.id->verbs, current_);
   if (!reg.ok()) {
     close_with(c, c.session.refuse(ErrorCode::kInternal, reg.status().message()));
