@@ -111,7 +111,7 @@ Status VerbsTableServer::publish(TablePtr table) {
     return {};
   }
   if (listen_id_->verbs)
-    if (auto no = refuse_streamed(listen_id_->verbs); no && !table->complete())
+    if (auto no = refuse_streamed(listen_id_->verbs, *table))
       return Status::error("publish over verbs", no->why);
   RRS_RETURN_IF_ERROR(check_memlock(table->complete()
                                         ? table->length()
@@ -208,8 +208,8 @@ void VerbsTableServer::on_connect_request(rdma_cm_id* id, const rdma_conn_param&
   if (auto no = admit(*c, peer_of(id))) return reject(id, *no);
   if (auto d = c->session.offer(current_, control::TransportKind::kVerbs); !d.ok())
     return reject(id, d.refusal());
-  if (c->session.holds_table(current_->epoch()) && !current_->complete())
-    if (auto no = refuse_streamed(id->verbs)) return reject(id, *no);
+  if (c->session.holds_table(current_->epoch()))
+    if (auto no = refuse_streamed(id->verbs, *current_)) return reject(id, *no);
   auto reg = registry_.registration_for(id->verbs, current_);
   if (!reg.ok()) return reject(id, {ErrorCode::kInternal, reg.status().message()});
   if (auto no = check_pinning(**reg)) return reject(id, *no);

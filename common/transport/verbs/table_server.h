@@ -162,7 +162,8 @@ class VerbsTableServer final : public TableServer {
   void withdraw_streamed(uint64_t next);
   // Under kPdPerClient an epoch is served once complete (each client would
   // register every prefix again in its own PD).
-  std::optional<Refusal> refuse_streamed(ibv_context* device);
+  // Why `t` may not be served yet to clients on `device`, if it may not.
+  std::optional<Refusal> refuse_streamed(ibv_context* device, const Table& t);
 
   event_base* base_;
   VerbsServerLimits limits_;

@@ -14,10 +14,11 @@ void VerbsTableServer::on_grow_timer(evutil_socket_t, short, void* arg) {
   static_cast<VerbsTableServer*>(arg)->grow_streamed();
 }
 
-std::optional<Refusal> VerbsTableServer::refuse_streamed(ibv_context* device) {
-  if (registry_.protection_for(device) != Protection::kPdPerClient) return std::nullopt;
+std::optional<Refusal> VerbsTableServer::refuse_streamed(ibv_context* device, const Table& t) {
+  if (t.complete() || registry_.protection_for(device) != Protection::kPdPerClient)
+    return std::nullopt;
   return Refusal{control::ErrorCode::kSnapshotPending,
-                 "epoch " + std::to_string(current_->epoch()) +
+                 "epoch " + std::to_string(t.epoch()) +
                      " is still being written; without memory windows each client registers "
                      "its own copy, so it is served once complete"};
 }

@@ -64,8 +64,8 @@ std::string VerbsTableServer::answer_auth(Connection& c, const control::Proof& s
     close_with(c, c.session.refuse(d.refusal().code, d.refusal().why));
     return "";
   }
-  if (c.session.holds_table(current_->epoch()) && !current_->complete())
-    if (auto no = refuse_streamed(c.id->verbs)) {
+  if (c.session.holds_table(current_->epoch()))
+    if (auto no = refuse_streamed(c.id->verbs, *current_)) {
       close_with(c, c.session.refuse(no->code, no->why));
       return "";
     }
