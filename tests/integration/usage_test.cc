@@ -29,7 +29,7 @@ TEST_F(UsageTest, VersionSaysWhatEachProgramSpeaks) {
     Process p({binary, "--version"});
     EXPECT_EQ(p.wait(seconds(20)), exit_code::kOk) << p.describe();
     const std::string out = p.stdout_text();
-    for (const char* what : {" (commit ", "control protocol 4", "mapping table layout 6",
+    for (const char* what : {" (commit ", "control protocol 5", "mapping table layout 6",
                              "RDB versions read: 1 to 12", "80 (Valkey)", "verbs: "})
       EXPECT_NE(out.find(what), std::string::npos) << what << "\n" << p.describe();
   }
