@@ -240,7 +240,13 @@ bool EpochRegistry::covers(const TablePtr& table) const {
 
 Result<const Registration*> EpochRegistry::registration_for(ibv_context* device,
                                                             const TablePtr& table) {
-  if (const Registration* r = find(device, table)) return r;
+  for (Registration& r : registrations_)
+    if (r.table == table && r.device == device) {
+      // Current again (a table served once more after the epoch that
+      // replaced it broke off): no longer counting down its grace.
+      r.retired_at = {};
+      return &r;
+    }
   Registration r;
   r.table = table;
   r.device = device;

@@ -131,7 +131,8 @@ class EpochRegistry {
   Protection protection_for(ibv_context* device);
   // The device's PD, shared by every client except under kPdPerClient.
   Result<ibv_pd*> pd_for(ibv_context* device);
-  // `table`'s registration on `device`, made on first use.
+  // `table`'s registration on `device`, made on first use; `table` is
+  // current from now on (a retired registration of it is current again).
   Result<const Registration*> registration_for(ibv_context* device, const TablePtr& table);
   // `table`'s registration on `device` if it still has one (a retired epoch's
   // goes when its grace ends), else nullptr.
