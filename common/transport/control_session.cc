@@ -271,7 +271,8 @@ Status ClientSession::on_grown(std::span<const std::byte> message) {
   auto d = control::decode_descriptor_message(message);
   if (!d.ok()) return d.status().as(ErrorKind::kBadData);
   const control::Descriptor& was = descriptor_;
-  const bool same = d->epoch == was.epoch && d->table_length == was.table_length &&
+  // Once complete, the table's length is its own rather than its room's.
+  const bool same = d->epoch == was.epoch && d->table_length <= was.table_length &&
                     d->remote_addr == was.remote_addr && d->layout_version == was.layout_version &&
                     d->transport == was.transport && d->log_id == was.log_id &&
                     d->log_length == was.log_length && d->log_addr == was.log_addr &&
@@ -281,7 +282,7 @@ Status ClientSession::on_grown(std::span<const std::byte> message) {
                                                 std::to_string(d->epoch) +
                                                 " describes another table")
         .as(ErrorKind::kBadData);
-  if (d->readable_length < descriptor_.readable_length || d->rkey == 0)
+  if (d->readable_length < std::min(was.readable_length, d->table_length) || d->rkey == 0)
     return Status::error("read descriptor", "the server's readable prefix of epoch " +
                                                 std::to_string(d->epoch) +
                                                 " shrank, or has no rkey")

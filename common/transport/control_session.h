@@ -203,7 +203,8 @@ class ClientSession {
   Status on_auth_answer(std::span<const std::byte> message);
   // Verbs: a DESCRIPTOR message after the handshake, the epoch's registered
   // prefix grown. Everything but rkey and readable_length must stay as it
-  // was, and readable_length may only grow.
+  // was (but table_length, which comes down from the room to the table's
+  // own length once it is complete), and the prefix may only grow.
   Status on_grown(std::span<const std::byte> message);
 
   // An ERROR from the server, as a Status of the kind its code calls for

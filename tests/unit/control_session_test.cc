@@ -157,6 +157,12 @@ TEST(ControlSession, GrownDescriptorOnlyGrowsTheSameTable) {
   EXPECT_NE(s.message().find("describes another table"), std::string::npos) << s.message();
   EXPECT_EQ(client.descriptor().readable_length, uint64_t{96} << 20);
 
+  // Complete: the table's own length, shorter than the prefix registered.
+  control::Descriptor done = next;
+  done.table_length = done.readable_length = 80 << 20;
+  ASSERT_TRUE(grown(done).ok());
+  EXPECT_EQ(client.descriptor().table_length, uint64_t{80} << 20);
+
   // Reads wait for the furthest table byte they need; the log is not a prefix.
   std::vector<std::byte> buf(4096);
   TableRead reads[] = {

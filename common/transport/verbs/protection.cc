@@ -130,7 +130,9 @@ control::Descriptor describe(const Registration& r) {
   d.remote_addr = reinterpret_cast<uint64_t>(r.table->bytes.data());
   d.rkey = shared && r.mr ? r.mr->rkey : 0;
   // Under kPdPerClient (complete epochs only) the client's own MR covers all.
-  if (r.mr) d.readable_length = r.readable();
+  // A prefix registered while the epoch was written may run past the
+  // complete table's end.
+  if (r.mr) d.readable_length = std::min(r.readable(), d.table_length);
   if (const ChangeLogPtr& log = r.table->log) {
     d.log_addr = reinterpret_cast<uint64_t>(log->memory().data());
     d.log_rkey = shared ? r.log_mr->rkey : 0;

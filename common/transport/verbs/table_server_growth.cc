@@ -42,7 +42,7 @@ void VerbsTableServer::grow_streamed() {
         c->registering)
       continue;
     const verbs::Registration* r = registry_.find(c->id->verbs, current_);
-    if (!r || c->told_readable >= r->readable()) continue;
+    if (!r || c->told_readable >= verbs::describe(*r).readable_length) continue;
     if (std::string why = tell_grown(*c, *r); !why.empty()) gone.emplace_back(id, why);
   }
   for (const auto& [id, why] : gone) hang_up(id, (why + "; dropping it").c_str());
@@ -52,7 +52,7 @@ void VerbsTableServer::grow_streamed() {
     for (const auto& [id, c] : connections_)
       if (c->session.holds_table(current_->epoch()) && !c->closing_since)
         if (const verbs::Registration* r = registry_.find(c->id->verbs, current_))
-          told = told && c->told_readable >= r->readable();
+          told = told && c->told_readable >= verbs::describe(*r).readable_length;
     if (told) event_del(grow_timer_.get());
   }
 }
