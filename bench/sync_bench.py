@@ -33,12 +33,12 @@ had to wait for (CLOCK_MONOTONIC, never CPU time).
                    first   one replica's rdma-client starts alone (t0). The
                            server answers "snapshot pending" and takes the
                            master's full sync (--sidecar-source psync: the
-                           master forks); over TCP it serves the table as
-                           soon as it is laid out (a streamed epoch) and the
-                           client, retrying (100 ms doubling to 1 s), loads
-                           while the RDB still streams in; over verbs the
-                           client loads once the table is complete. Its
-                           figure: t0 to the client's exit.
+                           master forks); it serves the table as soon as
+                           it is laid out (a streamed epoch; over verbs in
+                           growing registrations) and the client, retrying
+                           (100 ms doubling to 1 s), loads while the RDB
+                           still streams in. Its figure: t0 to the
+                           client's exit.
                    later   then, for each N of --replicas, N fresh replicas'
                            clients start at once on the same epoch (the table
                            held; each client's epoch= is checked): start to
