@@ -17,6 +17,7 @@ import sys
 BASE = "common/base"
 PROTO = "proto"
 NET = "common/net"
+TLS = "common/tls"
 METRICS = "common/metrics"
 REDIS = "common/redis"
 TABLE = "common/table"
@@ -25,7 +26,7 @@ TRANSPORT = "common/transport"
 TCP = "common/transport/tcp"
 VERBS = "common/transport/verbs"
 CLI = "common/cli"
-COMMON = [BASE, PROTO, NET, METRICS, REDIS, TABLE, AUTH, TRANSPORT, TCP, VERBS, CLI]
+COMMON = [BASE, PROTO, NET, TLS, METRICS, REDIS, TABLE, AUTH, TRANSPORT, TCP, VERBS, CLI]
 
 # rdma-client, lowest first. Its options and its counters are what every
 # part reads or bumps (the fetcher counts bytes, sync/ counts the loaded
@@ -50,6 +51,7 @@ ALLOWED = {
     BASE: [],
     PROTO: [BASE],
     NET: [BASE],
+    TLS: [BASE, NET],
     # Counters the transports update (one atomic add); the endpoint is evhttp.
     METRICS: [BASE, NET],
     # A shard's cluster slots (redis/cluster_slots.h) are proto's SlotRanges.

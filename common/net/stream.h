@@ -1,0 +1,73 @@
+// A connected byte stream: a plain TCP socket, or TLS over one
+// (common/tls/tls_stream.h). Non-blocking underneath: a call that cannot go
+// on now returns 0 bytes, and wants() says which poll() events to wait for
+// before trying again. A TLS stream can hold bytes it already decrypted, which
+// no poll() of the socket shows: buffered() says so.
+#pragma once
+
+#include <poll.h>
+
+#include <chrono>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "common/base/clock.h"
+#include "common/base/status.h"
+#include "common/net/socket.h"
+
+namespace rrs {
+
+// What one read_some() did: `bytes` read, or the peer closed its end.
+// Neither: nothing to read now (wait for wants()).
+struct ReadProgress {
+  size_t bytes = 0;
+  bool closed = false;
+};
+
+class Stream {
+ public:
+  virtual ~Stream() = default;
+
+  virtual Result<ReadProgress> read_some(std::span<char> dst) = 0;
+  // Bytes written; 0: the socket is full (wait for wants()). Data given
+  // again after 0 must start with the same bytes (TLS resends its record).
+  virtual Result<size_t> write_some(std::string_view src) = 0;
+  // The poll() events the last call that made no progress waits for.
+  virtual short wants() const = 0;
+  // Decrypted bytes waiting: read_some() returns them without any poll().
+  virtual bool buffered() const { return false; }
+  virtual int fd() const = 0;
+  // "TLSv1.3 TLS_AES_256_GCM_SHA384", or "" for a plain socket.
+  virtual std::string security() const { return ""; }
+};
+
+void set_nonblocking(int fd);
+
+// A plain TCP socket, made non-blocking.
+class SocketStream final : public Stream {
+ public:
+  explicit SocketStream(UniqueFd fd);
+  Result<ReadProgress> read_some(std::span<char> dst) override;
+  Result<size_t> write_some(std::string_view src) override;
+  short wants() const override { return wants_; }
+  int fd() const override { return fd_.get(); }
+
+ private:
+  UniqueFd fd_;
+  short wants_ = POLLIN;
+};
+
+// Waits until `stream` can make progress on what it wants(), at most until
+// `deadline`: a Status naming `step` when it timed out.
+Status wait_for(Stream& stream, Clock::time_point deadline, const std::string& step);
+// All of `data`, waiting at most `timeout` between bytes written.
+Status write_all(Stream& stream, std::string_view data, std::chrono::milliseconds timeout,
+                 const std::string& step);
+// At least one byte into `dst`, waiting at most until `deadline`; a closed
+// connection is an error (kUnavailable) naming `step`.
+Result<size_t> read_by(Stream& stream, std::span<char> dst, Clock::time_point deadline,
+                       const std::string& step);
+
+}  // namespace rrs
