@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "client/client_flags.h"
+#include "common/cli/shared_flags.h"
 
 namespace rrs {
 
@@ -100,6 +101,7 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
   ClientConfig c;
   std::vector<std::string> positional;
   std::string error = parse_flags(argc, argv, client_flags(c), &positional);
+  if (error.empty()) error = check_redis_tls(c.redis_tls);
   if (!error.empty()) return Status::error("arguments", error);
   if (c.help != HelpKind::kNone || c.version) return c;
   RRS_RETURN_IF_ERROR(check_combinations(c));

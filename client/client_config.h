@@ -11,6 +11,7 @@
 #include "common/cli/flag_table.h"
 #include "common/net/endpoint.h"
 #include "common/table/huge_pages.h"
+#include "common/tls/tls_context.h"
 
 namespace rrs {
 
@@ -37,6 +38,9 @@ struct ClientConfig {
   Endpoint redis{"127.0.0.1", 6379};
   // --redis-auth-file, else $RDMA_CLIENT_REDIS_AUTH: "password" or "user password".
   std::string redis_auth_file;
+  // --redis-tls and its files: TLS to the target and every other Redis the
+  // client connects to (the master of --handoff, --source-redis, nodes).
+  TlsOptions redis_tls;
   // --auth-file, else $RDMA_SIDECAR_SECRET: the sidecar's shared secret.
   // main() loads it into `secret` before anything connects.
   std::string auth_file;

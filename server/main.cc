@@ -177,7 +177,7 @@ Status serve(const ServerConfig& config) {
       evsignal_new(base.get(), SIGUSR1, on_snapshot_signal, &keeper), event_free);
   event_add(sigusr1.get(), nullptr);
   RRS_ASSIGN_OR_RETURN(RedisCredentials creds,
-                       load_credentials(config.redis_auth_file, kServerAuthEnv));
+                       load_credentials(config.redis_auth_file, kServerAuthEnv, config.redis_tls));
   RRS_ASSIGN_OR_RETURN(AccessPolicy access, access_policy(config));
   // Listen first, so a taken port or a missing RDMA device is reported before
   // a long snapshot. The loop does not run until the first table is

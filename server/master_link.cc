@@ -25,10 +25,9 @@ std::chrono::milliseconds ms_until(Clock::time_point deadline) {
 
 Result<MasterLink> MasterLink::connect(const Endpoint& master, const RedisCredentials& creds,
                                        MasterLinkOptions opts) {
-  auto fd = tcp_connect(master, opts.timeout);
-  if (!fd.ok()) return fd.status().as(ErrorKind::kUnavailable);
-  enable_tcp_keepalive(fd->get());
-  MasterLink link(std::move(*fd), master, opts);
+  auto stream = connect_stream(master, creds, opts.timeout);
+  if (!stream.ok()) return stream.status();
+  MasterLink link(std::move(*stream), master, opts);
 
   if (!creds.password.empty()) {
     Status s = creds.user.empty() ? link.send_command({"AUTH", creds.password})
@@ -56,29 +55,31 @@ Result<MasterLink> MasterLink::connect(const Endpoint& master, const RedisCreden
 }
 
 Status MasterLink::send_command(std::initializer_list<std::string_view> argv) {
-  Status s = send_all(fd_.get(), resp::command(argv), opts_.timeout);
-  if (!s.ok()) return s.wrap("send to master " + master_.to_string()).as(ErrorKind::kUnavailable);
+  Status s = write_all(*stream_, resp::command(argv), opts_.timeout, "send");
+  if (!s.ok()) return s.wrap("master " + master_.to_string()).as(ErrorKind::kUnavailable);
   return {};
 }
 
-Result<size_t> MasterLink::read_some(std::chrono::milliseconds wait) {
-  pollfd p{fd_.get(), POLLIN, 0};
-  int n = ::poll(&p, 1, static_cast<int>(wait.count()));
+Result<bool> MasterLink::wait_readable(std::chrono::milliseconds wait) {
+  if (stream_->buffered()) return true;
+  pollfd p{stream_->fd(), poll_events(*stream_, false), 0};
+  const int n = ::poll(&p, 1, static_cast<int>(wait.count()));
   if (n < 0 && errno != EINTR) return Status::from_errno("poll the master link");
-  if (n <= 0) return size_t{0};
+  return n > 0;
+}
+
+Result<size_t> MasterLink::read_some(std::chrono::milliseconds wait) {
+  RRS_ASSIGN_OR_RETURN(const bool ready, wait_readable(wait));
+  if (!ready) return size_t{0};
   char buf[64 * 1024];
-  ssize_t got = ::recv(fd_.get(), buf, sizeof buf, 0);
-  if (got == 0)
+  auto got = stream_->read_some(buf);
+  if (!got.ok()) return got.status().wrap("master " + master_.to_string());
+  if (got->closed)
     return Status::error("read from master " + master_.to_string(),
                          "the master closed the connection")
         .as(ErrorKind::kUnavailable);
-  if (got < 0) {
-    if (errno == EINTR || errno == EAGAIN) return size_t{0};
-    return Status::from_errno("read from master " + master_.to_string())
-        .as(ErrorKind::kUnavailable);
-  }
-  inbuf_.append(buf, static_cast<size_t>(got));
-  return static_cast<size_t>(got);
+  inbuf_.append(buf, got->bytes);
+  return got->bytes;
 }
 
 Result<std::string> MasterLink::read_line(std::chrono::milliseconds timeout,
@@ -211,10 +212,8 @@ Status MasterLink::pump_rdb(rdb::RdbParser& parser, const OnEvent& on_event,
           .as(ErrorKind::kBadData);
     if (stop.load()) return Status::error("receive the RDB", "stopping");
 
-    pollfd p{fd_.get(), POLLIN, 0};
-    int n = ::poll(&p, 1, 1000);
-    if (n < 0 && errno != EINTR) return Status::from_errno("poll the master link");
-    if (n <= 0) {
+    RRS_ASSIGN_OR_RETURN(const bool ready, wait_readable(std::chrono::milliseconds(1000)));
+    if (!ready) {
       if (Clock::now() - last_byte > opts_.repl_timeout)
         return Status::error("receive the RDB from " + master_.to_string(),
                              "the master sent nothing for " +
@@ -224,19 +223,16 @@ Status MasterLink::pump_rdb(rdb::RdbParser& parser, const OnEvent& on_event,
       continue;
     }
     std::span<char> room = parser.writable(kRecvChunk);
-    ssize_t got = ::recv(fd_.get(), room.data(), room.size(), 0);
-    if (got == 0)
+    auto got = stream_->read_some(room);
+    if (!got.ok()) return got.status().wrap("receive the RDB from " + master_.to_string());
+    if (got->closed)
       return Status::error("receive the RDB from " + master_.to_string(),
                            "the master closed the connection after " + std::to_string(received) +
                                " bytes")
           .as(ErrorKind::kUnavailable);
-    if (got < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
-      return Status::from_errno("receive the RDB from " + master_.to_string())
-          .as(ErrorKind::kUnavailable);
-    }
-    parser.commit(static_cast<size_t>(got));
-    received += static_cast<uint64_t>(got);
+    if (got->bytes == 0) continue;
+    parser.commit(got->bytes);
+    received += got->bytes;
     last_byte = Clock::now();
   }
 }

@@ -88,13 +88,15 @@ class MasterLink {
   const std::string& replid() const { return replid_; }
 
  private:
-  MasterLink(UniqueFd fd, Endpoint master, MasterLinkOptions opts)
-      : fd_(std::move(fd)), master_(std::move(master)), opts_(opts) {}
+  MasterLink(std::unique_ptr<Stream> stream, Endpoint master, MasterLinkOptions opts)
+      : stream_(std::move(stream)), master_(std::move(master)), opts_(opts) {}
 
   Status send_command(std::initializer_list<std::string_view> argv);
   // The next reply line, skipping the empty lines a master sends to keep
   // the link alive while it prepares an RDB.
   Result<std::string> read_line(std::chrono::milliseconds timeout, const std::atomic<bool>* stop);
+  // Whether the link has bytes to read, waiting at most `wait`.
+  Result<bool> wait_readable(std::chrono::milliseconds wait);
   // Reads into inbuf_; 0 bytes read means the wait ended (timeout or stop).
   Result<size_t> read_some(std::chrono::milliseconds wait);
   Status expect_ok(std::string_view what, std::string_view hint);
@@ -107,7 +109,7 @@ class MasterLink {
   Status pump_rdb(rdb::RdbParser& parser, const OnEvent& on_event, const std::atomic<bool>& stop);
   Status check_rdb_end(const rdb::RdbParser& parser, const std::string& mark);
 
-  UniqueFd fd_;
+  std::unique_ptr<Stream> stream_;
   Endpoint master_;
   MasterLinkOptions opts_;
   std::string inbuf_;  // bytes read and not yet consumed

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "common/cli/shared_flags.h"
 #include "server/server_flags.h"
 
 namespace rrs {
@@ -37,6 +38,7 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
   ServerConfig c;
   std::string master_flag;  // the last flag that names a master, if any
   std::string error = parse_flags(argc, argv, server_flags(c, master_flag), nullptr);
+  if (error.empty()) error = check_redis_tls(c.redis_tls);
   if (!error.empty()) return Status::error("arguments", error);
   RRS_RETURN_IF_ERROR(check_source(c, master_flag));
   if (c.log_size && c.snapshot_every >= c.log_size)

@@ -11,6 +11,7 @@
 #include "common/cli/flag_table.h"
 #include "common/net/endpoint.h"
 #include "common/table/huge_pages.h"
+#include "common/tls/tls_context.h"
 
 namespace rrs {
 
@@ -22,6 +23,8 @@ struct ServerConfig {
   Endpoint redis{"127.0.0.1", 6379};
   // --redis-auth-file, else $RDMA_SERVER_REDIS_AUTH: "password" or "user password".
   std::string redis_auth_file;
+  // --redis-tls and its files: TLS to the master (PSYNC and SCAN alike).
+  TlsOptions redis_tls;
   // --listen: loopback by default, like Redis's own `bind`, because the table
   // is the whole keyspace. Anything else needs a shared secret.
   std::string listen_host = "127.0.0.1";

@@ -9,7 +9,7 @@ namespace rrs {
 
 Result<std::unique_ptr<ClusterTarget>> ClusterTarget::connect(const ClientConfig& config) {
   RRS_ASSIGN_OR_RETURN(RedisCredentials creds,
-                       load_credentials(config.redis_auth_file, kClientAuthEnv));
+                       load_credentials(config.redis_auth_file, kClientAuthEnv, config.redis_tls));
   std::unique_ptr<ClusterTarget> t(new ClusterTarget(config, std::move(creds)));
   t->shards_.resize(config.sidecars.size());
   t->io_timeout_ = std::chrono::milliseconds(config.io_timeout);

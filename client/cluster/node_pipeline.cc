@@ -1,8 +1,6 @@
 #include "client/cluster/node_pipeline.h"
 
-#include <fcntl.h>
 #include <poll.h>
-#include <unistd.h>
 
 #include <thread>
 
@@ -28,8 +26,6 @@ Result<NodePipeline> NodePipeline::connect(const Endpoint& node, const RedisCred
   auto c = RedisClient::connect(node, creds, timeout);
   if (!c.ok()) return c.status().as(ErrorKind::kUnavailable);
   NodePipeline p(std::move(*c));
-  const int fd = p.redis_.fd();
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   p.reader_ = redisReaderCreate();
   if (p.reader_ == nullptr) return Status::error("connect to " + node.to_string(), "out of memory");
   return p;
@@ -115,9 +111,7 @@ void NodePipeline::resend(RoutedCommand command, bool asking) {
   push(std::move(p), wire);
 }
 
-short NodePipeline::events() const {
-  return static_cast<short>(POLLIN | (unsent_bytes() > 0 ? POLLOUT : 0));
-}
+short NodePipeline::events() { return poll_events(redis_.stream(), unsent_bytes() > 0); }
 
 std::string_view NodePipeline::bytes_of(const Pending& p) const {
   return std::string_view(out_).substr(static_cast<size_t>(p.start - out_base_),
@@ -136,29 +130,22 @@ Status NodePipeline::write_some() {
   const size_t unsent = unsent_bytes();
   if (unsent == 0) return {};
   const size_t from = static_cast<size_t>(written_ - out_base_);
-  const ssize_t w = ::write(fd(), out_.data() + from, unsent);
-  if (w > 0) {
-    written_ += static_cast<uint64_t>(w);
-    return {};
-  }
-  if (w < 0 && (errno == EAGAIN || errno == EINTR)) return {};
-  return Status::from_errno("write to cluster node " + endpoint().to_string())
-      .as(ErrorKind::kUnavailable);
+  auto w = redis_.stream().write_some(std::string_view(out_).substr(from, unsent));
+  if (!w.ok()) return w.status().wrap("cluster node " + endpoint().to_string());
+  written_ += *w;
+  return {};
 }
 
 Status NodePipeline::read_some(std::vector<CommandOutcome>& outcomes) {
   char buf[kReadChunk];
-  const ssize_t r = ::read(fd(), buf, sizeof buf);
-  if (r == 0)
+  auto r = redis_.stream().read_some(buf);
+  if (!r.ok()) return r.status().wrap("cluster node " + endpoint().to_string());
+  if (r->closed)
     return Status::error("read from cluster node " + endpoint().to_string(),
                          "connection closed (a failover, a restart, or out of memory?)")
         .as(ErrorKind::kUnavailable);
-  if (r < 0) {
-    if (errno == EAGAIN || errno == EINTR) return {};
-    return Status::from_errno("read from cluster node " + endpoint().to_string())
-        .as(ErrorKind::kUnavailable);
-  }
-  redisReaderFeed(reader_, buf, static_cast<size_t>(r));
+  if (r->bytes == 0) return {};
+  redisReaderFeed(reader_, buf, r->bytes);
   for (;;) {
     void* reply = nullptr;
     if (redisReaderGetReply(reader_, &reply) != REDIS_OK)
@@ -229,8 +216,10 @@ Status NodePipeline::on_reply(const redisReply& reply, std::vector<CommandOutcom
 }
 
 Status NodePipeline::on_events(short revents, std::vector<CommandOutcome>& outcomes) {
-  if (revents & POLLOUT) RRS_RETURN_IF_ERROR(write_some());
-  if (revents & (POLLIN | POLLHUP | POLLERR)) RRS_RETURN_IF_ERROR(read_some(outcomes));
+  // Either way may be what TLS waited for: both are tried when the socket
+  // moved (a try that cannot go on returns at once).
+  if (revents != 0) RRS_RETURN_IF_ERROR(write_some());
+  if (revents != 0 || redis_.stream().buffered()) RRS_RETURN_IF_ERROR(read_some(outcomes));
   trim();
   return {};
 }
@@ -252,20 +241,22 @@ Status poll_pipelines(PipelineMap& pipelines, std::chrono::milliseconds wait,
                       bool& answered) {
   std::vector<pollfd> fds;
   std::vector<std::string> names;
-  for (const auto& [name, p] : pipelines) {
+  bool buffered = false;  // replies TLS decrypted already: no waiting
+  for (auto& [name, p] : pipelines) {
     if (p.in_flight() == 0 && p.unsent_bytes() == 0) continue;
     fds.push_back({p.fd(), p.events(), 0});
     names.push_back(name);
+    buffered = buffered || p.buffered();
   }
   if (fds.empty()) {
     if (wait.count() > 0) std::this_thread::sleep_for(wait);
     return {};
   }
-  const int n = ::poll(fds.data(), fds.size(), static_cast<int>(wait.count()));
+  const int n = ::poll(fds.data(), fds.size(), buffered ? 0 : static_cast<int>(wait.count()));
   if (n < 0 && errno != EINTR) return Status::from_errno("poll the target cluster's masters");
-  if (n <= 0) return {};
+  if (n <= 0 && !buffered) return {};
   for (size_t i = 0; i < fds.size(); ++i) {
-    if (fds[i].revents == 0) continue;
+    if (fds[i].revents == 0 && !pipelines.at(names[i]).buffered()) continue;
     std::vector<CommandOutcome> outcomes;
     Status s = pipelines.at(names[i]).on_events(fds[i].revents, outcomes);
     answered = answered || !outcomes.empty();

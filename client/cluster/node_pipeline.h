@@ -82,7 +82,8 @@ class NodePipeline {
   void resend(RoutedCommand command, bool asking);
 
   int fd() const { return redis_.fd(); }
-  short events() const;
+  short events();
+  bool buffered() { return redis_.stream().buffered(); }
   // Writes what the socket takes and reads what has come; appends the
   // outcome of every command answered. An error: the connection is no
   // longer usable (take_unanswered() then), or an error reply that stops

@@ -89,7 +89,7 @@ bool unavailable(const Status& s) {
 
 Status run_follow(const ClientConfig& config) {
   RRS_ASSIGN_OR_RETURN(RedisCredentials creds,
-                       load_credentials(config.redis_auth_file, kClientAuthEnv));
+                       load_credentials(config.redis_auth_file, kClientAuthEnv, config.redis_tls));
   if (config.handoff) {
     RRS_ASSIGN_OR_RETURN(bool done, already_handed_off(config, creds));
     if (done) {

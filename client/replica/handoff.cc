@@ -192,9 +192,9 @@ Status hand_off(const ClientConfig& config, std::string_view replid, ReplicaLink
                 uint64_t forwarded) {
   const auto t0 = Clock::now();
   const auto io_timeout = std::chrono::milliseconds(config.io_timeout);
-  auto target_creds = load_credentials(config.redis_auth_file, kClientAuthEnv);
+  auto target_creds = load_credentials(config.redis_auth_file, kClientAuthEnv, config.redis_tls);
   if (!target_creds.ok()) return (target_creds.status()).as(ErrorKind::kUsage);
-  auto master_creds = load_credentials(config.master_auth_file, kMasterAuthEnv);
+  auto master_creds = load_credentials(config.master_auth_file, kMasterAuthEnv, config.redis_tls);
   if (!master_creds.ok()) return (master_creds.status()).as(ErrorKind::kUsage);
   auto target = RedisClient::connect(config.redis, *target_creds, io_timeout);
   if (!target.ok())

@@ -19,8 +19,8 @@ Status load_lua_scripts(RedisClient& target, const table::Scripts& s) {
 }  // namespace
 
 Status ReplicaSink::connect() {
-  RRS_ASSIGN_OR_RETURN(RedisCredentials creds,
-                       load_credentials(config_.redis_auth_file, kClientAuthEnv));
+  RRS_ASSIGN_OR_RETURN(RedisCredentials creds, load_credentials(config_.redis_auth_file,
+                                                                kClientAuthEnv, config_.redis_tls));
   auto client = RedisClient::connect(config_.redis, creds,
                                      std::chrono::milliseconds(config_.io_timeout));
   if (!client.ok()) return client.status().wrap("connect to the target");

@@ -1,8 +1,6 @@
 #include "client/restore/restore_loader.h"
 
-#include <fcntl.h>
 #include <poll.h>
-#include <unistd.h>
 
 #include <utility>
 
@@ -75,9 +73,7 @@ Status RestoreLoader::prepare(const TableInfo& info, TargetPolicy policy, bool s
   // up front in both cases.
   RRS_RETURN_IF_ERROR(apply_lua_scripts(info.scripts));
 
-  // From here on we drive the socket ourselves.
-  int fd = redis_.fd();
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  // From here on we drive the connection ourselves.
   reader_ = redisReaderCreate();
   if (!reader_) return Status::error("prepare loader", "out of memory");
   // Strings go as RESTORE until the probes' replies say the user may SET
@@ -241,7 +237,6 @@ uint64_t RestoreLoader::unacknowledged() const {
 void RestoreLoader::settle(std::chrono::milliseconds timeout) {
   if (!reader_) return;
   const auto deadline = Clock::now() + timeout;
-  const int fd = redis_.fd();
   char buf[kReadChunk];
   while (!pending_.empty() && pending_.front().end <= written_) {
     void* reply = nullptr;
@@ -252,63 +247,52 @@ void RestoreLoader::settle(std::chrono::milliseconds timeout) {
       freeReplyObject(reply);
       continue;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
-                                                                            Clock::now());
-    if (left.count() <= 0) return;
-    pollfd p{fd, POLLIN, 0};
-    int n = ::poll(&p, 1, static_cast<int>(left.count()));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    ssize_t r = ::read(fd, buf, sizeof buf);
-    if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (r <= 0) return;
-    redisReaderFeed(reader_, buf, static_cast<size_t>(r));
+    auto got = read_by(redis_.stream(), buf, deadline, "settle");
+    if (!got.ok()) return;
+    redisReaderFeed(reader_, buf, *got);
   }
 }
 
 Status RestoreLoader::pump(size_t max_pending, size_t max_out) {
-  const int fd = redis_.fd();
+  Stream& stream = redis_.stream();
+  const std::string target = "target Redis " + redis_.endpoint().to_string();
   char buf[kReadChunk];
   for (;;) {
     size_t unsent = out_.size() - out_pos_;
     if (unsent <= max_out && pending_.size() <= max_pending) break;
-    pollfd p{fd, static_cast<short>(POLLIN | (unsent ? POLLOUT : 0)), 0};
-    int n = ::poll(&p, 1, static_cast<int>(io_timeout_.count()));
-    if (n == 0)
-      return Status::error("load into " + redis_.endpoint().to_string(),
-                           "no progress for " + std::to_string(io_timeout_.count() / 1000) +
-                               " s (is the target Redis blocked?)")
-          .as(ErrorKind::kUnavailable);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::from_errno("poll target Redis");
-    }
-    if (p.revents & POLLOUT) {
-      ssize_t w = ::write(fd, out_.data() + out_pos_, unsent);
-      if (w > 0) {
-        out_pos_ += static_cast<size_t>(w);
-        written_ += static_cast<uint64_t>(w);
-        if (out_pos_ == out_.size() || out_pos_ > (1u << 20)) {
-          out_.erase(0, out_pos_);  // amortized: at most once per MiB written
-          out_pos_ = 0;
-        }
-      } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
-        return Status::from_errno("write to target Redis " + redis_.endpoint().to_string())
+    if (!stream.buffered()) {
+      pollfd p{stream.fd(), poll_events(stream, unsent > 0), 0};
+      int n = ::poll(&p, 1, static_cast<int>(io_timeout_.count()));
+      if (n == 0)
+        return Status::error("load into " + redis_.endpoint().to_string(),
+                             "no progress for " + std::to_string(io_timeout_.count() / 1000) +
+                                 " s (is the target Redis blocked?)")
             .as(ErrorKind::kUnavailable);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Status::from_errno("poll target Redis");
       }
     }
-    if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
-      ssize_t r = ::read(fd, buf, sizeof buf);
-      if (r == 0)
-        return Status::error("read from target Redis " + redis_.endpoint().to_string(),
+    // Both ways are tried: one that cannot go on returns at once.
+    if (unsent) {
+      auto w = stream.write_some(std::string_view(out_).substr(out_pos_));
+      if (!w.ok()) return w.status().wrap(target);
+      out_pos_ += *w;
+      written_ += *w;
+      if (out_pos_ == out_.size() || out_pos_ > (1u << 20)) {
+        out_.erase(0, out_pos_);  // amortized: at most once per MiB written
+        out_pos_ = 0;
+      }
+    }
+    {
+      auto r = stream.read_some(buf);
+      if (!r.ok()) return r.status().wrap(target);
+      if (r->closed)
+        return Status::error("read from " + target,
                              "connection closed (did the target restart or run out of memory?)")
             .as(ErrorKind::kUnavailable);
-      if (r < 0) {
-        if (errno == EAGAIN || errno == EINTR) continue;
-        return Status::from_errno("read from target Redis " + redis_.endpoint().to_string())
-            .as(ErrorKind::kUnavailable);
-      }
-      redisReaderFeed(reader_, buf, static_cast<size_t>(r));
+      if (r->bytes == 0) continue;
+      redisReaderFeed(reader_, buf, r->bytes);
       for (;;) {
         void* reply = nullptr;
         if (redisReaderGetReply(reader_, &reply) != REDIS_OK)

@@ -23,8 +23,8 @@ std::chrono::milliseconds io_timeout(const ClientConfig& config) {
 }  // namespace
 
 Status RestoreSink::connect() {
-  RRS_ASSIGN_OR_RETURN(RedisCredentials creds,
-                       load_credentials(config_.redis_auth_file, kClientAuthEnv));
+  RRS_ASSIGN_OR_RETURN(RedisCredentials creds, load_credentials(config_.redis_auth_file,
+                                                                kClientAuthEnv, config_.redis_tls));
   auto loader = RestoreLoader::connect(config_.redis, creds, io_timeout(config_));
   if (!loader.ok()) return loader.status().wrap("connect to the target");
   loader_.emplace(std::move(*loader));
@@ -46,7 +46,8 @@ Status RestoreSink::check(const TableInfo& info) {
 Status RestoreSink::prepare(const TableInfo& info) {
   if (config_.atomic) {
     RRS_ASSIGN_OR_RETURN(RedisCredentials creds,
-                         load_credentials(config_.redis_auth_file, kClientAuthEnv));
+                         load_credentials(config_.redis_auth_file, kClientAuthEnv,
+                                          config_.redis_tls));
     RRS_ASSIGN_OR_RETURN(staging_, Staging::plan(config_.redis, creds, io_timeout(config_), info,
                                                  config_.policy));
   }

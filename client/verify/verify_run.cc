@@ -37,7 +37,7 @@ std::string db_list(const std::map<uint32_t, uint64_t>& dbs) {
 
 Result<KeyReader> open_side(const Endpoint& at, const std::string& auth_file, const char* env,
                             const ClientConfig& c, const char* side) {
-  RRS_ASSIGN_OR_RETURN(RedisCredentials creds, load_credentials(auth_file, env));
+  RRS_ASSIGN_OR_RETURN(RedisCredentials creds, load_credentials(auth_file, env, c.redis_tls));
   auto client = RedisClient::connect(at, creds, c.io_timeout);
   if (!client.ok()) return client.status().wrap(std::string("the ") + side);
   return KeyReader::open(std::move(*client), side);

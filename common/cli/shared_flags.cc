@@ -47,6 +47,55 @@ FlagSetter set_seconds(uint64_t lo, uint64_t hi, std::chrono::seconds& out) {
   return set_number_u64(lo, hi, [&out](uint64_t s) { out = std::chrono::seconds(s); });
 }
 
+std::vector<Flag> redis_tls_flags(TlsOptions& out) {
+  out.flag = "--redis-tls";
+  return {
+      {"--redis-tls", "", "", "", "TLS to every Redis and Valkey it connects to",
+       "TLS to every Redis and Valkey it connects to (for\n"
+       "servers with tls-port and port 0); the files below\n"
+       "as redis-cli --tls takes them",
+       false, set_true(out.enabled)},
+      {"--redis-tls-cacert", "FILE", "the system's CAs", "",
+       "`--redis-tls`: the CA certificates (PEM) to verify them with",
+       "--redis-tls: the CA certificates (PEM) to verify\n"
+       "their certificates with (default: the system's)",
+       false, set_string(out.ca_file)},
+      {"--redis-tls-cert", "FILE", "", "",
+       "`--redis-tls`: a client certificate (PEM), for servers with `tls-auth-clients yes`",
+       "--redis-tls: a client certificate (PEM), for\n"
+       "servers with tls-auth-clients yes",
+       false, set_string(out.cert_file)},
+      {"--redis-tls-key", "FILE", "", "", "`--redis-tls`: its private key (PEM)",
+       "--redis-tls: the client certificate's private key\n"
+       "(PEM)",
+       false, set_string(out.key_file)},
+      {"--redis-tls-sni", "NAME", "the host", "",
+       "`--redis-tls`: the name to ask for and to find in their certificates",
+       "--redis-tls: the server name to ask for and to\n"
+       "find in their certificates (default: the host\n"
+       "connected to)",
+       false, set_string(out.sni)},
+      {"--redis-tls-insecure", "", "", "",
+       "`--redis-tls`: do not verify their certificates (never in production)",
+       "--redis-tls: do not verify their certificates\n"
+       "(anyone on the path can then read and change the\n"
+       "data; never in production)",
+       false, set_true(out.insecure)},
+  };
+}
+
+std::string check_redis_tls(const TlsOptions& tls) {
+  if (tls.enabled) return "";
+  const std::pair<const std::string*, const char*> files[] = {{&tls.ca_file, "--redis-tls-cacert"},
+                                                              {&tls.cert_file, "--redis-tls-cert"},
+                                                              {&tls.key_file, "--redis-tls-key"},
+                                                              {&tls.sni, "--redis-tls-sni"}};
+  for (const auto& [value, name] : files)
+    if (!value->empty()) return std::string(name) + " needs --redis-tls";
+  if (tls.insecure) return "--redis-tls-insecure needs --redis-tls";
+  return "";
+}
+
 std::vector<Flag> version_and_help_flags(bool& version, HelpKind& help) {
   return {
       {"--version", "", "", "",

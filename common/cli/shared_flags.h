@@ -12,6 +12,7 @@
 #include "common/cli/flag_table.h"
 #include "common/net/endpoint.h"
 #include "common/table/huge_pages.h"
+#include "common/tls/tls_context.h"
 
 namespace rrs {
 
@@ -34,6 +35,12 @@ FlagSetter set_parsed(T& out, Parse parse) {
 FlagSetter set_choice(std::string& out, std::vector<std::string> choices);
 // A whole number of seconds in [lo, hi].
 FlagSetter set_seconds(uint64_t lo, uint64_t hi, std::chrono::seconds& out);
+
+// --redis-tls and its files, spelled as redis-cli's --tls options: for
+// every connection the program makes to Redis or Valkey.
+std::vector<Flag> redis_tls_flags(TlsOptions& out);
+// "--redis-tls-cacert needs --redis-tls" when a file came without it.
+std::string check_redis_tls(const TlsOptions& tls);
 
 // --version, -h/--help, --help-all and the hidden --help-markdown: the
 // last entries of a table.

@@ -45,6 +45,13 @@ class Stream {
 
 void set_nonblocking(int fd);
 
+// The events to poll() a stream for when it is driven both ways: POLLIN,
+// POLLOUT when there is more to send, and what its last stall waits for
+// (TLS may need to write to read on, or read to write on).
+inline short poll_events(const Stream& stream, bool more_to_send) {
+  return static_cast<short>(POLLIN | (more_to_send ? POLLOUT : 0) | stream.wants());
+}
+
 // A plain TCP socket, made non-blocking.
 class SocketStream final : public Stream {
  public:

@@ -5,6 +5,8 @@
 #include <fstream>
 
 #include "common/base/clock.h"
+#include "common/net/socket.h"
+#include "common/tls/tls_stream.h"
 
 namespace rrs {
 namespace {
@@ -44,16 +46,44 @@ Result<RedisCredentials> load_credentials(const std::string& file, const char* e
   return RedisCredentials{};
 }
 
+Result<RedisCredentials> load_credentials(const std::string& file, const char* env_var,
+                                          const TlsOptions& tls) {
+  RRS_ASSIGN_OR_RETURN(RedisCredentials creds, load_credentials(file, env_var));
+  if (!tls.enabled) return creds;
+  RRS_ASSIGN_OR_RETURN(TlsContext ctx, TlsContext::make(tls, TlsRole::kClient, TlsWire::kRedis));
+  creds.tls = std::make_shared<const TlsContext>(std::move(ctx));
+  return creds;
+}
+
+Result<std::unique_ptr<Stream>> connect_stream(const Endpoint& at, const RedisCredentials& creds,
+                                               std::chrono::milliseconds timeout) {
+  const std::string step = "connect to Redis at " + at.to_string();
+  auto fd = tcp_connect(at, timeout);
+  if (!fd.ok())
+    return Status::error(step, fd.status().reason() + " (is redis-server running there?)",
+                         fd.status().sys_errno())
+        .as(ErrorKind::kUnavailable);
+  if (!creds.tls) return std::unique_ptr<Stream>(std::make_unique<SocketStream>(std::move(*fd)));
+  auto tls = TlsStream::connect(std::move(*fd), *creds.tls, at.host, "Redis at " + at.to_string(),
+                                Clock::now() + timeout);
+  if (!tls.ok()) return tls.status();
+  return std::unique_ptr<Stream>(std::move(*tls));
+}
+
+RedisClient::RedisClient(Endpoint at, std::unique_ptr<Stream> stream,
+                         std::chrono::milliseconds timeout)
+    : at_(std::move(at)),
+      stream_(std::move(stream)),
+      reader_(redisReaderCreate()),
+      timeout_(timeout) {}
+
 Result<RedisClient> RedisClient::connect(const Endpoint& at, const RedisCredentials& creds,
                                          std::chrono::milliseconds timeout) {
-  const timeval tv = to_timeval(timeout);
-  redisContext* c = redisConnectWithTimeout(at.host.c_str(), at.port, tv);
-  if (c == nullptr) return Status::error("connect to Redis at " + at.to_string(), "out of memory");
-  RedisClient client(at, c);
-  if (c->err)
-    return Status::error("connect to Redis at " + at.to_string(),
-                         std::string(c->errstr) + " (is redis-server running there?)")
-        .as(ErrorKind::kUnavailable);
+  auto stream = connect_stream(at, creds, timeout);
+  if (!stream.ok()) return stream.status();
+  RedisClient client(at, std::move(*stream), timeout);
+  if (!client.reader_)
+    return Status::error("connect to Redis at " + at.to_string(), "out of memory");
   if (!creds.password.empty()) {
     std::vector<std::string_view> argv{"AUTH"};
     if (!creds.user.empty()) argv.push_back(creds.user);
@@ -75,17 +105,16 @@ Result<RedisClient> RedisClient::connect(const Endpoint& at, const RedisCredenti
     return Status::error("authenticate to Redis at " + at.to_string(), why)
         .as(ping.status().kind() == ErrorKind::kFailed ? ErrorKind::kDenied : ping.status().kind());
   }
-  // Keep the timeout for replies too: a hung Redis must not hang us forever.
-  redisSetTimeout(c, tv);
   return client;
 }
 
-Status RedisClient::io_error(const std::string& step) const {
-  // A Redis that went away is "unavailable" (exit 3), like an unreachable one.
-  return Status::error(step + " on Redis at " + at_.to_string(),
-                       ctx_->errstr[0] ? ctx_->errstr : "connection lost",
-                       ctx_->err == REDIS_ERR_IO ? errno : 0)
-      .as(ErrorKind::kUnavailable);
+Status RedisClient::io_error(const std::string& step, const Status& cause) const {
+  // A Redis that went away is "unavailable" (exit 3), like an unreachable
+  // one; a TLS refusal keeps its own kind.
+  const ErrorKind kind = cause.kind() == ErrorKind::kFailed ? ErrorKind::kUnavailable
+                                                            : cause.kind();
+  return Status::error(step + " on Redis at " + at_.to_string(), cause.reason(), cause.sys_errno())
+      .as(kind);
 }
 
 void RedisClient::append(std::span<const std::string_view> argv) {
@@ -97,19 +126,36 @@ void RedisClient::append(std::span<const std::string_view> argv) {
     ptrs.push_back(a.data());
     lens.push_back(a.size());
   }
-  redisAppendCommandArgv(ctx_.get(), static_cast<int>(argv.size()), ptrs.data(), lens.data());
+  char* cmd = nullptr;
+  const int len = redisFormatCommandArgv(&cmd, static_cast<int>(argv.size()), ptrs.data(),
+                                         lens.data());
+  if (len > 0) out_.append(cmd, static_cast<size_t>(len));
+  redisFreeCommand(cmd);
 }
 
 Result<ReplyPtr> RedisClient::get_reply() {
   void* r = nullptr;
-  if (redisGetReply(ctx_.get(), &r) != REDIS_OK || r == nullptr) return io_error("read reply");
-  return ReplyPtr(static_cast<redisReply*>(r));
+  if (redisReaderGetReply(reader_.get(), &r) == REDIS_OK && r != nullptr)
+    return ReplyPtr(static_cast<redisReply*>(r));
+  RRS_RETURN_IF_ERROR(send_appended());
+  char buf[16 * 1024];
+  for (;;) {
+    if (redisReaderGetReply(reader_.get(), &r) != REDIS_OK)
+      return Status::error("read reply on Redis at " + at_.to_string(),
+                           std::string("protocol error: ") + reader_->errstr)
+          .as(ErrorKind::kBadData);
+    if (r != nullptr) return ReplyPtr(static_cast<redisReply*>(r));
+    auto got = read_by(*stream_, buf, Clock::now() + timeout_, "read");
+    if (!got.ok()) return io_error("read reply", got.status());
+    redisReaderFeed(reader_.get(), buf, *got);
+  }
 }
 
 Status RedisClient::send_appended() {
-  int done = 0;
-  while (!done)
-    if (redisBufferWrite(ctx_.get(), &done) != REDIS_OK) return io_error("send commands");
+  if (out_.empty()) return {};
+  Status s = write_all(*stream_, out_, timeout_, "write");
+  out_.clear();
+  if (!s.ok()) return io_error("send commands", s);
   return {};
 }
 

@@ -55,7 +55,7 @@ ALLOWED = {
     # Counters the transports update (one atomic add); the endpoint is evhttp.
     METRICS: [BASE, NET],
     # A shard's cluster slots (redis/cluster_slots.h) are proto's SlotRanges.
-    REDIS: [BASE, NET, PROTO],
+    REDIS: [BASE, NET, TLS, PROTO],
     TABLE: [BASE, PROTO],
     AUTH: [BASE, PROTO],
     # The control session (transport/control_session.h) checks AUTH proofs.
@@ -65,7 +65,7 @@ ALLOWED = {
     # --version names the wire formats and RDB versions (common/cli/version.cc);
     # --metrics is parsed as the endpoint reads it, --huge-pages as table
     # memory takes it (common/cli/shared_flags.cc).
-    CLI: [BASE, NET, PROTO, METRICS, TABLE],
+    CLI: [BASE, NET, TLS, PROTO, METRICS, TABLE],
     "server": COMMON,
     CLIENT_CONFIG: COMMON + [CLIENT_FLAGS],
     CLIENT_FLAGS: COMMON + [CLIENT_CONFIG],
