@@ -56,6 +56,8 @@ EOF
 
 cache=${RRS_SERVER_CACHE:-/var/cache/rrs-servers}
 jobs=${RRS_SERVER_JOBS:-$(nproc)}
+# How the servers are built (see build_server); BUILD-INFO records it.
+make_flags="MALLOC=jemalloc BUILD_TLS=yes USE_SYSTEMD=no"
 apt_file=/etc/apt/sources.list.d/rrs-servers.sources
 # Wait for another apt (a parallel install) instead of failing at once.
 apt_opts=(-o DPkg::Lock::Timeout=600 -o APT::Sandbox::User=root)
@@ -84,11 +86,20 @@ built_servers=("redis redis 8.0 RRS_REDIS8_VERSION" "valkey valkey 9.1 RRS_VALKE
 # Prints the cached build directory for source package $1, series $2 (or the
 # exact version in override $3, when set); returns 1 when there is none. A
 # directory exists only once its build completed (it is moved into place).
+# Whether $1 is a finished build with today's make flags: a cache from
+# before the TLS tests (BUILD_TLS=no) is built again, once.
+built_here() {
+  local dir=$1 pkg
+  pkg=$(basename "$dir")
+  pkg=${pkg%%-[0-9]*}
+  [ -x "$dir/bin/$pkg-server" ] && grep -qF "$make_flags" "$dir/BUILD-INFO" 2>/dev/null
+}
+
 cached_build() {
   local pkg=$1 series=$2 exact=$3 major=${2%%.*} dir
   if [ -n "$exact" ]; then
     dir="$cache/$pkg-$(no_epoch "$exact")"
-    [ -x "$dir/bin/$pkg-server" ] && echo "$dir" && return 0
+    built_here "$dir" && echo "$dir" && return 0
     return 1
   fi
   # The newest of the series; failing that (the fallback install picks when
@@ -96,7 +107,7 @@ cached_build() {
   for pattern in "$pkg-$series.*" "$pkg-$major.*"; do
     dir=$(find "$cache" -mindepth 1 -maxdepth 1 -type d -name "$pattern" 2>/dev/null | sort -V |
       tail -n 1)
-    [ -n "$dir" ] && [ -x "$dir/bin/$pkg-server" ] && echo "$dir" && return 0
+    [ -n "$dir" ] && built_here "$dir" && echo "$dir" && return 0
   done
   return 1
 }
@@ -284,19 +295,19 @@ build_server() {
   # The upstream Makefile with its own defaults (-O3 with LTO, the vendored
   # jemalloc in deps/: Debian's sources keep it, so no libjemalloc-dev is
   # needed and the allocator is the one upstream releases ship), which builds
-  # with Debian 12's gcc 12. BUILD_TLS=no: the tests need no TLS (and no
-  # libssl-dev then). USE_SYSTEMD=no: no libsystemd-dev, no sd_notify. Debian's
+  # with Debian 12's gcc 12. BUILD_TLS=yes: the TLS tests run these too
+  # (libssl-dev). USE_SYSTEMD=no: no libsystemd-dev, no sd_notify. Debian's
   # patches (applied by apt-get source) come along: security fixes, and
   # options this build leaves off (USE_SYSTEM_JEMALLOC). Only the server and
   # the cli are built and kept.
-  make -C "$src/src" -j"$jobs" MALLOC=jemalloc BUILD_TLS=no USE_SYSTEMD=no \
-    "$pkg-server" "$pkg-cli" >>"$log" 2>&1 ||
+  # shellcheck disable=SC2086 # the flags, one a word
+  make -C "$src/src" -j"$jobs" $make_flags "$pkg-server" "$pkg-cli" >>"$log" 2>&1 ||
     die "building $pkg $version failed; the end of $log:
 $(tail -n 30 "$log")"
   cp "$src/src/$pkg-server" "$src/src/$pkg-cli" "$work/out/bin/"
   local took=$((SECONDS - start))
-  printf 'source %s %s\nmake MALLOC=jemalloc BUILD_TLS=no USE_SYSTEMD=no -j%s\nbuilt %s in %ss\n' \
-    "$pkg" "$version" "$jobs" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$took" >"$work/out/BUILD-INFO"
+  printf 'source %s %s\nmake %s -j%s\nbuilt %s in %ss\n' \
+    "$pkg" "$version" "$make_flags" "$jobs" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$took" >"$work/out/BUILD-INFO"
   # Moved into place whole: a directory in the cache is a finished build.
   rm -rf "${cache:?}/$key"
   mv "$work/out" "$cache/$key"
@@ -352,10 +363,10 @@ install_servers() {
     done
   fi
   if [ ${#need_build[@]} -gt 0 ]; then
-    # gcc/g++/make, and dpkg-dev for apt-get source to unpack.
-    dpkg -s build-essential dpkg-dev xz-utils >/dev/null 2>&1 || {
-      say "installing build-essential dpkg-dev xz-utils"
-      apt_install build-essential dpkg-dev xz-utils
+    # gcc/g++/make, dpkg-dev for apt-get source to unpack, libssl-dev for TLS.
+    dpkg -s build-essential dpkg-dev xz-utils libssl-dev >/dev/null 2>&1 || {
+      say "installing build-essential dpkg-dev xz-utils libssl-dev"
+      apt_install build-essential dpkg-dev xz-utils libssl-dev
     }
     # Every version chosen first: a bad override fails before any build.
     local versions=() i
