@@ -49,6 +49,7 @@ Result<RedisCredentials> load_credentials(const std::string& file, const char* e
 Result<RedisCredentials> load_credentials(const std::string& file, const char* env_var,
                                           const TlsOptions& tls) {
   RRS_ASSIGN_OR_RETURN(RedisCredentials creds, load_credentials(file, env_var));
+  creds.tls_flag = tls.flag;
   if (!tls.enabled) return creds;
   RRS_ASSIGN_OR_RETURN(TlsContext ctx, TlsContext::make(tls, TlsRole::kClient, TlsWire::kRedis));
   creds.tls = std::make_shared<const TlsContext>(std::move(ctx));
@@ -84,26 +85,35 @@ Result<RedisClient> RedisClient::connect(const Endpoint& at, const RedisCredenti
   RedisClient client(at, std::move(*stream), timeout);
   if (!client.reader_)
     return Status::error("connect to Redis at " + at.to_string(), "out of memory");
+  const std::string step = "authenticate to Redis at " + at.to_string();
+  // The connection failed before any answer: a TLS port drops a plain
+  // client's first command unanswered.
+  const auto lost = [&](const Status& s) {
+    const std::string hint = creds.tls
+                                 ? ""
+                                 : " (does it serve TLS only? then give " + creds.tls_flag + ")";
+    return Status::error(step, s.reason() + hint, s.sys_errno()).as(s.kind());
+  };
   if (!creds.password.empty()) {
     std::vector<std::string_view> argv{"AUTH"};
     if (!creds.user.empty()) argv.push_back(creds.user);
     argv.push_back(creds.password);
     auto r = client.command(argv);
+    if (!r.ok() && r.status().kind() != ErrorKind::kFailed) return lost(r.status());
     if (!r.ok())
-      return Status::error("authenticate to Redis at " + at.to_string(),
-                           r.status().reason() + " (credentials from " + creds.origin + ")")
-          .as(r.status().kind() == ErrorKind::kFailed ? ErrorKind::kDenied : r.status().kind());
+      return Status::error(step, r.status().reason() + " (credentials from " + creds.origin + ")")
+          .as(ErrorKind::kDenied);
   }
   // Fail early, and clearly, if the server wants a password we don't have.
   // A server loading its data answers -LOADING, but only after its auth
   // check: the connection is good, and INFO works on it meanwhile.
   auto ping = client.command({"PING"});
+  if (!ping.ok() && ping.status().kind() != ErrorKind::kFailed) return lost(ping.status());
   if (!ping.ok() && !ping.status().reason().starts_with("LOADING")) {
     std::string why = ping.status().reason();
     if (why.find("NOAUTH") != std::string::npos)
       why += " (set the password with --redis-auth-file or the environment variable)";
-    return Status::error("authenticate to Redis at " + at.to_string(), why)
-        .as(ping.status().kind() == ErrorKind::kFailed ? ErrorKind::kDenied : ping.status().kind());
+    return Status::error(step, why).as(ErrorKind::kDenied);
   }
   return client;
 }

@@ -32,6 +32,7 @@ struct RedisCredentials {
   std::string password;                   // empty: no AUTH
   std::string origin;                     // where they came from, for error messages
   std::shared_ptr<const TlsContext> tls;  // null: plain TCP
+  std::string tls_flag = "--redis-tls";   // how TLS is asked for, for hints
 };
 
 // Reads "password" or "user password" from the first line of `file` if given,
@@ -65,6 +66,8 @@ class RedisClient {
   // INFO <section> parsed into "field:value" lookups.
   Result<std::string> info(std::string_view section);
   const Endpoint& endpoint() const { return at_; }
+  // Bounds each later wait for the server (connect took its own).
+  void set_timeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
   // The connection, for those who drive it themselves (a pipeline polled
   // with others): only once every reply asked for here has been read.
   Stream& stream() { return *stream_; }

@@ -41,6 +41,11 @@ int note_failed_certificate(int ok, X509_STORE_CTX* store) {
 }
 
 // Why the peer's certificate was not trusted, and what to check.
+// What to check when a TLS client gets no TLS back.
+std::string plain_port_hint(const std::string& flag) {
+  return "is it a plain, non-TLS port? drop " + flag + " or use the TLS port";
+}
+
 std::string verify_failure(long result, const std::string& dates, const std::string& name,
                            const TlsOptions& o, TlsRole role) {
   const std::string whose = role == TlsRole::kClient ? "the server's" : "the client's";
@@ -121,7 +126,15 @@ Result<std::unique_ptr<TlsStream>> TlsStream::connect(UniqueFd fd, const TlsCont
     auto done = (*s)->handshake();
     if (!done.ok()) return done.status();
     if (*done) return s;
-    RRS_RETURN_IF_ERROR(wait_for(**s, deadline, "TLS handshake with " + (*s)->peer_));
+    Status waited = wait_for(**s, deadline, "TLS handshake with " + (*s)->peer_);
+    // A plain Redis waits for a command's end that a TLS hello never sends.
+    if (!waited.ok() && ctx.role() == TlsRole::kClient)
+      return Status::error("TLS handshake with " + (*s)->peer_,
+                           "no answer in time (" + plain_port_hint(ctx.options().flag) +
+                               "; or is the server stalled?)",
+                           waited.sys_errno())
+          .as(waited.kind());
+    RRS_RETURN_IF_ERROR(waited);
   }
 }
 
@@ -169,10 +182,8 @@ Status TlsStream::failure(int ret, const std::string& step) {
     case SSL_R_PACKET_LENGTH_TOO_LONG:
     case SSL_R_HTTP_REQUEST:
       return Status::error(step, "the peer does not speak TLS (" + errors + "): " +
-                                     (role_ == TlsRole::kClient
-                                          ? "is it a plain, non-TLS port? drop " + options_.flag +
-                                                " or use the TLS port"
-                                          : "was it started without TLS?"))
+                                     (role_ == TlsRole::kClient ? plain_port_hint(options_.flag)
+                                                                : "was it started without TLS?"))
           .as(ErrorKind::kUnavailable);
     case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
       return Status::error(step, "the peer wants a client certificate: give " + options_.flag +

@@ -1,7 +1,5 @@
 #include "tests/support/redis_client.h"
 
-#include <sys/socket.h>
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -91,9 +89,11 @@ std::string resp_command(const std::vector<std::string>& argv) {
 }
 
 Result<RedisClient> RedisClient::connect(uint16_t port, const std::string& password,
-                                         std::chrono::milliseconds timeout) {
+                                         std::chrono::milliseconds timeout,
+                                         std::shared_ptr<const TlsContext> tls) {
   RedisCredentials creds;
   creds.origin = "the test";
+  creds.tls = std::move(tls);
   std::istringstream words(password);
   std::vector<std::string> w;
   for (std::string word; words >> word;) w.push_back(word);
@@ -108,12 +108,7 @@ Result<RedisClient> RedisClient::connect(uint16_t port, const std::string& passw
   return RedisClient(std::move(*c));
 }
 
-bool RedisClient::set_timeout(std::chrono::milliseconds timeout) {
-  // What hiredis's redisSetTimeout does on a blocking connection.
-  const timeval tv = to_timeval(timeout);
-  return ::setsockopt(client_.fd(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0 &&
-         ::setsockopt(client_.fd(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) == 0;
-}
+void RedisClient::set_timeout(std::chrono::milliseconds timeout) { client_.set_timeout(timeout); }
 
 Reply RedisClient::command(const std::vector<std::string>& argv) {
   std::vector<std::string_view> views(argv.begin(), argv.end());

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -53,9 +54,10 @@ class RedisClient {
   // ("user password" or "password", as the sidecar's auth variables take
   // them), then PINGs: a server that wants a password the client lacks is a
   // failed connect, naming NOAUTH. `timeout` bounds the connect and every
-  // later command.
+  // later command. With `tls`, the server's tls-port is meant.
   static Result<RedisClient> connect(uint16_t port, const std::string& password = "",
-                                     std::chrono::milliseconds timeout = std::chrono::seconds(30));
+                                     std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                                     std::shared_ptr<const TlsContext> tls = nullptr);
 
   // Sends one command; null if the connection failed (see last_error()).
   // Error replies are returned as replies.
@@ -96,7 +98,7 @@ class RedisClient {
 
   // Bounds every later command (DEBUG DIGEST of a big dataset on a loaded
   // machine can take seconds).
-  bool set_timeout(std::chrono::milliseconds timeout);
+  void set_timeout(std::chrono::milliseconds timeout);
 
   std::string last_error() const { return last_error_; }
 

@@ -82,7 +82,48 @@ std::optional<TestServer> find_server(const std::string& name) {
   return std::nullopt;
 }
 
+RedisTls RedisTls::in(const TestPki& pki) {
+  return RedisTls{
+      pki.crt("ca"), pki.crt("redis"), pki.key("redis"), pki.crt("client"), pki.key("client"), true,
+      true};
+}
+
+RedisTls make_redis_tls(TestPki& pki) {
+  pki.make_ca("ca");
+  pki.make_localhost_cert("redis", "ca");
+  pki.make_client_cert("client", "ca");
+  return RedisTls::in(pki);
+}
+
+std::vector<std::string> RedisTls::sidecar_args() const {
+  return {"--redis-tls", "--redis-tls-cacert", ca,        "--redis-tls-cert",
+          client_cert,   "--redis-tls-key",    client_key};
+}
+
+std::shared_ptr<const TlsContext> RedisTls::client_context() const {
+  TlsOptions o;
+  o.enabled = true;
+  o.ca_file = ca;
+  o.cert_file = client_cert;
+  o.key_file = client_key;
+  o.insecure = !test_verifies;
+  o.flag = "the test's TLS";
+  auto ctx = TlsContext::make(o, TlsRole::kClient, TlsWire::kRedis);
+  if (!ctx.ok()) {
+    ADD_FAILURE() << "TLS for the test's connections: " << ctx.status().message();
+    return nullptr;
+  }
+  return std::make_shared<const TlsContext>(std::move(*ctx));
+}
+
 RedisProcess::RedisProcess(RedisOptions opts) : opts_(std::move(opts)), dir_("redis") {
+  if (opts_.tls) {
+    tls_ = opts_.tls->client_context();
+    if (!tls_) {
+      start_error_ = "no TLS context for the test's connections (see the failure above)";
+      return;
+    }
+  }
   for (int attempt = 1; attempt <= kStartAttempts; ++attempt) {
     std::string error;
     if (try_start(error)) return;
@@ -102,7 +143,8 @@ RedisProcess::~RedisProcess() {
 bool RedisProcess::try_start(std::string& error) {
   port_ = opts_.port ? opts_.port : free_loopback_port();
   const std::string binary = opts_.binary.empty() ? RRS_REDIS_SERVER_BIN : opts_.binary;
-  std::vector<std::string> argv = {binary, "--port", std::to_string(port_), "--bind", "127.0.0.1",
+  const std::string port = std::to_string(port_);
+  std::vector<std::string> argv = {binary, "--port", opts_.tls ? "0" : port, "--bind", "127.0.0.1",
                                    "--dir", dir_.path(), "--save", "", "--appendonly", "no",
                                    "--enable-debug-command", "yes",
                                    // As a master serving the sidecar should be set: fork for a
@@ -112,6 +154,17 @@ bool RedisProcess::try_start(std::string& error) {
   if (!opts_.password.empty()) {
     argv.push_back("--requirepass");
     argv.push_back(opts_.password);
+  }
+  if (const auto& tls = opts_.tls) {
+    const std::vector<std::string> tls_args = {
+        "--tls-port",         port,
+        "--tls-cert-file",    tls->cert,
+        "--tls-key-file",     tls->key,
+        "--tls-ca-cert-file", tls->ca,
+        "--tls-auth-clients", tls->auth_clients ? "yes" : "no",
+        "--tls-replication",  "yes",
+        "--tls-cluster",      "yes"};
+    argv.insert(argv.end(), tls_args.begin(), tls_args.end());
   }
   argv.insert(argv.end(), opts_.extra_args.begin(), opts_.extra_args.end());
   server_.emplace(std::move(argv));
@@ -125,7 +178,7 @@ bool RedisProcess::try_start(std::string& error) {
       server_.reset();
       return false;
     }
-    auto c = RedisClient::connect(port_, opts_.password, std::chrono::seconds(2));
+    auto c = RedisClient::connect(port_, opts_.password, std::chrono::seconds(2), tls_);
     if (c.ok()) {
       Reply pong = c->command({"PING"});
       if (pong && pong->type == REDIS_REPLY_STATUS) {

@@ -13,9 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "common/tls/tls_context.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_client.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_pki.h"
 
 namespace rrs::test {
 
@@ -68,6 +70,33 @@ inline bool servers_required() {
     }                                                                                   \
   } while (0)
 
+// A server that speaks only TLS: `port 0`, its tls-port on the free port,
+// `tls-replication yes` and `tls-cluster yes` (its own certificate is its
+// client certificate to its master and peers). The admin connection, and
+// the sidecar's --redis-tls flags, present the client certificate.
+struct RedisTls {
+  std::string ca;    // signs the server's and the clients' certificates
+  std::string cert;  // the server's (localhost, 127.0.0.1)
+  std::string key;
+  std::string client_cert;
+  std::string client_key;
+  bool auth_clients = true;  // tls-auth-clients yes: a client certificate is required
+  // Whether the test's own connections verify the server's certificate:
+  // false for a server given a bad one on purpose.
+  bool test_verifies = true;
+
+  // The files in `pki`'s directory: CA "ca", server "redis", client "client",
+  // made by make_redis_tls().
+  static RedisTls in(const TestPki& pki);
+  // rdma-server's or rdma-client's flags to reach such a server.
+  std::vector<std::string> sidecar_args() const;
+  // The TLS the tests' own connections use.
+  std::shared_ptr<const TlsContext> client_context() const;
+};
+// Makes the CA "ca", the server certificate "redis" and the client
+// certificate "client" in `pki`, and returns them as RedisTls::in does.
+RedisTls make_redis_tls(TestPki& pki);
+
 struct RedisOptions {
   // Sets --requirepass; the admin connection AUTHs with it.
   std::string password;
@@ -79,6 +108,8 @@ struct RedisOptions {
   std::chrono::milliseconds start_timeout = std::chrono::seconds(15);
   // The server binary; "": Debian 12's redis-server, the one CMake found.
   std::string binary;
+  // TLS only (port() is then the tls-port).
+  std::optional<RedisTls> tls;
 
   // Chainable setters: RedisOptions().with_password("pw").
   RedisOptions& with_password(std::string p) {
@@ -92,6 +123,10 @@ struct RedisOptions {
   // Runs this server version (server_versions(), RRS_NEED_SERVER).
   RedisOptions& with_server(const TestServer& server) {
     binary = server.binary;
+    return *this;
+  }
+  RedisOptions& with_tls(RedisTls t) {
+    tls = std::move(t);
     return *this;
   }
 };
@@ -121,8 +156,12 @@ class RedisProcess {
   // The admin connection (authenticated). Its selected DB is whatever the
   // last select() left; helpers below that need a DB select it themselves.
   RedisClient& client() { return *admin_; }
-  // A new, independent connection.
-  Result<RedisClient> connect() const { return RedisClient::connect(port_, opts_.password); }
+  // A new, independent connection (TLS to a TLS server).
+  Result<RedisClient> connect() const {
+    return RedisClient::connect(port_, opts_.password, std::chrono::seconds(30), tls_);
+  }
+  // The TLS this server speaks, or nullopt.
+  const std::optional<RedisTls>& tls() const { return opts_.tls; }
 
   Reply command(const std::vector<std::string>& argv) { return admin_->command(argv); }
   Reply run(const std::vector<std::string>& argv) { return admin_->run(argv); }
@@ -146,7 +185,8 @@ class RedisProcess {
   RedisOptions opts_;
   TempDir dir_;  // declared first: removed only after the server has stopped
   std::optional<Process> server_;
-  std::optional<RedisClient> admin_;  // declared last: closed before the server stops
+  std::shared_ptr<const TlsContext> tls_;  // the admin's and connect()'s TLS, or null
+  std::optional<RedisClient> admin_;       // declared last: closed before the server stops
   uint16_t port_ = 0;
   std::string start_error_;
 };

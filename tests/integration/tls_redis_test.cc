@@ -1,0 +1,219 @@
+// --redis-tls against real TLS-only servers (port 0, tls-port,
+// tls-auth-clients yes, tls-replication yes): Redis 7.0 from Debian and
+// Valkey 9.1 built with TLS. Each load path ends equal to the master; each
+// way TLS can go wrong is a clear error naming the peer and the cause, with
+// the exit code docs/tls.md gives, and the target untouched.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <thread>
+
+#include "common/cli/exit_codes.h"
+#include "tests/support/dataset.h"
+#include "tests/support/eventually.h"
+#include "tests/support/redis_process.h"
+#include "tests/support/sidecar.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/test_pki.h"
+
+namespace rrs::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// `a` then `b`.
+std::vector<std::string> joined(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Certificates first: the servers are started with them.
+class TlsServers {
+ protected:
+  TempDir pki_dir_{"tls-pki"};
+  TestPki pki_{pki_dir_.path()};
+  RedisTls tls_ = make_redis_tls(pki_);
+};
+
+// A TLS-only master and target of one server version (the parameter).
+class TlsRedisTest : public SidecarTest,
+                     public TlsServers,
+                     public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    SidecarTest::SetUp();
+    if (IsSkipped()) return;
+    RRS_NEED_SERVER(server_, GetParam());
+    master_.emplace(RedisOptions().with_server(server_).with_tls(tls_));
+    target_.emplace(RedisOptions().with_server(server_).with_tls(tls_));
+    ASSERT_TRUE(master_->started()) << master_->start_error();
+    ASSERT_TRUE(target_->started()) << target_->start_error();
+    fill_all_types(*master_);
+    fill_strings(*master_, 3, "db3:", 500);
+    ASSERT_FALSE(HasFailure());
+  }
+
+  void expect_equal() {
+    EXPECT_EQ(target_->digest(), master_->digest());
+    EXPECT_EQ(target_->keyspace(), master_->keyspace());
+  }
+
+  TestServer server_;
+  std::optional<RedisProcess> master_, target_;
+};
+
+TEST_P(TlsRedisTest, RestoreModeFromATlsMasterIntoATlsTarget) {
+  SidecarServer server(master_->address(), tls_.sidecar_args());
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  ClientRun run = sync_to(server.port(), *target_, joined({"--mode", "restore"}, tls_.sidecar_args()));
+  EXPECT_EQ(run.exit_code, exit_code::kOk) << run.describe();
+  expect_equal();
+}
+
+TEST_P(TlsRedisTest, ScanSourceAndVerify) {
+  SidecarServer server(master_->address(), joined({"--source", "scan"}, tls_.sidecar_args()));
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  ClientRun run = sync_to(server.port(), *target_, joined({"--mode", "restore"}, tls_.sidecar_args()));
+  EXPECT_EQ(run.exit_code, exit_code::kOk) << run.describe();
+  expect_equal();
+  ClientRun verify = run_client(joined(
+      {"--verify", "--source-redis", master_->address(), "--redis", target_->address()},
+      tls_.sidecar_args()));
+  EXPECT_EQ(verify.exit_code, exit_code::kOk) << verify.describe();
+}
+
+TEST_P(TlsRedisTest, FollowsTheMastersStream) {
+  SidecarServer server(master_->address(), tls_.sidecar_args());
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  Process follower(joined({client_binary(), sidecar_host(), std::to_string(server.port()),
+                           "--redis", target_->address(), "--follow", "--mode", "restore",
+                           "--transport", test_transport(), "--quiet"},
+                          tls_.sidecar_args()));
+  fill_strings(*master_, 0, "after:", 300);
+  master_->run({"DEL", "db3:7"});
+  EXPECT_TRUE(eventually([&] { return target_->digest() == master_->digest(); }, 30s))
+      << follower.describe();
+  EXPECT_TRUE(follower.running()) << follower.describe();
+  follower.terminate(5s);
+}
+
+INSTANTIATE_TEST_SUITE_P(Servers, TlsRedisTest, ::testing::Values("redis-7.0", "valkey-9.1"),
+                         [](const auto& param_info) {
+                           std::string name = param_info.param;
+                           for (char& c : name)
+                             if (c == '-' || c == '.') c = '_';
+                           return name;
+                         });
+
+// What goes wrong, each against a target that must stay as it was.
+class TlsRefusalTest : public SidecarTest, public TlsServers {
+ protected:
+  void SetUp() override {
+    SidecarTest::SetUp();
+    if (IsSkipped()) return;
+    ASSERT_TRUE(master_.started()) << master_.start_error();
+    fill_strings(master_, 0, "k:", 100);
+    server_.emplace(master_.address());
+    ASSERT_TRUE(server_->wait_ready()) << server_->describe();
+  }
+
+  // A TLS target holding one marker key, serving `cert` (a name in pki_).
+  RedisProcess& start_target(const std::string& cert) {
+    RedisTls t = tls_;
+    t.cert = pki_.crt(cert);
+    t.key = pki_.key(cert);
+    t.test_verifies = false;
+    target_.emplace(RedisOptions().with_tls(t));
+    EXPECT_TRUE(target_->started()) << target_->start_error();
+    target_->run({"SET", "marker", "untouched"});
+    return *target_;
+  }
+
+  // Runs the client into `target` with `args`; expects `code` and a message
+  // holding each of `says`, and the target as it was.
+  void expect_refused(const RedisProcess& target, const std::vector<std::string>& args, int code,
+                      const std::vector<std::string>& says) {
+    const std::string before = digest_of(target);
+    ClientRun run = sync_to(server_->port(), target, joined({"--mode", "restore"}, args), {}, 60s);
+    EXPECT_EQ(run.exit_code, code) << run.describe();
+    for (const std::string& s : says)
+      EXPECT_NE(run.err.find(s), std::string::npos) << "want \"" << s << "\"\n" << run.describe();
+    EXPECT_EQ(digest_of(target), before) << "the target was changed\n" << run.describe();
+  }
+
+  RedisProcess master_;
+  std::optional<SidecarServer> server_;
+  std::optional<RedisProcess> target_;
+};
+
+TEST_F(TlsRefusalTest, ACaThatDidNotSignTheTargetsCertificate) {
+  pki_.make_ca("other-ca");
+  RedisProcess& target = start_target("redis");
+  std::vector<std::string> args = tls_.sidecar_args();
+  args[2] = pki_.crt("other-ca");
+  expect_refused(target, args, exit_code::kUnavailable,
+                 {target.address(), "--redis-tls-cacert", pki_.crt("other-ca")});
+}
+
+TEST_F(TlsRefusalTest, AnExpiredTargetCertificate) {
+  pki_.make_cert("expired", "ca",
+                 CertSpec{"localhost", {"localhost"}, {"127.0.0.1"}, -30, -1});
+  RedisProcess& target = start_target("expired");
+  expect_refused(target, tls_.sidecar_args(), exit_code::kUnavailable,
+                 {target.address(), "expired"});
+}
+
+TEST_F(TlsRefusalTest, ACertificateForAnotherNameUnlessSniNamesIt) {
+  pki_.make_cert("elsewhere", "ca", CertSpec{"redis.example", {"redis.example"}, {}, -1, 30});
+  RedisProcess& target = start_target("elsewhere");
+  expect_refused(target, tls_.sidecar_args(), exit_code::kUnavailable,
+                 {target.address(), "--redis-tls-sni"});
+  ClientRun run = sync_to(server_->port(), target,
+                          joined({"--mode", "restore", "--flush", "--redis-tls-sni", "redis.example"},
+                                 tls_.sidecar_args()));
+  EXPECT_EQ(run.exit_code, exit_code::kOk) << run.describe();
+  EXPECT_EQ(digest_of(target), master_.digest());
+}
+
+TEST_F(TlsRefusalTest, NoClientCertificateForATargetThatWantsOne) {
+  RedisProcess& target = start_target("redis");
+  expect_refused(target, {"--redis-tls", "--redis-tls-cacert", tls_.ca}, exit_code::kUnavailable,
+                 {target.address(), "--redis-tls-cert"});
+}
+
+TEST_F(TlsRefusalTest, PlainTcpToATlsPort) {
+  RedisProcess& target = start_target("redis");
+  expect_refused(target, {}, exit_code::kUnavailable, {target.address(), "--redis-tls"});
+}
+
+TEST_F(TlsRefusalTest, TlsToAPlainPort) {
+  RedisProcess plain;
+  ASSERT_TRUE(plain.started()) << plain.start_error();
+  plain.run({"SET", "marker", "untouched"});
+  // --io-timeout: a plain Redis never answers a TLS hello.
+  expect_refused(plain, joined({"--io-timeout", "2"}, tls_.sidecar_args()),
+                 exit_code::kUnavailable, {plain.address(), "--redis-tls"});
+}
+
+TEST_F(TlsRefusalTest, TheServerRefusesAMasterItCannotVerify) {
+  pki_.make_ca("other-ca");
+  RedisProcess tls_master(RedisOptions().with_tls(tls_));
+  ASSERT_TRUE(tls_master.started()) << tls_master.start_error();
+  std::vector<std::string> args = tls_.sidecar_args();
+  args[2] = pki_.crt("other-ca");
+  SidecarServer server(tls_master.address(), args);
+  EXPECT_EQ(server.process().wait(30s), exit_code::kUnavailable) << server.describe();
+  EXPECT_NE(server.process().stderr_text().find(tls_master.address()), std::string::npos)
+      << server.describe();
+}
+
+TEST_F(TlsRefusalTest, FilesWithoutRedisTlsOrUnreadableAreUsageErrors) {
+  RedisProcess& target = start_target("redis");
+  expect_refused(target, {"--redis-tls-cacert", tls_.ca}, exit_code::kUsage,
+                 {"--redis-tls-cacert needs --redis-tls"});
+  expect_refused(target, {"--redis-tls", "--redis-tls-cacert", pki_dir_.path() + "/none.crt"},
+                 exit_code::kUsage, {"--redis-tls-cacert", "none.crt"});
+}
+
+}  // namespace
+}  // namespace rrs::test
