@@ -12,6 +12,7 @@
 #include <random>
 
 #include "common/base/log.h"
+#include "common/tls/tls_stream.h"
 
 namespace rrs {
 namespace {
@@ -68,7 +69,8 @@ std::string random_run_id() {
 }
 
 Result<ReplicaLink> ReplicaLink::listen(const std::string& local_ip, std::string target_ip,
-                                        std::chrono::milliseconds io_timeout) {
+                                        std::chrono::milliseconds io_timeout,
+                                        std::shared_ptr<const TlsContext> tls) {
   const std::string step = "listen on " + local_ip + " for the target";
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -95,6 +97,7 @@ Result<ReplicaLink> ReplicaLink::listen(const std::string& local_ip, std::string
   link.listener_ = std::move(fd);
   link.target_ip_ = std::move(target_ip);
   link.io_timeout_ = io_timeout;
+  link.tls_ = std::move(tls);
   return link;
 }
 
@@ -131,7 +134,18 @@ void ReplicaLink::accept_pending(std::vector<PendingPeer>& pending) {
     }
     disable_nagle(c.get());
     enable_tcp_keepalive(c.get());
-    pending.emplace_back(std::move(c), host + ":" + std::to_string(port_of(sa)));
+    std::string name = host + ":" + std::to_string(port_of(sa));
+    if (!tls_) {
+      pending.emplace_back(std::make_unique<SocketStream>(std::move(c)), std::move(name));
+      continue;
+    }
+    // The handshake runs as the peer is read (PendingPeer::read).
+    auto stream = TlsStream::start(std::move(c), *tls_, "", "the target's address " + name);
+    if (!stream.ok()) {
+      log::warn_limited("replica link refused", stream.status().message());
+      continue;
+    }
+    pending.emplace_back(std::move(*stream), std::move(name));
   }
 }
 
@@ -212,50 +226,56 @@ Status ReplicaLink::accept_full_sync(std::string_view replid, uint64_t offset,
     });
     if (now >= deadline)
       return Status::error("wait for the target to connect to " + endpoint_.to_string(),
-                           pending.empty()
-                               ? "it did not connect in time (is this address reachable from it?)"
-                               : "no connection sent its PSYNC in time (" +
-                                     std::to_string(pending.size()) +
-                                     " from its address were still in the handshake)")
+                           (!pending.empty() ? "no connection sent its PSYNC in time (" +
+                                                   std::to_string(pending.size()) +
+                                                   " from its address were still in the handshake)"
+                            : last_drop_.empty()
+                                ? "it did not connect in time (is this address reachable from it?)"
+                                : "no connection from it got through the handshake in time") +
+                               (last_drop_.empty() ? "" : "; the last one dropped: " + last_drop_))
           .as(ErrorKind::kUnavailable);
-    // Wake at the deadline or when the next peer's idle limit runs out.
+    // Wake at the deadline or when the next peer's idle limit runs out; at
+    // once for one whose TLS already holds what it sent.
     Clock::time_point wake = deadline;
     fds.assign(1, pollfd{listener_.get(), POLLIN, 0});
+    bool buffered = false;
     for (const PendingPeer& p : pending) {
       wake = std::min(wake, p.last_heard + io_timeout_);
-      fds.push_back(pollfd{p.fd.get(), POLLIN, 0});
+      fds.push_back(pollfd{p.stream->fd(), poll_events(*p.stream, false), 0});
+      buffered = buffered || p.stream->buffered();
     }
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(wake - now);
-    const int n = ::poll(fds.data(), fds.size(),
-                         static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1000)));
+    const int wait_ms = buffered ? 0 : static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1000));
+    const int n = ::poll(fds.data(), fds.size(), wait_ms);
     if (n < 0 && errno != EINTR) return Status::from_errno("wait for the target to connect");
-    if (n <= 0) continue;
+    if (n <= 0 && !buffered) continue;
     // The peers first (fds[i + 1] is pending[i]): accepting may evict one.
     for (size_t i = 0; i < pending.size(); ++i) {
-      if (fds[i + 1].revents == 0) continue;
       PendingPeer& peer = pending[i];
+      if (fds[i + 1].revents == 0 && !peer.stream->buffered()) continue;
       auto won = serve(peer, replid, offset, target);
       if (won.ok() && *won) {
         // The target. The others close as `pending` goes.
-        conn_ = std::move(peer.fd);
+        conn_ = std::move(peer.stream);
         parser_ = std::move(peer.parser);
         acked_.reset();
         return {};
       }
       if (won.ok()) continue;
       if (won.status().kind() != ErrorKind::kUnavailable) return won.status();
+      last_drop_ = won.status().reason();
       log::warn_limited("replica link refused",
                         won.status().message() + "; still waiting for the target");
-      peer.fd.reset();
+      peer.stream.reset();
     }
-    std::erase_if(pending, [](const PendingPeer& p) { return !p.fd; });
+    std::erase_if(pending, [](const PendingPeer& p) { return !p.stream; });
     if (fds[0].revents != 0) accept_pending(pending);
   }
 }
 
 Status ReplicaLink::send(std::string_view bytes) {
   if (!conn_) return Status::error("send to the target", "no link").as(ErrorKind::kUnavailable);
-  Status s = send_all(conn_.get(), bytes, io_timeout_);
+  Status s = write_all(*conn_, bytes, io_timeout_, "write");
   if (!s.ok())
     return s.wrap("send to the target over the replica link").as(ErrorKind::kUnavailable);
   return {};
@@ -278,27 +298,23 @@ Status ReplicaLink::take_ack(const resp::Command& cmd) {
 
 Status ReplicaLink::poll(std::chrono::milliseconds wait) {
   if (!conn_) return Status::error("read from the target", "no link").as(ErrorKind::kUnavailable);
+  if (!conn_->buffered()) {
+    pollfd p{conn_->fd(), poll_events(*conn_, false), 0};
+    const int n = ::poll(&p, 1, static_cast<int>(wait.count()));
+    if (n < 0 && errno != EINTR) return Status::from_errno("read from the target");
+    if (n <= 0) return {};
+  }
+  // What has arrived, without waiting for more.
   char buf[kReadChunk];
-  bool first = true;
   while (true) {
-    if (first) {
-      pollfd p{conn_.get(), POLLIN, 0};
-      int n = ::poll(&p, 1, static_cast<int>(wait.count()));
-      if (n < 0 && errno != EINTR) return Status::from_errno("read from the target");
-      if (n <= 0) return {};
-      first = false;
-    }
-    ssize_t got = ::recv(conn_.get(), buf, sizeof buf, 0);
-    if (got == 0)
+    auto got = conn_->read_some(buf);
+    if (!got.ok()) return got.status().wrap("read from the target").as(ErrorKind::kUnavailable);
+    if (got->closed)
       return Status::error("the replica link", "the target closed it (its log says why)")
           .as(ErrorKind::kUnavailable);
-    if (got < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      if (errno == EINTR) continue;
-      return Status::from_errno("read from the target").as(ErrorKind::kUnavailable);
-    }
-    parser_.feed(std::string_view(buf, static_cast<size_t>(got)));
-    if (static_cast<size_t>(got) < sizeof buf) break;
+    if (got->bytes == 0) break;
+    parser_.feed(std::string_view(buf, got->bytes));
+    if (got->bytes < sizeof buf && !conn_->buffered()) break;
   }
   while (true) {
     auto cmd = parser_.next();

@@ -13,9 +13,12 @@
 //
 // Only the target's address may connect; everything it sends is untrusted
 // and parsed strictly (resp::CommandParser), with the handshake bounded.
+// A target with tls-replication yes connects with TLS: the link then
+// answers as a TLS server, with the certificate --redis-tls-cert names.
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +27,8 @@
 #include "common/base/clock.h"
 #include "common/net/endpoint.h"
 #include "common/net/socket.h"
+#include "common/net/stream.h"
+#include "common/tls/tls_context.h"
 #include "proto/resp_parser.h"
 
 namespace rrs {
@@ -47,9 +52,11 @@ class ReplicaLink {
   static constexpr size_t kMaxPendingPeers = 8;
 
   // Listens on `local_ip` (an address the target can reach: the one the
-  // client's own connection to it comes from), on a port the kernel picks.
+  // client's own connection to it comes from), on a port the kernel picks;
+  // a TLS server with `tls` (a kServer context) when it is not null.
   static Result<ReplicaLink> listen(const std::string& local_ip, std::string target_ip,
-                                    std::chrono::milliseconds io_timeout);
+                                    std::chrono::milliseconds io_timeout,
+                                    std::shared_ptr<const TlsContext> tls = nullptr);
   ReplicaLink(ReplicaLink&&) noexcept = default;
   ReplicaLink& operator=(ReplicaLink&&) noexcept = default;
 
@@ -110,7 +117,9 @@ class ReplicaLink {
   Status take_ack(const resp::Command& cmd);
 
   UniqueFd listener_;
-  UniqueFd conn_;
+  std::shared_ptr<const TlsContext> tls_;  // null: plain TCP
+  std::unique_ptr<Stream> conn_;
+  std::string last_drop_;  // why the last pending peer was dropped, for the timeout
   Endpoint endpoint_;
   std::string target_ip_;
   std::chrono::milliseconds io_timeout_{30000};

@@ -46,12 +46,40 @@ Status ReplicaSink::check(const TableInfo& info) {
         .as(ErrorKind::kUsage);
   RRS_RETURN_IF_ERROR(target_->check(info, config_.policy));
   check_each_db_ = !info.complete();
+  RRS_ASSIGN_OR_RETURN(auto tls, link_tls());
   // The link listens where the client's connection to the target comes from,
   // and takes a connection only from the target's address.
   const int fd = target_->redis().fd();
   RRS_ASSIGN_OR_RETURN(link_, ReplicaLink::listen(local_host(fd), peer_host(fd),
-                                                  std::chrono::milliseconds(config_.io_timeout)));
+                                                  std::chrono::milliseconds(config_.io_timeout),
+                                                  std::move(tls)));
   return {};
+}
+
+Result<std::shared_ptr<const TlsContext>> ReplicaSink::link_tls() {
+  const TlsOptions& o = config_.redis_tls;
+  // A target whose CONFIG GET is refused is taken to replicate as it is
+  // reached: over TLS with --redis-tls.
+  const bool over_tls = target_->replicates_over_tls().value_or(o.enabled);
+  const std::string step = "serve the target's replica link over TLS";
+  if (over_tls && !o.enabled)
+    return Status::error(step, "the target replicates over TLS (tls-replication yes): give "
+                               "--redis-tls with --redis-tls-cert and --redis-tls-key, a "
+                               "certificate it trusts, for the link it connects to")
+        .as(ErrorKind::kUsage);
+  // A TLS master's replica must replicate over TLS once handed off.
+  if (!over_tls && o.enabled && config_.handoff)
+    return Status::error("check the target for --handoff",
+                         "the master speaks TLS (--redis-tls) but the target replicates over "
+                         "plain TCP (tls-replication no): CONFIG SET tls-replication yes on it")
+        .as(ErrorKind::kRefused);
+  if (!over_tls) return std::shared_ptr<const TlsContext>();
+  auto ctx = TlsContext::make(o, TlsRole::kServer, TlsWire::kRedis);
+  if (!ctx.ok())
+    return ctx.status().wrap("the target replicates over TLS (tls-replication yes), so its "
+                             "replica link is a TLS server");
+  log::info("the target replicates over TLS: its replica link answers with " + o.cert_file);
+  return std::make_shared<const TlsContext>(std::move(*ctx));
 }
 
 Status ReplicaSink::prepare(const TableInfo& info) {

@@ -53,6 +53,10 @@ class ReplicaSink : public LoadSink {
   void leave_target();
 
  private:
+  // The TLS the replica link answers with: a server context when the target
+  // replicates over TLS, null when over plain TCP.
+  Result<std::shared_ptr<const TlsContext>> link_tls();
+
   const ClientConfig& config_;
   // The fetched table's; valid until run_sync() returns (leave_target()
   // comes after it, and keeps what it needs in source_kind_).

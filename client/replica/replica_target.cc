@@ -63,6 +63,13 @@ Status ReplicaTarget::check(const TableInfo& info, TargetPolicy policy) {
   return {};
 }
 
+std::optional<bool> ReplicaTarget::replicates_over_tls() {
+  auto r = redis_.command({"CONFIG", "GET", "tls-replication"});
+  if (!r.ok() || (*r)->type != REDIS_REPLY_ARRAY) return std::nullopt;
+  if ((*r)->elements != 2 || (*r)->element[1]->type != REDIS_REPLY_STRING) return false;
+  return std::string_view((*r)->element[1]->str, (*r)->element[1]->len) == "yes";
+}
+
 Status ReplicaTarget::check_db(uint32_t db) const {
   if (!databases_ || db < *databases_) return {};
   return Status::error("check target Redis " + redis_.endpoint().to_string(),

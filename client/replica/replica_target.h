@@ -28,6 +28,10 @@ class ReplicaTarget {
   // every DB the table has (when its DB list is known yet). Warns if it
   // would write the RDB to disk before loading it.
   Status check(const TableInfo& info, TargetPolicy policy);
+  // Whether it replicates over TLS (tls-replication yes): its replica link
+  // must then be a TLS server. nullopt when CONFIG GET is refused; false
+  // for a server built without TLS.
+  std::optional<bool> replicates_over_tls();
   // Its `databases` setting as check() read it; nullopt when it could not.
   std::optional<uint64_t> databases() const { return databases_; }
   // kRefused when the target has no DB `db` (a replica whose RDB selects a

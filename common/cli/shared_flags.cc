@@ -61,9 +61,12 @@ std::vector<Flag> redis_tls_flags(TlsOptions& out) {
        "their certificates with (default: the system's)",
        false, set_string(out.ca_file)},
       {"--redis-tls-cert", "FILE", "", "",
-       "`--redis-tls`: a client certificate (PEM), for servers with `tls-auth-clients yes`",
-       "--redis-tls: a client certificate (PEM), for\n"
-       "servers with tls-auth-clients yes",
+       "`--redis-tls`: our certificate (PEM), for servers with `tls-auth-clients yes`, and the "
+       "one a replica-mode link shows a target with `tls-replication yes`",
+       "--redis-tls: our certificate (PEM): for servers\n"
+       "with tls-auth-clients yes, and the one a\n"
+       "replica-mode link shows a target with\n"
+       "tls-replication yes",
        false, set_string(out.cert_file)},
       {"--redis-tls-key", "FILE", "", "", "`--redis-tls`: its private key (PEM)",
        "--redis-tls: the client certificate's private key\n"

@@ -89,9 +89,12 @@ Result<RedisClient> RedisClient::connect(const Endpoint& at, const RedisCredenti
   // The connection failed before any answer: a TLS port drops a plain
   // client's first command unanswered.
   const auto lost = [&](const Status& s) {
-    const std::string hint = creds.tls
-                                 ? ""
-                                 : " (does it serve TLS only? then give " + creds.tls_flag + ")";
+    std::string hint = " (does it serve TLS only? then give " + creds.tls_flag + ")";
+    if (creds.tls)
+      hint = creds.tls->options().cert_file.empty()
+                 ? ""
+                 : " (did it refuse our client certificate? is " + creds.tls_flag +
+                       "-cert signed by a CA in its tls-ca-cert-file?)";
     return Status::error(step, s.reason() + hint, s.sys_errno()).as(s.kind());
   };
   if (!creds.password.empty()) {

@@ -5,6 +5,7 @@
 // the exit code docs/tls.md gives, and the target untouched.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 #include <thread>
 
@@ -65,7 +66,8 @@ class TlsRedisTest : public SidecarTest,
 TEST_P(TlsRedisTest, RestoreModeFromATlsMasterIntoATlsTarget) {
   SidecarServer server(master_->address(), tls_.sidecar_args());
   ASSERT_TRUE(server.wait_ready()) << server.describe();
-  ClientRun run = sync_to(server.port(), *target_, joined({"--mode", "restore"}, tls_.sidecar_args()));
+  ClientRun run = sync_to(server.port(), *target_,
+                          joined({"--mode", "restore"}, tls_.sidecar_args()));
   EXPECT_EQ(run.exit_code, exit_code::kOk) << run.describe();
   expect_equal();
 }
@@ -73,12 +75,13 @@ TEST_P(TlsRedisTest, RestoreModeFromATlsMasterIntoATlsTarget) {
 TEST_P(TlsRedisTest, ScanSourceAndVerify) {
   SidecarServer server(master_->address(), joined({"--source", "scan"}, tls_.sidecar_args()));
   ASSERT_TRUE(server.wait_ready()) << server.describe();
-  ClientRun run = sync_to(server.port(), *target_, joined({"--mode", "restore"}, tls_.sidecar_args()));
+  ClientRun run = sync_to(server.port(), *target_,
+                          joined({"--mode", "restore"}, tls_.sidecar_args()));
   EXPECT_EQ(run.exit_code, exit_code::kOk) << run.describe();
   expect_equal();
-  ClientRun verify = run_client(joined(
-      {"--verify", "--source-redis", master_->address(), "--redis", target_->address()},
-      tls_.sidecar_args()));
+  ClientRun verify = run_client(
+      joined({"--verify", "--source-redis", master_->address(), "--redis", target_->address()},
+             tls_.sidecar_args()));
   EXPECT_EQ(verify.exit_code, exit_code::kOk) << verify.describe();
 }
 
@@ -95,6 +98,30 @@ TEST_P(TlsRedisTest, FollowsTheMastersStream) {
       << follower.describe();
   EXPECT_TRUE(follower.running()) << follower.describe();
   follower.terminate(5s);
+}
+
+// The target connects to the client's replica link with TLS (its
+// tls-replication yes), and after --handoff to the master, which continues
+// it with a partial resync over TLS.
+TEST_P(TlsRedisTest, ReplicaModeAndHandoff) {
+  SidecarServer server(master_->address(), tls_.sidecar_args());
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  fill_strings(*master_, 0, "past-the-table:", 200);
+  const std::string partial_before = master_->info_field("stats", "sync_partial_ok");
+  const std::string full_before = master_->info_field("stats", "sync_full");
+  ClientRun run = sync_to(server.port(), *target_,
+                          joined({"--mode", "replica", "--handoff", "--master", master_->address()},
+                                 tls_.sidecar_args()));
+  EXPECT_EQ(run.exit_code, exit_code::kOk) << run.describe();
+  EXPECT_NE(run.err.find("replicates over TLS"), std::string::npos) << run.describe();
+  EXPECT_TRUE(eventually(
+      [&] { return target_->info_field("replication", "master_link_status") == "up"; }, 30s))
+      << run.describe();
+  EXPECT_EQ(target_->info_field("replication", "master_port"), std::to_string(master_->port()));
+  EXPECT_EQ(master_->info_field("stats", "sync_full"), full_before) << "no full sync";
+  EXPECT_NE(master_->info_field("stats", "sync_partial_ok"), partial_before);
+  master_->run({"SET", "after-the-handoff", "1"});
+  EXPECT_TRUE(eventually([&] { return target_->digest() == master_->digest(); }, 30s));
 }
 
 INSTANTIATE_TEST_SUITE_P(Servers, TlsRedisTest, ::testing::Values("redis-7.0", "valkey-9.1"),
@@ -118,23 +145,27 @@ class TlsRefusalTest : public SidecarTest, public TlsServers {
   }
 
   // A TLS target holding one marker key, serving `cert` (a name in pki_).
-  RedisProcess& start_target(const std::string& cert) {
+  RedisProcess& start_target(const std::string& cert, bool auth_clients = true) {
     RedisTls t = tls_;
     t.cert = pki_.crt(cert);
     t.key = pki_.key(cert);
     t.test_verifies = false;
+    t.auth_clients = auth_clients;
     target_.emplace(RedisOptions().with_tls(t));
     EXPECT_TRUE(target_->started()) << target_->start_error();
     target_->run({"SET", "marker", "untouched"});
     return *target_;
   }
 
-  // Runs the client into `target` with `args`; expects `code` and a message
+  // Runs the client into `target` with `args` (--mode restore unless they
+  // name one); expects `code` and a message
   // holding each of `says`, and the target as it was.
   void expect_refused(const RedisProcess& target, const std::vector<std::string>& args, int code,
                       const std::vector<std::string>& says) {
     const std::string before = digest_of(target);
-    ClientRun run = sync_to(server_->port(), target, joined({"--mode", "restore"}, args), {}, 60s);
+    const bool has_mode = std::find(args.begin(), args.end(), "--mode") != args.end();
+    ClientRun run = sync_to(server_->port(), target,
+                            has_mode ? args : joined({"--mode", "restore"}, args), {}, 60s);
     EXPECT_EQ(run.exit_code, code) << run.describe();
     for (const std::string& s : says)
       EXPECT_NE(run.err.find(s), std::string::npos) << "want \"" << s << "\"\n" << run.describe();
@@ -156,8 +187,7 @@ TEST_F(TlsRefusalTest, ACaThatDidNotSignTheTargetsCertificate) {
 }
 
 TEST_F(TlsRefusalTest, AnExpiredTargetCertificate) {
-  pki_.make_cert("expired", "ca",
-                 CertSpec{"localhost", {"localhost"}, {"127.0.0.1"}, -30, -1});
+  pki_.make_cert("expired", "ca", CertSpec{"localhost", {"localhost"}, {"127.0.0.1"}, -30, -1});
   RedisProcess& target = start_target("expired");
   expect_refused(target, tls_.sidecar_args(), exit_code::kUnavailable,
                  {target.address(), "expired"});
@@ -168,9 +198,10 @@ TEST_F(TlsRefusalTest, ACertificateForAnotherNameUnlessSniNamesIt) {
   RedisProcess& target = start_target("elsewhere");
   expect_refused(target, tls_.sidecar_args(), exit_code::kUnavailable,
                  {target.address(), "--redis-tls-sni"});
-  ClientRun run = sync_to(server_->port(), target,
-                          joined({"--mode", "restore", "--flush", "--redis-tls-sni", "redis.example"},
-                                 tls_.sidecar_args()));
+  ClientRun run = sync_to(
+      server_->port(), target,
+      joined({"--mode", "restore", "--flush", "--redis-tls-sni", "redis.example"},
+             tls_.sidecar_args()));
   EXPECT_EQ(run.exit_code, exit_code::kOk) << run.describe();
   EXPECT_EQ(digest_of(target), master_.digest());
 }
@@ -191,8 +222,8 @@ TEST_F(TlsRefusalTest, TlsToAPlainPort) {
   ASSERT_TRUE(plain.started()) << plain.start_error();
   plain.run({"SET", "marker", "untouched"});
   // --io-timeout: a plain Redis never answers a TLS hello.
-  expect_refused(plain, joined({"--io-timeout", "2"}, tls_.sidecar_args()),
-                 exit_code::kUnavailable, {plain.address(), "--redis-tls"});
+  expect_refused(plain, joined({"--io-timeout", "2"}, tls_.sidecar_args()), exit_code::kUnavailable,
+                 {plain.address(), "--redis-tls"});
 }
 
 TEST_F(TlsRefusalTest, TheServerRefusesAMasterItCannotVerify) {
@@ -205,6 +236,31 @@ TEST_F(TlsRefusalTest, TheServerRefusesAMasterItCannotVerify) {
   EXPECT_EQ(server.process().wait(30s), exit_code::kUnavailable) << server.describe();
   EXPECT_NE(server.process().stderr_text().find(tls_master.address()), std::string::npos)
       << server.describe();
+}
+
+// A target that replicates over TLS must be shown a certificate it trusts
+// (here it asks for none from its clients, so only the link is refused).
+TEST_F(TlsRefusalTest, ReplicaModeTargetRefusesTheLinksCertificate) {
+  pki_.make_ca("other-ca");
+  pki_.make_localhost_cert("other", "other-ca");
+  RedisProcess& target = start_target("redis", false);
+  std::vector<std::string> args = tls_.sidecar_args();
+  args[4] = pki_.crt("other");
+  args[6] = pki_.key("other");
+  expect_refused(target, joined({"--mode", "replica", "--flush", "--io-timeout", "5"}, args),
+                 exit_code::kUnavailable, {"the last one dropped", "--redis-tls-cert"});
+  EXPECT_EQ(target.info_field("replication", "role"), "master") << "detached again";
+}
+
+// A plain port, but replication over TLS.
+TEST_F(TlsRefusalTest, ReplicaModeTargetOverTlsNeedsRedisTls) {
+  RedisProcess target(
+      RedisOptions().with_args({"--tls-cert-file", tls_.cert, "--tls-key-file", tls_.key,
+                                "--tls-ca-cert-file", tls_.ca, "--tls-replication", "yes"}));
+  ASSERT_TRUE(target.started()) << target.start_error();
+  target.run({"SET", "marker", "untouched"});
+  expect_refused(target, {"--mode", "replica", "--flush"}, exit_code::kUsage,
+                 {"tls-replication yes", "--redis-tls-cert"});
 }
 
 TEST_F(TlsRefusalTest, FilesWithoutRedisTlsOrUnreadableAreUsageErrors) {
