@@ -6,12 +6,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <thread>
 
 #include "common/cli/exit_codes.h"
+#include "tests/support/cluster_dataset.h"
 #include "tests/support/dataset.h"
 #include "tests/support/eventually.h"
+#include "tests/support/redis_cluster.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/sidecar.h"
 #include "tests/support/temp_dir.h"
@@ -122,6 +125,34 @@ TEST_P(TlsRedisTest, ReplicaModeAndHandoff) {
   EXPECT_NE(master_->info_field("stats", "sync_partial_ok"), partial_before);
   master_->run({"SET", "after-the-handoff", "1"});
   EXPECT_TRUE(eventually([&] { return target_->digest() == master_->digest(); }, 30s));
+}
+
+// Three TLS shards (tls-cluster yes) copied into a TLS cluster of two
+// masters, so that keys move between shards: each node and every
+// redirection over TLS.
+TEST_P(TlsRedisTest, ATlsClusterIntoATlsCluster) {
+  ClusterOptions options = ClusterOptions().with_server(server_);
+  options.node.with_tls(tls_);
+  RedisCluster source(ClusterOptions(options).with_masters(3));
+  ASSERT_TRUE(source.started()) << source.start_error();
+  RedisCluster target(ClusterOptions(options).with_masters(2));
+  ASSERT_TRUE(target.started()) << target.start_error();
+  const ClusterFill fill = fill_cluster(source, 2000);
+
+  std::vector<std::unique_ptr<SidecarServer>> sidecars;
+  std::vector<std::string> args = {"--cluster"};
+  for (RedisProcess* m : source.masters()) {
+    sidecars.push_back(std::make_unique<SidecarServer>(m->address(), tls_.sidecar_args()));
+    ASSERT_TRUE(sidecars.back()->wait_ready()) << sidecars.back()->describe();
+    args.push_back(sidecar_host() + ":" + std::to_string(sidecars.back()->port()));
+  }
+  ClientRun run = run_client(
+      joined(joined(args, {"--redis", target.seed(), "--transport", test_transport()}),
+             tls_.sidecar_args()));
+  ASSERT_EQ(run.exit_code, exit_code::kOk) << run.describe();
+  EXPECT_EQ(target.total_keys(), fill.keys);
+  EXPECT_EQ(target.keys_per_slot(), fill.keys_per_slot);
+  EXPECT_EQ(target.logical_state(), source.logical_state());
 }
 
 INSTANTIATE_TEST_SUITE_P(Servers, TlsRedisTest, ::testing::Values("redis-7.0", "valkey-9.1"),
