@@ -2,7 +2,8 @@
 # The systemd units as installed (ExecStart= names the installed binaries,
 # which systemd-analyze verify needs to exist), checked by systemd-analyze
 # verify as instances, with the Redis-password drop-in of
-# redis-auth.conf.example applied to one of them: any message fails.
+# redis-auth.conf.example applied to one of them and the Redis TLS drop-in
+# of redis-tls.conf.example to the other: any message fails.
 # Usage: units_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1
@@ -16,9 +17,10 @@ trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/usr
 cmake --install "$build" --prefix "$prefix" >"$tmp/install.log"
 units=$tmp/units
-mkdir -p "$units/rdma-server@main.service.d"
+mkdir -p "$units/rdma-server@main.service.d" "$units/rdma-client@cache1.service.d"
 cp "$prefix"/lib/systemd/system/*.service "$units/"
 cp "$src/contrib/systemd/redis-auth.conf.example" "$units/rdma-server@main.service.d/redis-auth.conf"
+cp "$src/contrib/systemd/redis-tls.conf.example" "$units/rdma-client@cache1.service.d/redis-tls.conf"
 
 verify() {  # instance: no message at all (an unknown key is only a warning)
   local out
@@ -28,7 +30,8 @@ verify() {  # instance: no message at all (an unknown key is only a warning)
 }
 check "systemd-analyze verify rdma-server@main.service (with the redis-auth drop-in)" \
   verify rdma-server@main.service
-check "systemd-analyze verify rdma-client@cache1.service" verify rdma-client@cache1.service
+check "systemd-analyze verify rdma-client@cache1.service (with the redis-tls drop-in)" \
+  verify rdma-client@cache1.service
 
 for u in rdma-server@.service rdma-client@.service; do
   f=$units/$u
