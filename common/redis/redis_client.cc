@@ -92,7 +92,8 @@ Result<RedisClient> RedisClient::connect(const Endpoint& at, const RedisCredenti
     std::string hint = " (does it serve TLS only? then give " + creds.tls_flag + ")";
     if (creds.tls)
       hint = creds.tls->options().cert_file.empty()
-                 ? ""
+                 ? " (does it want a client certificate, tls-auth-clients yes? then give " +
+                       creds.tls_flag + "-cert and " + creds.tls_flag + "-key)"
                  : " (did it refuse our client certificate? is " + creds.tls_flag +
                        "-cert signed by a CA in its tls-ca-cert-file?)";
     return Status::error(step, s.reason() + hint, s.sys_errno()).as(s.kind());

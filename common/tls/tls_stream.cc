@@ -221,8 +221,19 @@ Result<size_t> TlsStream::write_some(std::string_view src) {
   size_t put = 0;
   const int ret = SSL_write_ex(ssl_, src.data(), src.size(), &put);
   if (ret == 1) return put;
-  RRS_RETURN_IF_ERROR(failure(ret, "write to " + peer_));
-  return size_t{0};
+  Status failed = failure(ret, "write to " + peer_);
+  if (failed.ok()) return size_t{0};
+  // A TLS 1.3 server checks our certificate after our side of the handshake
+  // is done: its refusal is an alert waiting to be read, and the reason.
+  char byte = 0;
+  size_t peeked = 0;
+  ERR_clear_error();
+  const int peek = SSL_peek_ex(ssl_, &byte, 1, &peeked);
+  if (peek != 1) {
+    Status alert = failure(peek, "write to " + peer_);
+    if (alert.kind() == ErrorKind::kDenied) return alert;
+  }
+  return failed;
 }
 
 bool TlsStream::buffered() const { return SSL_pending(ssl_) > 0; }
