@@ -177,10 +177,9 @@ TEST_F(OnDemandTest, SigusrTakesTheFirstSnapshotWithoutAClient) {
 // not up yet (a pod's containers start together) is waited for: the sidecar
 // serves, not ready, and is ready once the master answers.
 TEST_F(OnDemandTest, AMasterNotUpYetIsWaitedForNotReady) {
-  RedisOptions later;
-  later.port = free_loopback_port();
+  ReservedPort master_port;  // refused until the master starts on it
   const uint16_t metrics_port = free_loopback_port();
-  SidecarServer server("127.0.0.1:" + std::to_string(later.port),
+  SidecarServer server("127.0.0.1:" + std::to_string(master_port.port()),
                        {"--metrics", std::to_string(metrics_port)}, {}, FirstSnapshot::kOnDemand);
   ASSERT_TRUE(server.wait_ready()) << server.describe();
   EXPECT_NE(server.process().stderr_text().find("check the master before serving"),
@@ -190,6 +189,8 @@ TEST_F(OnDemandTest, AMasterNotUpYetIsWaitedForNotReady) {
   EXPECT_EQ(r.status, 503) << r.body;
   EXPECT_NE(r.body.find("the master is out of reach"), std::string::npos) << r.body;
 
+  RedisOptions later;
+  later.port = master_port.release();
   RedisProcess master(later);
   ASSERT_TRUE(master.started()) << master.start_error();
   EXPECT_TRUE(
