@@ -101,7 +101,11 @@ Result<ClientConfig> parse_client_args(int argc, char** argv) {
   ClientConfig c;
   std::vector<std::string> positional;
   std::string error = parse_flags(argc, argv, client_flags(c), &positional);
-  if (error.empty()) error = check_redis_tls(c.redis_tls);
+  if (error.empty()) error = check_tls_flags(c.redis_tls);
+  if (error.empty()) error = check_tls_flags(c.tls);
+  if (error.empty() && c.tls.enabled && c.transport == "verbs")
+    error = "--tls with --transport verbs: RDMA traffic is not encrypted (docs/tls.md); use "
+            "--transport tcp for TLS, or keep the fabric isolated and drop --tls";
   if (!error.empty()) return Status::error("arguments", error);
   if (c.help != HelpKind::kNone || c.version) return c;
   RRS_RETURN_IF_ERROR(check_combinations(c));

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,10 +42,15 @@ struct ClientConfig {
   // --redis-tls and its files: TLS to the target and every other Redis the
   // client connects to (the master of --handoff, --source-redis, nodes).
   TlsOptions redis_tls;
+  // --tls and its files: the TCP transport over TLS 1.3.
+  TlsOptions tls;
   // --auth-file, else $RDMA_SIDECAR_SECRET: the sidecar's shared secret.
   // main() loads it into `secret` before anything connects.
   std::string auth_file;
   std::optional<std::string> secret;
+  // The --tls context, made by main() from `tls` before anything connects;
+  // null without --tls.
+  std::shared_ptr<const TlsContext> transport_tls;
   TargetPolicy policy = TargetPolicy::kRequireEmpty;
   // --atomic (restore mode): load into staging DBs, then SWAPDB them all in
   // at once (MULTI/EXEC) once the whole table is loaded and checked; a failed

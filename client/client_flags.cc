@@ -432,6 +432,7 @@ std::vector<Flag> client_flags(ClientConfig& c) {
        "all are counted)",
        false, set_number(0, UINT64_MAX, c.max_differences)},
   };
+  for (Flag& f : transport_tls_flags(c.tls, TlsRole::kClient)) flags.push_back(std::move(f));
   for (Flag& f : redis_tls_flags(c.redis_tls)) flags.push_back(std::move(f));
   for (Flag& f : version_and_help_flags(c.version, c.help)) flags.push_back(std::move(f));
   return flags;

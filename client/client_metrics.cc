@@ -92,6 +92,16 @@ ClientMetrics::FollowGauges ClientMetrics::follow(const std::string& source) {
           follow_lag_seconds_.gauge({source})};
 }
 
+void ClientMetrics::encrypted(bool table, bool redis) {
+  auto& tls = metrics::global().gauges(
+      "rrs_client_tls",
+      "1 where a wire is encrypted with TLS, 0 where it is clear text: wire=table (from "
+      "rdma-server; never over verbs) and wire=redis (to the target and any Redis source).",
+      {"wire"});
+  tls.gauge({"table"}).set(table ? 1 : 0);
+  tls.gauge({"redis"}).set(redis ? 1 : 0);
+}
+
 void ClientMetrics::failed(const Status& s) {
   if (s.ok()) return;
   errors_.counter({kind_name(s.kind())}).add();

@@ -48,6 +48,9 @@ struct ClientMetrics {
   metrics::Counter& failed_invalid;
   metrics::Counter& failed_refused;
   metrics::Counter& skipped_expired;
+  // Which wires are TLS (1) or clear text (0): the table's from rdma-server
+  // (verbs never is), and every connection to Redis. Set once, at start.
+  void encrypted(bool table, bool redis);
   // A failure the client carries on after (a follower reconnects, a sync
   // starts over); the run's last ends it, and its metrics with it.
   void failed(const Status& s);

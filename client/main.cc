@@ -27,6 +27,7 @@
 #include "common/metrics/http_endpoint.h"
 #include "common/metrics/readiness.h"
 #include "common/table/huge_pages.h"
+#include "common/tls/tls_context.h"
 #include "common/transport/verbs/device.h"
 
 using namespace rrs;
@@ -69,10 +70,10 @@ void linger_until_stopped(const ClientConfig& config) {
 
 // --metrics: every name registered, then served from a thread of its own
 // while the client runs.
-Result<std::unique_ptr<metrics::HttpEndpoint>> start_metrics(const std::optional<Endpoint>& at) {
-  if (!at) return std::unique_ptr<metrics::HttpEndpoint>();
-  client_metrics();
-  return metrics::HttpEndpoint::start(*at, metrics::global());
+Result<std::unique_ptr<metrics::HttpEndpoint>> start_metrics(const ClientConfig& config) {
+  if (!config.metrics) return std::unique_ptr<metrics::HttpEndpoint>();
+  client_metrics().encrypted(config.tls.enabled, config.redis_tls.enabled);
+  return metrics::HttpEndpoint::start(*config.metrics, metrics::global());
 }
 
 }  // namespace
@@ -109,7 +110,15 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     return exit_code::kUsage;
   }
   config->secret = *secret;
-  auto metrics_endpoint = start_metrics(config->metrics);
+  if (config->tls.enabled) {
+    auto tls = TlsContext::make(config->tls, TlsRole::kClient, TlsWire::kTransport);
+    if (!tls.ok()) {
+      log::error(tls.status().message());
+      return exit_code::for_status(tls.status());
+    }
+    config->transport_tls = std::make_shared<const TlsContext>(std::move(*tls));
+  }
+  auto metrics_endpoint = start_metrics(*config);
   if (!metrics_endpoint.ok()) {
     log::error(metrics_endpoint.status().message());
     return exit_code::for_status(metrics_endpoint.status());

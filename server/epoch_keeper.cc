@@ -23,11 +23,16 @@ Status publish_everywhere(Servers& servers, const TablePtr& table) {
   return {};
 }
 
-// "listening=ADDR transport=tcp+verbs", the end of the ready line.
+// "listening=ADDR transport=tcp+verbs tls=off", the end of the ready line.
 std::string serving_fields(const Servers& servers) {
   std::string names;
-  for (const auto& [name, server] : servers) names += (names.empty() ? "" : "+") + name;
-  return "listening=" + servers.front().second->address() + " transport=" + names;
+  bool tls = false;
+  for (const auto& [name, server] : servers) {
+    names += (names.empty() ? "" : "+") + name;
+    tls = tls || server->encrypted();
+  }
+  return "listening=" + servers.front().second->address() + " transport=" + names +
+         " tls=" + (tls ? "on" : "off");
 }
 
 void print_table_line(const char* what, const table::Header& h, const SnapshotStats& stats,

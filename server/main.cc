@@ -37,6 +37,7 @@ namespace {
 // TCP always serves unless --transport verbs; verbs serves when asked, or in
 // auto mode when an RDMA device is up (same port number: rdmacm has its own
 // port space).
+// With --tls only TCP serves: verbs would hand the same table out in clear.
 Result<Servers> start_servers(event_base* base, const ServerConfig& config,
                               const AccessPolicy& access, TableDemand* demand) {
   Servers servers;
@@ -45,10 +46,27 @@ Result<Servers> start_servers(event_base* base, const ServerConfig& config,
     TcpServerLimits tcp_limits;
     tcp_limits.access = access;
     tcp_limits.demand = demand;
+    if (config.tls.enabled) {
+      RRS_ASSIGN_OR_RETURN(TlsContext tls,
+                           TlsContext::make(config.tls, TlsRole::kServer, TlsWire::kTransport));
+      tcp_limits.tls = std::make_shared<const TlsContext>(std::move(tls));
+      log::info(std::string("TCP clients connect with TLS 1.3") +
+                (config.tls.ca_file.empty()
+                     ? ""
+                     : ", each with a certificate " + config.tls.ca_file + " signed"));
+    } else if (!is_loopback_host(config.listen_host)) {
+      log::warn("--listen " + config.listen_host +
+                " without --tls: the keyspace crosses the "
+                "network in clear text over TCP (docs/tls.md)");
+    }
     auto tcp = TcpTableServer::listen(base, at, tcp_limits);
     if (!tcp.ok()) return tcp.status();
     at.port = (*tcp)->port();  // --port 0: verbs takes the port TCP was given
     servers.emplace_back("tcp", std::move(*tcp));
+  }
+  if (config.tls.enabled) {
+    log::info("--tls: serving over TCP only (RDMA is not encrypted)");
+    return servers;
   }
   auto device = rdma_device_active();
   if (config.transport == TransportChoice::kVerbs ||
@@ -146,10 +164,10 @@ Source make_source(const ServerConfig& config, const RedisCredentials& creds,
 }
 
 // --metrics: every name registered, then served from a thread of its own.
-Result<std::unique_ptr<metrics::HttpEndpoint>> start_metrics(const std::optional<Endpoint>& at) {
-  if (!at) return std::unique_ptr<metrics::HttpEndpoint>();
-  server_metrics();
-  return metrics::HttpEndpoint::start(*at, metrics::global());
+Result<std::unique_ptr<metrics::HttpEndpoint>> start_metrics(const ServerConfig& config) {
+  if (!config.metrics) return std::unique_ptr<metrics::HttpEndpoint>();
+  server_metrics().encrypted(config.tls.enabled, config.redis_tls.enabled);
+  return metrics::HttpEndpoint::start(*config.metrics, metrics::global());
 }
 
 // Serves until SIGINT or SIGTERM (until then their default action still
@@ -167,7 +185,7 @@ void run_loop(event_base* base) {
 Status serve(const ServerConfig& config) {
   RRS_RETURN_IF_ERROR(pin_to_cpus(config.cpus));  // before any thread: they inherit it
   log::info(set_huge_pages(config.huge_pages));
-  RRS_ASSIGN_OR_RETURN(auto metrics, start_metrics(config.metrics));
+  RRS_ASSIGN_OR_RETURN(auto metrics, start_metrics(config));
   std::unique_ptr<event_base, void (*)(event_base*)> base(event_base_new(), event_base_free);
   // SIGUSR1's default action ends the process, so its handler goes in before
   // anything that can take time. One that comes during a first snapshot

@@ -38,7 +38,11 @@ Result<ServerConfig> parse_server_args(int argc, char** argv) {
   ServerConfig c;
   std::string master_flag;  // the last flag that names a master, if any
   std::string error = parse_flags(argc, argv, server_flags(c, master_flag), nullptr);
-  if (error.empty()) error = check_redis_tls(c.redis_tls);
+  if (error.empty()) error = check_tls_flags(c.redis_tls);
+  if (error.empty()) error = check_tls_flags(c.tls);
+  if (error.empty() && c.tls.enabled && c.transport == TransportChoice::kVerbs)
+    error = "--tls with --transport verbs: RDMA traffic is not encrypted (docs/tls.md); use "
+            "--transport tcp for TLS, or keep the fabric isolated and drop --tls";
   if (!error.empty()) return Status::error("arguments", error);
   RRS_RETURN_IF_ERROR(check_source(c, master_flag));
   if (c.log_size && c.snapshot_every >= c.log_size)

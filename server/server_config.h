@@ -25,6 +25,8 @@ struct ServerConfig {
   std::string redis_auth_file;
   // --redis-tls and its files: TLS to the master (PSYNC and SCAN alike).
   TlsOptions redis_tls;
+  // --tls and its files: the TCP transport over TLS 1.3.
+  TlsOptions tls;
   // --listen: loopback by default, like Redis's own `bind`, because the table
   // is the whole keyspace. Anything else needs a shared secret.
   std::string listen_host = "127.0.0.1";

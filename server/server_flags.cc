@@ -247,6 +247,7 @@ std::vector<Flag> server_flags(ServerConfig& c, std::string& master_flag) {
        "  {\"ts\":\"...\",\"level\":\"warn\",\"program\":\"rdma-server\",\"msg\":\"...\"}",
        true, set_log_format_flag(c.log_format)},
   };
+  for (Flag& f : transport_tls_flags(c.tls, TlsRole::kServer)) flags.push_back(std::move(f));
   for (Flag& f : redis_tls_flags(c.redis_tls)) flags.push_back(std::move(f));
   for (Flag& f : version_and_help_flags(c.version, c.help)) flags.push_back(std::move(f));
   return flags;

@@ -6,6 +6,16 @@
 
 namespace rrs {
 
+void ServerMetrics::encrypted(bool table, bool redis) {
+  auto& tls = metrics::global().gauges(
+      "rrs_server_tls",
+      "1 where a wire is encrypted with TLS, 0 where it is clear text: wire=table (to clients; "
+      "never over verbs) and wire=redis (to the master).",
+      {"wire"});
+  tls.gauge({"table"}).set(table ? 1 : 0);
+  tls.gauge({"redis"}).set(redis ? 1 : 0);
+}
+
 ServerMetrics::ServerMetrics()
     : master_link_up(metrics::global().gauge(
           "rrs_server_master_link_up",

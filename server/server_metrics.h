@@ -23,6 +23,9 @@ class ServerMetrics {
   // The table was given back (--table-retain): no table is held now; the
   // epoch and change log gauges stay as they were.
   void released();
+  // Which wires are TLS (1) or clear text (0): the table's to clients
+  // (verbs never is), and every connection to Redis. Set once, at start.
+  void encrypted(bool table, bool redis);
   // The master link (psync): up or down, and the offset our copy reached.
   metrics::Gauge& master_link_up;
   metrics::Gauge& master_offset;

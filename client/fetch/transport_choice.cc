@@ -22,9 +22,14 @@ Result<std::unique_ptr<TableReader>> connect_with(std::unique_ptr<TableReader> r
 Result<std::unique_ptr<TableReader>> connect_transport(const ClientConfig& config,
                                                        Clock::time_point deadline) {
   const auto io = std::chrono::milliseconds(config.io_timeout);
-  if (config.transport == "tcp") {
-    return connect_with(std::make_unique<TcpTableReader>(config.server, io, config.secret),
-                        deadline);
+  auto tcp = [&] {
+    return std::make_unique<TcpTableReader>(config.server, io, config.secret, config.transport_tls);
+  };
+  if (config.transport == "tcp") return connect_with(tcp(), deadline);
+  // RDMA is not encrypted: --tls reads over TCP only.
+  if (config.transport_tls) {
+    log::info("transport: tcp (--tls)");
+    return connect_with(tcp(), deadline);
   }
   if (config.transport == "verbs") {
     log::info("transport: verbs (--transport verbs)");
@@ -46,7 +51,7 @@ Result<std::unique_ptr<TableReader>> connect_transport(const ClientConfig& confi
   } else {
     log::info("transport: tcp (" + why + ")");
   }
-  return connect_with(std::make_unique<TcpTableReader>(config.server, io, config.secret), deadline);
+  return connect_with(tcp(), deadline);
 }
 
 }  // namespace rrs

@@ -87,15 +87,57 @@ std::vector<Flag> redis_tls_flags(TlsOptions& out) {
   };
 }
 
-std::string check_redis_tls(const TlsOptions& tls) {
+std::vector<Flag> transport_tls_flags(TlsOptions& out, TlsRole role) {
+  out.flag = "--tls";
+  const bool server = role == TlsRole::kServer;
+  std::vector<Flag> flags = {
+      {"--tls", "", "", "",
+       server ? "serve TCP over TLS 1.3 (kernel TLS where the kernel has it); not with verbs"
+              : "read over TCP with TLS 1.3, verifying the server's certificate; not with verbs",
+       server ? "serve over TCP with TLS 1.3 (kernel TLS where\n"
+                "the kernel has it; not with --transport verbs:\n"
+                "RDMA is not encrypted)"
+              : "read over TCP with TLS 1.3 (not with --transport\n"
+                "verbs: RDMA is not encrypted)",
+       false, set_true(out.enabled)},
+      {"--tls-cert", "FILE", "", "",
+       server ? "`--tls`: the server's certificate (PEM)"
+              : "`--tls`: a client certificate (PEM), for a server that asks for one",
+       server ? "--tls: the server's certificate (PEM)"
+              : "--tls: a client certificate (PEM), for a server\n"
+                "with --tls-cacert (mutual TLS)",
+       false, set_string(out.cert_file)},
+      {"--tls-key", "FILE", "", "", "`--tls`: its private key (PEM)",
+       "--tls: the certificate's private key (PEM)", false, set_string(out.key_file)},
+      {"--tls-cacert", "FILE", server ? "" : "the system's CAs", "",
+       server ? "`--tls`: CA certificates (PEM); when given, clients must show a certificate "
+                "one of them signed (mutual TLS)"
+              : "`--tls`: the CA certificates (PEM) to verify the server with",
+       server ? "--tls: CA certificates (PEM); when given, each\n"
+                "client must show a certificate they signed"
+              : "--tls: the CA certificates (PEM) to verify the\n"
+                "server's certificate with (default: the system's)",
+       false, set_string(out.ca_file)},
+  };
+  if (!server)
+    flags.push_back({"--tls-sni", "NAME", "the host", "",
+                     "`--tls`: the name to ask for and to find in the server's certificate",
+                     "--tls: the server name to ask for and to find\n"
+                     "in its certificate (default: the host connected\n"
+                     "to)",
+                     false, set_string(out.sni)});
+  return flags;
+}
+
+std::string check_tls_flags(const TlsOptions& tls) {
   if (tls.enabled) return "";
-  const std::pair<const std::string*, const char*> files[] = {{&tls.ca_file, "--redis-tls-cacert"},
-                                                              {&tls.cert_file, "--redis-tls-cert"},
-                                                              {&tls.key_file, "--redis-tls-key"},
-                                                              {&tls.sni, "--redis-tls-sni"}};
-  for (const auto& [value, name] : files)
-    if (!value->empty()) return std::string(name) + " needs --redis-tls";
-  if (tls.insecure) return "--redis-tls-insecure needs --redis-tls";
+  const std::pair<const std::string*, const char*> files[] = {{&tls.ca_file, "-cacert"},
+                                                              {&tls.cert_file, "-cert"},
+                                                              {&tls.key_file, "-key"},
+                                                              {&tls.sni, "-sni"}};
+  for (const auto& [value, suffix] : files)
+    if (!value->empty()) return tls.flag + suffix + " needs " + tls.flag;
+  if (tls.insecure) return tls.flag + "-insecure needs " + tls.flag;
   return "";
 }
 

@@ -39,8 +39,13 @@ FlagSetter set_seconds(uint64_t lo, uint64_t hi, std::chrono::seconds& out);
 // --redis-tls and its files, spelled as redis-cli's --tls options: for
 // every connection the program makes to Redis or Valkey.
 std::vector<Flag> redis_tls_flags(TlsOptions& out);
-// "--redis-tls-cacert needs --redis-tls" when a file came without it.
-std::string check_redis_tls(const TlsOptions& tls);
+// --tls and its files, for the TCP transport: a server's certificate (and
+// the CA of its clients', for mutual TLS), or a client's CA (and its own
+// certificate).
+std::vector<Flag> transport_tls_flags(TlsOptions& out, TlsRole role);
+// "--redis-tls-cacert needs --redis-tls" when a file came without the flag
+// that turns TLS on (TlsOptions::flag).
+std::string check_tls_flags(const TlsOptions& tls);
 
 // --version, -h/--help, --help-all and the hidden --help-markdown: the
 // last entries of a table.

@@ -54,7 +54,7 @@ Status wait_for(Stream& stream, Clock::time_point deadline, const std::string& s
   }
 }
 
-Status write_all(Stream& stream, std::string_view data, std::chrono::milliseconds timeout,
+Status write_all(Stream& stream, std::string_view data, const WaitLimit& limit,
                  const std::string& step) {
   while (!data.empty()) {
     auto put = stream.write_some(data);
@@ -63,7 +63,27 @@ Status write_all(Stream& stream, std::string_view data, std::chrono::millisecond
       data.remove_prefix(*put);
       continue;
     }
-    RRS_RETURN_IF_ERROR(wait_for(stream, Clock::now() + timeout, step));
+    RRS_RETURN_IF_ERROR(wait_for(stream, limit.next(), step));
+  }
+  return {};
+}
+
+Status read_all(Stream& stream, std::span<std::byte> dst, const WaitLimit& limit,
+                const std::string& step) {
+  auto* at = reinterpret_cast<char*>(dst.data());
+  size_t left = dst.size();
+  while (left > 0) {
+    auto got = stream.read_some(std::span<char>(at, left));
+    if (!got.ok()) return got.status().wrap(step);
+    if (got->closed)
+      return Status::error(step, "the peer closed the connection", ECONNRESET)
+          .as(ErrorKind::kUnavailable);
+    if (got->bytes > 0) {
+      at += got->bytes;
+      left -= got->bytes;
+      continue;
+    }
+    RRS_RETURN_IF_ERROR(wait_for(stream, limit.next(), step));
   }
   return {};
 }

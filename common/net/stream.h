@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -67,11 +68,29 @@ class SocketStream final : public Stream {
 };
 
 // Waits until `stream` can make progress on what it wants(), at most until
-// `deadline`: a Status naming `step` when it timed out.
+// `deadline`: a Status naming `step` when it timed out (ETIMEDOUT).
 Status wait_for(Stream& stream, Clock::time_point deadline, const std::string& step);
-// All of `data`, waiting at most `timeout` between bytes written.
-Status write_all(Stream& stream, std::string_view data, std::chrono::milliseconds timeout,
+
+// How long the waits of one call may take: `each` of them, or, with a
+// deadline, all of them together (a peer trickling a byte now and then
+// cannot stretch the call past it).
+struct WaitLimit {
+  std::chrono::milliseconds each{0};
+  std::optional<Clock::time_point> deadline;
+  Clock::time_point next() const { return deadline ? *deadline : Clock::now() + each; }
+};
+
+// All of `data`.
+Status write_all(Stream& stream, std::string_view data, const WaitLimit& limit,
                  const std::string& step);
+// All of `data`, waiting at most `timeout` between bytes written.
+inline Status write_all(Stream& stream, std::string_view data, std::chrono::milliseconds timeout,
+                        const std::string& step) {
+  return write_all(stream, data, WaitLimit{timeout, std::nullopt}, step);
+}
+// All of `dst`; a connection closed first is kUnavailable (ECONNRESET).
+Status read_all(Stream& stream, std::span<std::byte> dst, const WaitLimit& limit,
+                const std::string& step);
 // At least one byte into `dst`, waiting at most until `deadline`; a closed
 // connection is an error (kUnavailable) naming `step`.
 Result<size_t> read_by(Stream& stream, std::span<char> dst, Clock::time_point deadline,

@@ -158,7 +158,13 @@ Status TlsStream::failure(int ret, const std::string& step) {
     case SSL_ERROR_WANT_READ: wants_ = POLLIN; return {};
     case SSL_ERROR_WANT_WRITE: wants_ = POLLOUT; return {};
     case SSL_ERROR_ZERO_RETURN:
-      return Status::error(step, "the peer closed the TLS session").as(ErrorKind::kUnavailable);
+      // Mid-handshake, an end of stream (an unexpected EOF is taken as one):
+      // a plain server that hung up on a hello it could not parse.
+      return Status::error(step, SSL_is_init_finished(ssl_) || role_ != TlsRole::kClient
+                                     ? "the peer closed the TLS session"
+                                     : "the peer closed the connection in the TLS handshake (" +
+                                           plain_port_hint(options_.flag) + ")")
+          .as(ErrorKind::kUnavailable);
     case SSL_ERROR_SYSCALL:
       ERR_clear_error();
       if (sys_errno != 0 && ret < 0)

@@ -74,6 +74,8 @@ class TableServer {
   virtual bool streams() const = 0;
   // "ADDR:PORT" clients connect to, for the ready line.
   virtual std::string address() const = 0;
+  // Whether what it serves is encrypted on the wire (TCP with TLS).
+  virtual bool encrypted() const { return false; }
   // Closes every client connection (clients may reconnect). Loop thread only.
   virtual void disconnect_all() = 0;
   // Clients connected now. Loop thread only.

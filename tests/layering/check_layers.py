@@ -60,7 +60,7 @@ ALLOWED = {
     AUTH: [BASE, PROTO],
     # The control session (transport/control_session.h) checks AUTH proofs.
     TRANSPORT: [BASE, PROTO, TABLE, AUTH, METRICS],
-    TCP: [BASE, PROTO, TABLE, NET, AUTH, TRANSPORT, METRICS],
+    TCP: [BASE, PROTO, TABLE, NET, TLS, AUTH, TRANSPORT, METRICS],
     VERBS: [BASE, PROTO, TABLE, NET, AUTH, TRANSPORT, METRICS],
     # --version names the wire formats and RDB versions (common/cli/version.cc);
     # --metrics is parsed as the endpoint reads it, --huge-pages as table

@@ -2,6 +2,8 @@
 
 #include <event2/thread.h>
 
+#include <csignal>
+
 #include "common/transport/verbs/device.h"
 
 namespace rrs::test {
@@ -30,6 +32,9 @@ ServerLoop::~ServerLoop() {
 void ServerLoop::make_base() {
   // The base is reached from two threads (on_loop posts from the test's).
   evthread_use_pthreads();
+  // The programs ignore SIGPIPE in main(): a TLS write (OpenSSL's, not
+  // MSG_NOSIGNAL) to a client that left must not end the test either.
+  std::signal(SIGPIPE, SIG_IGN);
   base_ = event_base_new();
 }
 

@@ -1,8 +1,9 @@
 // The same cases against every transport: a server publishes a table built
-// in-process, a reader fetches it through TableFetcher. Verbs joins the
-// parameter list when it lands.
+// in-process, a reader fetches it through TableFetcher: TCP, TCP with TLS
+// ("tcp-tls") and verbs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "client/fetch/table_fetcher.h"
 #include "client/follow/log_tail.h"
 #include "common/net/socket.h"
+#include "common/tls/tls_context.h"
 #include "common/transport/tcp/table_reader.h"
 #include "common/transport/tcp/table_server.h"
 #include "common/transport/verbs/table_reader.h"
@@ -21,6 +23,8 @@
 #include "server/table_builder.h"
 #include "tests/support/fake_payload.h"
 #include "tests/support/server_loop.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/test_pki.h"
 
 namespace rrs {
 namespace {
@@ -47,16 +51,47 @@ std::shared_ptr<Table> sample_table(uint64_t epoch, int records = 300) {
 // A TableServer of either transport; the verbs cases need an RDMA device with
 // an active port and an address on it: tests/vm/run-in-vm.sh provides both
 // (rxe on a veth, RRS_VERBS_ADDR).
+// "tcp-tls": TCP with TLS 1.3, certificates made for the test.
+bool is_tcp(const std::string& transport) { return transport.starts_with("tcp"); }
+
+// The server's certificate (localhost) and the CA the readers trust.
+struct TestTls {
+  test::TempDir dir{"transport-tls"};
+  std::shared_ptr<const TlsContext> server, client;
+
+  TestTls() {
+    test::TestPki pki(dir.path());
+    pki.make_ca("ca");
+    pki.make_localhost_cert("server", "ca");
+    TlsOptions o;
+    o.enabled = true;
+    o.cert_file = pki.crt("server");
+    o.key_file = pki.key("server");
+    auto s = TlsContext::make(o, TlsRole::kServer, TlsWire::kTransport);
+    TlsOptions c;
+    c.enabled = true;
+    c.ca_file = pki.crt("ca");
+    auto r = TlsContext::make(c, TlsRole::kClient, TlsWire::kTransport);
+    EXPECT_TRUE(s.ok() && r.ok());
+    if (s.ok()) server = std::make_shared<const TlsContext>(std::move(*s));
+    if (r.ok()) client = std::make_shared<const TlsContext>(std::move(*r));
+  }
+};
+
 class ServerHarness : public test::ServerLoop {
  public:
   Status start(const std::string& transport, std::chrono::seconds retire_grace,
                std::chrono::milliseconds keepalive = std::chrono::milliseconds(2000),
                const AccessPolicy& access = {}) {
     transport_ = transport;
-    if (transport == "tcp") {
+    if (is_tcp(transport)) {
       host_ = "127.0.0.1";
       TcpServerLimits limits;
       limits.access = access;
+      if (transport == "tcp-tls") {
+        tls_.emplace();
+        limits.tls = tls_->server;
+      }
       return ServerLoop::start([&](event_base* base) {
         return TcpTableServer::listen(base, {host_, 0}, limits);
       });
@@ -87,12 +122,15 @@ class ServerHarness : public test::ServerLoop {
                                            std::optional<std::string> secret = std::nullopt) {
     Endpoint at{host_, port ? port : this->port()};
     auto io = std::chrono::milliseconds(5000);
-    if (transport_ == "tcp") return std::make_unique<TcpTableReader>(at, io, std::move(secret));
+    if (is_tcp(transport_))
+      return std::make_unique<TcpTableReader>(at, io, std::move(secret),
+                                              tls_ ? tls_->client : nullptr);
     return std::make_unique<VerbsTableReader>(at, io, std::move(secret));
   }
 
  private:
   std::string transport_, host_;
+  std::optional<TestTls> tls_;
 };
 
 struct Fetched {
@@ -491,7 +529,7 @@ TEST_P(KeepaliveConformance, ReaderThatKeepsAliveStaysConnectedWhileIdle) {
 }
 
 TEST_P(KeepaliveConformance, SilentReaderIsDropped) {
-  if (GetParam() == "tcp")
+  if (is_tcp(GetParam()))
     GTEST_SKIP() << "tcp: a live but silent TCP client is dropped by the idle timeout "
                     "(AccessConformance.IdleClientIsDropped); the kernel's keepalive notices a "
                     "dead host";
@@ -507,7 +545,7 @@ TEST_P(KeepaliveConformance, SilentReaderIsDropped) {
 }
 
 TEST_P(KeepaliveConformance, ServerThatStopsAnsweringIsDeclaredGone) {
-  if (GetParam() == "tcp")
+  if (is_tcp(GetParam()))
     GTEST_SKIP() << "tcp: a stalled server with a live kernel is not detected by keepalive; "
                     "reads time out after --io-timeout instead";
   auto reader = harness_->make_reader();
@@ -633,7 +671,7 @@ TEST_P(AccessConformance, PeerThatNeverSaysHelloIsDropped) {
 // bound to its own QP: its rkeys are its own, useless from another client's
 // QP, and dead once it disconnects.
 TEST_P(AccessConformance, EachVerbsClientGetsItsOwnWindow) {
-  if (GetParam() == "tcp") GTEST_SKIP() << "tcp: no rkeys";
+  if (is_tcp(GetParam())) GTEST_SKIP() << "tcp: no rkeys";
   auto a = harness_->make_reader(0, kSecret), b = harness_->make_reader(0, kSecret);
   ASSERT_TRUE(connect(*a).ok());
   ASSERT_TRUE(connect(*b).ok());
@@ -673,14 +711,23 @@ TEST_P(TransportConformance, ClientWithASecretRefusesAServerWithout) {
       << s.message();
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, AccessConformance, ::testing::Values("tcp", "verbs"),
-                         [](const auto& p) { return p.param; });
+// gtest names: "tcp_tls".
+std::string name_of(std::string transport) {
+  std::replace(transport.begin(), transport.end(), '-', '_');
+  return transport;
+}
 
-INSTANTIATE_TEST_SUITE_P(Transports, KeepaliveConformance, ::testing::Values("tcp", "verbs"),
-                         [](const auto& p) { return p.param; });
+INSTANTIATE_TEST_SUITE_P(Transports, AccessConformance,
+                         ::testing::Values("tcp", "tcp-tls", "verbs"),
+                         [](const auto& p) { return name_of(p.param); });
 
-INSTANTIATE_TEST_SUITE_P(Transports, TransportConformance, ::testing::Values("tcp", "verbs"),
-                         [](const auto& p) { return p.param; });
+INSTANTIATE_TEST_SUITE_P(Transports, KeepaliveConformance,
+                         ::testing::Values("tcp", "tcp-tls", "verbs"),
+                         [](const auto& p) { return name_of(p.param); });
+
+INSTANTIATE_TEST_SUITE_P(Transports, TransportConformance,
+                         ::testing::Values("tcp", "tcp-tls", "verbs"),
+                         [](const auto& p) { return name_of(p.param); });
 
 }  // namespace
 }  // namespace rrs

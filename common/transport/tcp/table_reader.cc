@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include "common/base/log.h"
+#include "common/tls/tls_stream.h"
+
 namespace rrs {
 
 using control::MsgType;
@@ -15,8 +18,33 @@ constexpr uint32_t kMaxServerBody = std::max<uint32_t>(
 }  // namespace
 
 TcpTableReader::TcpTableReader(Endpoint server, std::chrono::milliseconds io_timeout,
-                               std::optional<std::string> secret)
-    : server_(std::move(server)), io_timeout_(io_timeout), session_(std::move(secret)) {}
+                               std::optional<std::string> secret,
+                               std::shared_ptr<const TlsContext> tls)
+    : server_(std::move(server)),
+      io_timeout_(io_timeout),
+      session_(std::move(secret)),
+      tls_(std::move(tls)) {}
+
+Status TcpTableReader::open_stream(std::chrono::milliseconds attempt, Clock::time_point deadline) {
+  auto fd = tcp_connect(server_, attempt);
+  if (!fd.ok())
+    return fd.status()
+        .wrap("could not reach rdma-server (retried until --connect-timeout)")
+        .as(ErrorKind::kUnavailable);
+  if (!tls_) {
+    stream_ = std::make_unique<SocketStream>(std::move(*fd));
+    return {};
+  }
+  auto tls = TlsStream::connect(std::move(*fd), *tls_, server_.host,
+                                "rdma-server at " + server_.to_string(), deadline);
+  if (!tls.ok()) return tls.status();
+  const std::string kernel = std::string((*tls)->kernel_tls_send() ? " send" : "") +
+                             ((*tls)->kernel_tls_recv() ? " receive" : "");
+  log::info("transport: TLS with rdma-server at " + server_.to_string() + " (" +
+            (*tls)->security() + "; kernel TLS" + (kernel.empty() ? " off" : kernel) + ")");
+  stream_ = std::move(*tls);
+  return {};
+}
 
 // One deadline for the whole call: every attempt, and every wait of every
 // handshake, ends by it (a server trickling a byte now and then cannot hold
@@ -24,20 +52,15 @@ TcpTableReader::TcpTableReader(Endpoint server, std::chrono::milliseconds io_tim
 Status TcpTableReader::connect(Clock::time_point deadline) {
   constexpr auto kMinAttempt = std::chrono::milliseconds(1000);
   deadline = std::max(deadline, Clock::now() + kMinAttempt);
-  fd_.reset();
+  stream_.reset();
   out_.clear();
   pending_.clear();  // reads of a previous connection are lost with it
   return connect_with_backoff(deadline, [&](Clock::time_point until) -> Status {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
     auto attempt = std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(2000));
-    auto fd = tcp_connect(server_, attempt);
-    if (!fd.ok())
-      return fd.status()
-          .wrap("could not reach rdma-server (retried until --connect-timeout)")
-          .as(ErrorKind::kUnavailable);
-    fd_ = std::move(*fd);
-    return handshake(std::min(until, Clock::now() + io_timeout_))
-        .wrap("handshake with rdma-server at " + server_.to_string());
+    const auto handshake_by = std::min(until, Clock::now() + io_timeout_);
+    RRS_RETURN_IF_ERROR(open_stream(attempt, handshake_by));
+    return handshake(handshake_by).wrap("handshake with rdma-server at " + server_.to_string());
   });
 }
 
@@ -48,7 +71,7 @@ Status TcpTableReader::handshake(Clock::time_point deadline) {
   RRS_ASSIGN_OR_RETURN(control::Hello hello_msg, session_.start(deadline));
   std::string out;
   control::append_hello(out, 0, hello_msg);
-  RRS_RETURN_IF_ERROR(send_all_by(fd_.get(), out, deadline).as(ErrorKind::kUnavailable));
+  RRS_RETURN_IF_ERROR(write_all(*stream_, out, WaitLimit{{}, deadline}, "send"));
 
   std::byte hello[control::kHelloOkSize];
   RRS_RETURN_IF_ERROR(read_expected(MsgType::kHelloOk, hello));
@@ -57,7 +80,7 @@ Status TcpTableReader::handshake(Clock::time_point deadline) {
   out.clear();
   if (*proof) control::append_auth(out, 0, MsgType::kAuth, **proof);
   control::append_get_descriptor(out, 0);
-  RRS_RETURN_IF_ERROR(send_all_by(fd_.get(), out, deadline).as(ErrorKind::kUnavailable));
+  RRS_RETURN_IF_ERROR(write_all(*stream_, out, WaitLimit{{}, deadline}, "send"));
   if (*proof) {
     std::byte server_proof[control::kAuthSize];
     RRS_RETURN_IF_ERROR(read_expected(MsgType::kAuthOk, server_proof));
@@ -80,8 +103,9 @@ Result<control::FrameHeader> TcpTableReader::read_frame_header(
 
 Status TcpTableReader::receive(std::span<std::byte> dst,
                                std::optional<std::chrono::milliseconds> timeout) {
-  Status s = timeout ? recv_all(fd_.get(), dst, *timeout)
-                     : recv_all_by(fd_.get(), dst, session_.deadline());
+  Status s = read_all(
+      *stream_, dst,
+      timeout ? WaitLimit{*timeout, std::nullopt} : WaitLimit{{}, session_.deadline()}, "receive");
   if (!s.ok() && !timeout && s.sys_errno() == ETIMEDOUT)
     s = Status::error("receive", "the handshake did not finish within --connect-timeout",
                       ETIMEDOUT);
@@ -127,7 +151,7 @@ Status TcpTableReader::post_reads(std::span<const TableRead> batch) {
 
 Status TcpTableReader::poll(std::vector<uint64_t>& done, std::chrono::milliseconds timeout) {
   if (!out_.empty()) {
-    RRS_RETURN_IF_ERROR(send_all(fd_.get(), out_, io_timeout_)
+    RRS_RETURN_IF_ERROR(write_all(*stream_, out_, io_timeout_, "send")
                             .wrap("send read requests to rdma-server")
                             .as(ErrorKind::kUnavailable));
     out_.clear();
@@ -135,8 +159,8 @@ Status TcpTableReader::poll(std::vector<uint64_t>& done, std::chrono::millisecon
   size_t before = done.size();
   while (!pending_.empty()) {
     // Block for the first completion; afterwards take only what is already here.
-    if (done.size() > before) {
-      pollfd p{fd_.get(), POLLIN, 0};
+    if (done.size() > before && !stream_->buffered()) {
+      pollfd p{stream_->fd(), poll_events(*stream_, false), 0};
       if (::poll(&p, 1, 0) <= 0) break;
     }
     auto h = read_frame_header(done.size() > before ? io_timeout_ : timeout);
@@ -147,9 +171,10 @@ Status TcpTableReader::poll(std::vector<uint64_t>& done, std::chrono::millisecon
         h->body_len != it->second.dst.size())
       return Status::error("read from rdma-server", "answer does not match any request")
           .as(ErrorKind::kBadData);
-    RRS_RETURN_IF_ERROR(recv_all(fd_.get(), it->second.dst, io_timeout_)
-                            .wrap("read table bytes from rdma-server")
-                            .as(ErrorKind::kUnavailable));
+    RRS_RETURN_IF_ERROR(
+        read_all(*stream_, it->second.dst, WaitLimit{io_timeout_, std::nullopt}, "receive")
+            .wrap("read table bytes from rdma-server")
+            .as(ErrorKind::kUnavailable));
     done.push_back(it->second.id);
     pending_.erase(it);
   }

@@ -1,14 +1,19 @@
 // TableReader over TCP: READ requests on the control connection, answered
 // with READ_DATA frames whose bodies land directly in the caller's buffers.
-// Requests are pipelined up to the server's max_in_flight.
+// Requests are pipelined up to the server's max_in_flight. With TLS (--tls)
+// the connection is TLS 1.3 and the control protocol runs inside it, the
+// shared-secret handshake included.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
 
 #include "common/net/endpoint.h"
 #include "common/net/socket.h"
+#include "common/net/stream.h"
+#include "common/tls/tls_context.h"
 #include "common/transport/control_session.h"
 #include "common/transport/transport.h"
 
@@ -18,9 +23,12 @@ class TcpTableReader final : public TableReader {
  public:
   // `io_timeout` bounds every wait on the server once connected, and the
   // handshake as a whole (as does connect()'s deadline). With a
-  // `secret`, the server must ask for it and prove it holds it too.
+  // `secret`, the server must ask for it and prove it holds it too. With
+  // `tls` (a client context for TlsWire::kTransport), the server's
+  // certificate must hold the host connected to (or the context's sni).
   TcpTableReader(Endpoint server, std::chrono::milliseconds io_timeout,
-                 std::optional<std::string> secret = std::nullopt);
+                 std::optional<std::string> secret = std::nullopt,
+                 std::shared_ptr<const TlsContext> tls = nullptr);
 
   Status connect(Clock::time_point deadline) override;
   const control::Descriptor& descriptor() const override { return session_.descriptor(); }
@@ -40,6 +48,8 @@ class TcpTableReader final : public TableReader {
     std::span<std::byte> dst;
   };
   Status handshake(Clock::time_point deadline);
+  // A TCP connection, with TLS over it when tls_ is set.
+  Status open_stream(std::chrono::milliseconds attempt, Clock::time_point deadline);
   // Reads one frame header; the body is left for the caller. `timeout`
   // bounds each wait; without one (the handshake), the session's deadline
   // bounds the whole read.
@@ -52,7 +62,8 @@ class TcpTableReader final : public TableReader {
   Endpoint server_;
   std::chrono::milliseconds io_timeout_;
   ClientSession session_;
-  UniqueFd fd_;
+  std::shared_ptr<const TlsContext> tls_;  // null: plain TCP
+  std::unique_ptr<Stream> stream_;
   std::string out_;  // requests posted but not yet sent
   std::unordered_map<uint32_t, Pending> pending_;
   uint32_t next_request_id_ = 1;

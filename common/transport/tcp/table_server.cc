@@ -3,7 +3,9 @@
 #include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <netdb.h>
+#include <openssl/err.h>
 
 #include <algorithm>
 #include <cstring>
@@ -12,6 +14,7 @@
 
 #include "common/base/log.h"
 #include "common/net/socket.h"
+#include "common/tls/tls_stream.h"
 #include "common/transport/control_session.h"
 #include "common/transport/serving_metrics.h"
 
@@ -96,10 +99,24 @@ class TcpTableServer::Client {
     auto* c = static_cast<Client*>(arg);
     if (c->closing_) c->server_.drop(c);
   }
-  static void on_event(bufferevent*, short what, void* arg) {
+  static void on_event(bufferevent* bev, short what, void* arg) {
     auto* c = static_cast<Client*>(arg);
     if (what & BEV_EVENT_TIMEOUT) return c->timed_out();
+    if ((what & BEV_EVENT_ERROR) && c->server_.limits_.tls) c->log_tls_failure(bev);
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) c->server_.drop(c);
+  }
+  // Why a TLS connection failed (a certificate refused, a plain client),
+  // for the operator: the client only sees the connection end.
+  void log_tls_failure(bufferevent* bev) const {
+    std::string why;
+    while (const unsigned long e = bufferevent_get_openssl_error(bev)) {
+      char text[256];
+      ERR_error_string_n(e, text, sizeof text);
+      why += (why.empty() ? "" : "; ") + std::string(text);
+    }
+    if (why.empty()) return;
+    log::warn_limited("tls refused", "TLS with client " + peer_ + " failed: " + why +
+                                         (session_.ready() ? "" : " (before its handshake)"));
   }
   static void on_resume(evutil_socket_t, short, void* arg) {
     static_cast<Client*>(arg)->handle_input();
@@ -328,6 +345,13 @@ class TcpTableServer::Client {
     // A peer that never reads the ERROR does not keep its connection either.
     const timeval tv = to_timeval(server_.limits_.access.handshake_timeout);
     bufferevent_set_timeouts(bev_, nullptr, &tv);
+    // One still in its TLS handshake cannot be sent it at all: it goes at
+    // once (on_deadline drops a closing client).
+    SSL* ssl = bufferevent_openssl_get_ssl(bev_);
+    if (ssl != nullptr && SSL_is_init_finished(ssl) == 0) {
+      const timeval now{0, 0};
+      evtimer_add(deadline_.get(), &now);
+    }
   }
 
   using EventPtr = std::unique_ptr<event, void (*)(event*)>;
@@ -387,8 +411,23 @@ void TcpTableServer::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* ad
   auto* self = static_cast<TcpTableServer*>(arg);
   enable_tcp_keepalive(fd);  // a client whose host dies goes away on its own
   disable_nagle(fd);         // a follower's small header READs are answered at once
-  bufferevent* bev = bufferevent_socket_new(self->base_, fd,
-                                            BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+  constexpr int kOptions = BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS;
+  bufferevent* bev = nullptr;
+  if (const auto& tls = self->limits_.tls) {
+    // The bufferevent owns the SSL (and frees it) from here on.
+    SSL* ssl = SSL_new(tls->get());
+    if (ssl != nullptr) {
+      // libevent moves on to its next chunk after any SSL_write that
+      // returned, so one must write all it was given or nothing.
+      SSL_clear_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE);
+      bev = bufferevent_openssl_socket_new(self->base_, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                           kOptions);
+      // Clients close without a close_notify once they have their table.
+      if (bev != nullptr) bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+    }
+  } else {
+    bev = bufferevent_socket_new(self->base_, fd, kOptions);
+  }
   if (bev == nullptr) {
     evutil_closesocket(fd);
     return;

@@ -2,7 +2,8 @@
 // every method runs on that loop's thread). Each client speaks the control
 // protocol: HELLO, AUTH (when the server has a secret), GET_DESCRIPTOR, then
 // any number of READs, answered from the published table without copying it
-// (evbuffer references).
+// (evbuffer references). With TLS, libevent's OpenSSL bufferevent carries
+// the same frames; with kernel TLS the kernel encrypts what it sends.
 #pragma once
 
 #include <event2/event.h>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "common/net/endpoint.h"
+#include "common/tls/tls_context.h"
 #include "common/transport/control_session.h"
 #include "common/transport/transport.h"
 
@@ -34,6 +36,9 @@ struct TcpServerLimits {
   AccessPolicy access;
   // Whether the published table may be handed out (ServerTerms::demand).
   TableDemand* demand = nullptr;
+  // TLS 1.3 on every connection (a kServer context for TlsWire::kTransport;
+  // with a CA, clients must show a certificate it signed); null: plain TCP.
+  std::shared_ptr<const TlsContext> tls;
 };
 
 class TcpTableServer final : public TableServer {
@@ -47,6 +52,7 @@ class TcpTableServer final : public TableServer {
   Status publish(TablePtr table) override;
   bool streams() const override { return true; }
   std::string address() const override { return bound_.to_string(); }
+  bool encrypted() const override { return limits_.tls != nullptr; }
   void disconnect_all() override;
   uint16_t port() const { return bound_.port; }
   // Every connection, in its handshake or authenticated.
