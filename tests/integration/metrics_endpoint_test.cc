@@ -94,6 +94,9 @@ TEST_F(MetricsEndpointTest, ServerAndFollowerDuringSyncAndFollow) {
       server_metrics, "rrs_server_master_link_up", [](double v) { return v == 1; }, last))
       << last;
   const std::string s = scrape(server_metrics);
+  EXPECT_EQ(sample_value(s, "rrs_server_tls{wire=\"table\"}"), 0) << s;
+  EXPECT_EQ(sample_value(s, "rrs_server_tls{wire=\"redis\"}"), 0) << s;
+  EXPECT_EQ(sample_value(scrape(client_metrics), "rrs_client_tls{wire=\"table\"}"), 0);
   if (test_transport() == "tcp") {
     EXPECT_EQ(sample_value(s, "rrs_server_clients{transport=\"tcp\",state=\"authenticated\"}"), 1)
         << s;

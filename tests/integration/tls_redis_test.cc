@@ -14,6 +14,8 @@
 #include "tests/support/cluster_dataset.h"
 #include "tests/support/dataset.h"
 #include "tests/support/eventually.h"
+#include "tests/support/http_get.h"
+#include "tests/support/ports.h"
 #include "tests/support/redis_cluster.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/sidecar.h"
@@ -300,6 +302,69 @@ TEST_F(TlsRefusalTest, FilesWithoutRedisTlsOrUnreadableAreUsageErrors) {
                  {"--redis-tls-cacert needs --redis-tls"});
   expect_refused(target, {"--redis-tls", "--redis-tls-cacert", pki_dir_.path() + "/none.crt"},
                  exit_code::kUsage, {"--redis-tls-cacert", "none.crt"});
+}
+
+// The TCP transport with --tls: the table crosses TLS 1.3, the shared
+// secret still asked for inside.
+class TlsTransportTest : public MasterTest, public TlsServers {
+ protected:
+  void SetUp() override {
+    MasterTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    fill_all_types(master_);
+    ASSERT_TRUE(target_.started()) << target_.start_error();
+  }
+  std::vector<std::string> server_tls() const {
+    return {"--transport",     "tcp",       "--tls",          "--tls-cert",
+            pki_.crt("redis"), "--tls-key", pki_.key("redis")};
+  }
+  std::vector<std::string> client_tls() const {
+    return {"--transport", "tcp", "--tls", "--tls-cacert", tls_.ca};
+  }
+  RedisProcess target_;
+};
+
+TEST_F(TlsTransportTest, RestoreModeOverTlsWithASecret) {
+  const Process::Env secret = {{"RDMA_SIDECAR_SECRET", std::string(32, 's')}};
+  const uint16_t metrics_port = free_loopback_port();
+  SidecarServer server(master_.address(),
+                       joined(server_tls(), {"--metrics", std::to_string(metrics_port)}), secret);
+  ASSERT_TRUE(server.wait_ready()) << server.describe();
+  EXPECT_EQ(server.ready_fields().at("tls"), "on") << server.ready_line();
+  const std::string scraped = http_get(metrics_port, "/metrics").body;
+  EXPECT_EQ(sample_value(scraped, "rrs_server_tls{wire=\"table\"}"), 1) << scraped;
+  EXPECT_EQ(sample_value(scraped, "rrs_server_tls{wire=\"redis\"}"), 0) << scraped;
+  ClientRun run = run_client(joined({sidecar_host(), std::to_string(server.port()), "--redis",
+                                     target_.address(), "--mode", "restore"},
+                                    client_tls()),
+                             secret);
+  EXPECT_EQ(run.exit_code, exit_code::kOk) << run.describe();
+  EXPECT_NE(run.err.find("TLS with rdma-server"), std::string::npos) << run.describe();
+  EXPECT_EQ(target_.digest(), master_.digest());
+}
+
+// Serving beyond loopback (a secret is required there) without --tls is
+// allowed, said once at start; with --tls it is not said.
+TEST_F(TlsTransportTest, ClearTextBeyondLoopbackIsWarnedOf) {
+  const Process::Env secret = {{"RDMA_SIDECAR_SECRET", std::string(32, 's')}};
+  SidecarServer plain(master_.address(), {"--listen", "0.0.0.0", "--transport", "tcp"}, secret);
+  ASSERT_TRUE(plain.wait_ready()) << plain.describe();
+  EXPECT_EQ(plain.ready_fields().at("tls"), "off") << plain.ready_line();
+  EXPECT_NE(plain.process().stderr_text().find("crosses the network in clear text"),
+            std::string::npos)
+      << plain.describe();
+  SidecarServer tls(master_.address(), joined({"--listen", "0.0.0.0"}, server_tls()), secret);
+  ASSERT_TRUE(tls.wait_ready()) << tls.describe();
+  EXPECT_EQ(tls.process().stderr_text().find("clear text"), std::string::npos) << tls.describe();
+}
+
+TEST_F(TlsTransportTest, TlsIsRefusedWithVerbs) {
+  ClientRun run = run_client(
+      {sidecar_host(), "1", "--redis", target_.address(), "--transport", "verbs", "--tls"});
+  EXPECT_EQ(run.exit_code, exit_code::kUsage) << run.describe();
+  EXPECT_NE(run.err.find("RDMA traffic is not encrypted"), std::string::npos) << run.describe();
+  SidecarServer server(master_.address(), {"--transport", "verbs", "--tls"});
+  EXPECT_EQ(server.process().wait(10s), exit_code::kUsage) << server.describe();
 }
 
 }  // namespace
