@@ -248,7 +248,13 @@ std::string TlsStream::security() const {
   return std::string(SSL_get_version(ssl_)) + " " + SSL_get_cipher_name(ssl_);
 }
 
-bool TlsStream::kernel_tls_send() const { return BIO_get_ktls_send(SSL_get_wbio(ssl_)) != 0; }
-bool TlsStream::kernel_tls_recv() const { return BIO_get_ktls_recv(SSL_get_rbio(ssl_)) != 0; }
+std::string TlsStream::summary() const { return tls_session_summary(ssl_); }
+
+std::string tls_session_summary(SSL* ssl) {
+  const std::string kernel = std::string(BIO_get_ktls_send(SSL_get_wbio(ssl)) ? " send" : "") +
+                             (BIO_get_ktls_recv(SSL_get_rbio(ssl)) ? " receive" : "");
+  return std::string(SSL_get_version(ssl)) + " " + SSL_get_cipher_name(ssl) + "; kernel TLS" +
+         (kernel.empty() ? " off" : kernel);
+}
 
 }  // namespace rrs

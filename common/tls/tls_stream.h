@@ -18,6 +18,11 @@
 
 namespace rrs {
 
+// "TLSv1.3 TLS_AES_256_GCM_SHA384; kernel TLS send receive": the session's
+// protocol and cipher, and which directions the kernel encrypts ("kernel TLS
+// off": OpenSSL does, in user space, with a copy more per byte).
+std::string tls_session_summary(SSL* ssl);
+
 class TlsStream final : public Stream {
  public:
   // A handshake begun over `fd`, not yet run. A client checks the server's
@@ -45,9 +50,8 @@ class TlsStream final : public Stream {
   bool buffered() const override;
   int fd() const override { return fd_.get(); }
   std::string security() const override;
-  // Whether the kernel encrypts what we send / decrypts what we receive.
-  bool kernel_tls_send() const;
-  bool kernel_tls_recv() const;
+  // The protocol and cipher, and what the kernel does (tls_session_summary).
+  std::string summary() const;
 
  private:
   TlsStream(UniqueFd fd, SSL* ssl, std::string peer, const TlsContext& ctx);

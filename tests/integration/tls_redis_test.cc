@@ -340,6 +340,8 @@ TEST_F(TlsTransportTest, RestoreModeOverTlsWithASecret) {
                              secret);
   EXPECT_EQ(run.exit_code, exit_code::kOk) << run.describe();
   EXPECT_NE(run.err.find("TLS with rdma-server"), std::string::npos) << run.describe();
+  EXPECT_NE(server.process().stderr_text().find("authenticated (TLSv1.3 "), std::string::npos)
+      << server.describe();
   EXPECT_EQ(target_.digest(), master_.digest());
 }
 

@@ -38,10 +38,8 @@ Status TcpTableReader::open_stream(std::chrono::milliseconds attempt, Clock::tim
   auto tls = TlsStream::connect(std::move(*fd), *tls_, server_.host,
                                 "rdma-server at " + server_.to_string(), deadline);
   if (!tls.ok()) return tls.status();
-  const std::string kernel = std::string((*tls)->kernel_tls_send() ? " send" : "") +
-                             ((*tls)->kernel_tls_recv() ? " receive" : "");
-  log::info("transport: TLS with rdma-server at " + server_.to_string() + " (" +
-            (*tls)->security() + "; kernel TLS" + (kernel.empty() ? " off" : kernel) + ")");
+  log::info("transport: TLS with rdma-server at " + server_.to_string() + " (" + (*tls)->summary() +
+            ")");
   stream_ = std::move(*tls);
   return {};
 }

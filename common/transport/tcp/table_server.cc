@@ -105,6 +105,11 @@ class TcpTableServer::Client {
     if ((what & BEV_EVENT_ERROR) && c->server_.limits_.tls) c->log_tls_failure(bev);
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) c->server_.drop(c);
   }
+  // " (TLSv1.3 ...; kernel TLS send)" over --tls, else nothing.
+  std::string tls_note() const {
+    SSL* ssl = bufferevent_openssl_get_ssl(bev_);
+    return ssl == nullptr ? "" : " (" + tls_session_summary(ssl) + ")";
+  }
   // Why a TLS connection failed (a certificate refused, a plain client),
   // for the operator: the client only sees the connection end.
   void log_tls_failure(bufferevent* bev) const {
@@ -274,7 +279,8 @@ class TcpTableServer::Client {
         auto proof = session_.on_auth(body);
         if (!proof.ok()) return reject(id, proof.refusal());
         if (!take_slot(id)) return;
-        log::info_limited("client authenticated", "client " + peer_ + " authenticated");
+        log::info_limited("client authenticated",
+                          "client " + peer_ + " authenticated" + tls_note());
         return send_frame(
             [&](std::string& o) { control::append_auth(o, id, MsgType::kAuthOk, *proof); });
       }
