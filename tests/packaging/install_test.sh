@@ -22,6 +22,7 @@ for f in share/man/man1/rdma-server.1.gz share/man/man1/rdma-client.1.gz \
   lib/systemd/system/rdma-server@.service lib/systemd/system/rdma-client@.service \
   $docs/examples/server.env.example $docs/examples/client.env.example \
   $docs/examples/redis-auth.conf.example $docs/examples/redis-tls.conf.example \
+  $docs/examples/transport-tls.conf.example \
   $docs/README.md; do
   check "$f is installed" test -s "$prefix/$f"
 done

@@ -2,7 +2,8 @@
 # The systemd units as installed (ExecStart= names the installed binaries,
 # which systemd-analyze verify needs to exist), checked by systemd-analyze
 # verify as instances, with the Redis-password drop-in of
-# redis-auth.conf.example applied to one of them and the Redis TLS drop-in
+# redis-auth.conf.example and the transport TLS drop-in of
+# transport-tls.conf.example applied to one of them and the Redis TLS drop-in
 # of redis-tls.conf.example to the other: any message fails.
 # Usage: units_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -20,6 +21,8 @@ units=$tmp/units
 mkdir -p "$units/rdma-server@main.service.d" "$units/rdma-client@cache1.service.d"
 cp "$prefix"/lib/systemd/system/*.service "$units/"
 cp "$src/contrib/systemd/redis-auth.conf.example" "$units/rdma-server@main.service.d/redis-auth.conf"
+cp "$src/contrib/systemd/transport-tls.conf.example" \
+  "$units/rdma-server@main.service.d/transport-tls.conf"
 cp "$src/contrib/systemd/redis-tls.conf.example" "$units/rdma-client@cache1.service.d/redis-tls.conf"
 
 verify() {  # instance: no message at all (an unknown key is only a warning)
@@ -28,7 +31,7 @@ verify() {  # instance: no message at all (an unknown key is only a warning)
     systemd-analyze verify "$1" 2>&1) || { echo "$out" >&2; return 1; }
   [ -z "$out" ] || { echo "$out" >&2; return 1; }
 }
-check "systemd-analyze verify rdma-server@main.service (with the redis-auth drop-in)" \
+check "systemd-analyze verify rdma-server@main.service (redis-auth, transport-tls drop-ins)" \
   verify rdma-server@main.service
 check "systemd-analyze verify rdma-client@cache1.service (with the redis-tls drop-in)" \
   verify rdma-client@cache1.service
