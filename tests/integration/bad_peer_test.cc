@@ -1,6 +1,7 @@
 // A peer that is not rdma-client: garbage, oversized frames, reads outside the
 // table. The server must drop that connection (after an ERROR frame where the
-// protocol has one), keep running, and keep serving real clients.
+// protocol has one), keep running, and keep serving real clients. Every case
+// runs over plain TCP and over TLS (--tls): frames inside TLS are as hostile.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +16,8 @@
 #include "tests/support/raw_peer.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/sidecar.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/test_pki.h"
 
 namespace rrs::test {
 namespace {
@@ -46,7 +49,8 @@ std::string raw_header(uint16_t type, uint32_t body_len, uint32_t request_id = 1
 
 const std::vector<std::string> kTcpOnLoopback = {"--transport", "tcp", "--listen", "127.0.0.1"};
 
-class BadPeerTest : public MasterTest {
+// GetParam(): "tcp", or "tls" for a server with --tls and peers through TLS.
+class BadPeerTest : public MasterTest, public ::testing::WithParamInterface<std::string> {
  protected:
   void SetUp() override {
     MasterTest::SetUp();
@@ -55,23 +59,54 @@ class BadPeerTest : public MasterTest {
     fill_strings(master_, 0, "k:", 300);
     fill_strings(master_, 0, "big:", 12, size_t{400} * 1024);  // a table past socket buffers
     ASSERT_FALSE(HasFailure());
+    if (GetParam() == "tls") {
+      pki_.make_ca("ca");
+      pki_.make_localhost_cert("server", "ca");
+      TlsOptions trusting;
+      trusting.enabled = true;
+      trusting.ca_file = pki_.crt("ca");
+      auto ctx = TlsContext::make(trusting, TlsRole::kClient, TlsWire::kTransport);
+      ASSERT_TRUE(ctx.ok()) << ctx.status().message();
+      peer_tls_.emplace(std::move(*ctx));
+    }
     // Raw frames go to the TCP control port, whatever transport the run tests.
-    server_.emplace(master_.address(), kTcpOnLoopback);
+    server_.emplace(master_.address(), server_args());
     ASSERT_TRUE(server_->wait_ready()) << server_->describe();
+  }
+
+  // The TCP server on loopback, with --tls in a TLS run; `more` after.
+  std::vector<std::string> server_args(std::vector<std::string> more = {}) const {
+    std::vector<std::string> args = kTcpOnLoopback;
+    if (peer_tls_)
+      args.insert(args.end(),
+                  {"--tls", "--tls-cert", pki_.crt("server"), "--tls-key", pki_.key("server")});
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  }
+  // A real rdma-client of that server, loading the replica afresh.
+  ClientRun sync_replica(std::vector<std::string> more = {}) const {
+    std::vector<std::string> args = {"127.0.0.1",   std::to_string(server_->port()),
+                                     "--redis",     replica_.address(),
+                                     "--transport", "tcp",
+                                     "--flush"};
+    if (peer_tls_) args.insert(args.end(), {"--tls", "--tls-cacert", pki_.crt("ca")});
+    args.insert(args.end(), more.begin(), more.end());
+    return run_client(args, {}, seconds(60));
   }
 
   void TearDown() override {
     if (IsSkipped() || HasFatalFailure() || !server_) return;
     // Whatever the test sent, the server is still up and still serves.
     ASSERT_TRUE(server_->process().running()) << server_->describe();
-    ClientRun run = run_client({"127.0.0.1", std::to_string(server_->port()), "--redis",
-                                replica_.address(), "--transport", "tcp", "--flush"});
+    ClientRun run = sync_replica();
     EXPECT_EQ(run.exit_code, 0) << run.describe();
     EXPECT_EQ(replica_.digest(), master_.digest());
     EXPECT_TRUE(server_->process().running()) << server_->describe();
   }
 
-  Result<RawPeer> connect() { return RawPeer::connect(server_->port()); }
+  Result<RawPeer> connect(const char* from = "127.0.0.1") {
+    return RawPeer::connect(server_->port(), from, peer_tls_ ? &*peer_tls_ : nullptr);
+  }
 
   // The server hangs up; if it said anything first, it was an ERROR `code`.
   void expect_dropped(RawPeer& peer, ErrorCode code, const std::string& what) {
@@ -127,17 +162,20 @@ class BadPeerTest : public MasterTest {
   }
 
   RedisProcess replica_;
+  TempDir dir_{"bad-peer"};
+  TestPki pki_{dir_.path()};
+  std::optional<TlsContext> peer_tls_;  // a TLS run's: trusts the server's CA
   std::optional<SidecarServer> server_;
 };
 
-TEST_F(BadPeerTest, RandomBytes) {
+TEST_P(BadPeerTest, RandomBytes) {
   auto peer = connect();
   ASSERT_TRUE(peer.ok()) << peer.status().message();
   peer->send(random_bytes(4096, 1234));
   expect_dropped(*peer, ErrorCode::kBadMessage, "random bytes");
 }
 
-TEST_F(BadPeerTest, HugeBodyLength) {
+TEST_P(BadPeerTest, HugeBodyLength) {
   for (MsgType type : {MsgType::kHello, MsgType::kRead}) {
     auto peer = connect();
     ASSERT_TRUE(peer.ok()) << peer.status().message();
@@ -147,7 +185,7 @@ TEST_F(BadPeerTest, HugeBodyLength) {
   }
 }
 
-TEST_F(BadPeerTest, UnknownTypeAndReservedFlags) {
+TEST_P(BadPeerTest, UnknownTypeAndReservedFlags) {
   auto a = connect();
   ASSERT_TRUE(a.ok()) << a.status().message();
   a->send(raw_header(99, 0));
@@ -164,7 +202,7 @@ TEST_F(BadPeerTest, UnknownTypeAndReservedFlags) {
 
 // A client of protocol 2 (a 16-byte HELLO) is told the versions we speak,
 // as "unsupported version".
-TEST_F(BadPeerTest, OlderClientHearsUnsupportedVersion) {
+TEST_P(BadPeerTest, OlderClientHearsUnsupportedVersion) {
   auto peer = connect();
   ASSERT_TRUE(peer.ok()) << peer.status().message();
   std::string body(16, '\0');
@@ -173,7 +211,7 @@ TEST_F(BadPeerTest, OlderClientHearsUnsupportedVersion) {
   expect_dropped(*peer, ErrorCode::kUnsupportedVersion, "a protocol-2 HELLO");
 }
 
-TEST_F(BadPeerTest, ServerOnlyMessageFromClient) {
+TEST_P(BadPeerTest, ServerOnlyMessageFromClient) {
   auto peer = connect();
   ASSERT_TRUE(peer.ok()) << peer.status().message();
   std::string msg;
@@ -182,7 +220,7 @@ TEST_F(BadPeerTest, ServerOnlyMessageFromClient) {
   expect_dropped(*peer, ErrorCode::kBadMessage, "DESCRIPTOR sent by a client");
 }
 
-TEST_F(BadPeerTest, TruncatedFrameThenHangUp) {
+TEST_P(BadPeerTest, TruncatedFrameThenHangUp) {
   std::string hello;
   control::append_hello(hello, 1, {});
   for (const std::string& part : {hello.substr(0, 20), std::string("RSC")}) {
@@ -192,7 +230,7 @@ TEST_F(BadPeerTest, TruncatedFrameThenHangUp) {
   }
 }
 
-TEST_F(BadPeerTest, ReadOutOfRange) {
+TEST_P(BadPeerTest, ReadOutOfRange) {
   using D = control::Descriptor;
   expect_read_error(
       [](const D& d) {
@@ -211,7 +249,7 @@ TEST_F(BadPeerTest, ReadOutOfRange) {
       {ErrorCode::kOutOfRange}, true, "READ whose end overflows 64 bits");
 }
 
-TEST_F(BadPeerTest, ReadTooLarge) {
+TEST_P(BadPeerTest, ReadTooLarge) {
   expect_read_error(
       [](const control::Descriptor& d) {
         return control::ReadRequest{d.epoch, 0, control::kMaxReadLength + 1};
@@ -220,7 +258,7 @@ TEST_F(BadPeerTest, ReadTooLarge) {
       {ErrorCode::kTooLarge, ErrorCode::kOutOfRange}, true, "READ above max_read_len");
 }
 
-TEST_F(BadPeerTest, ReadOfUnknownEpochKeepsConnection) {
+TEST_P(BadPeerTest, ReadOfUnknownEpochKeepsConnection) {
   expect_read_error(
       [](const control::Descriptor& d) {
         return control::ReadRequest{d.epoch + 1000, 0, 256};
@@ -230,7 +268,7 @@ TEST_F(BadPeerTest, ReadOfUnknownEpochKeepsConnection) {
 
 // A reader that asks for a lot and hangs up without reading: the server's
 // writes then fail with EPIPE/ECONNRESET, which must not kill it (SIGPIPE).
-TEST_F(BadPeerTest, HangUpDuringReadData) {
+TEST_P(BadPeerTest, HangUpDuringReadData) {
   for (int i = 0; i < 5; ++i) {
     auto peer = connect();
     ASSERT_TRUE(peer.ok()) << peer.status().message();
@@ -245,14 +283,12 @@ TEST_F(BadPeerTest, HangUpDuringReadData) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
 }
 
-TEST_F(BadPeerTest, IdleConnectionsDoNotBlockOthers) {
+TEST_P(BadPeerTest, IdleConnectionsDoNotBlockOthers) {
   auto idle = connect();  // never sends a byte
   auto half = connect();  // a partial header, then nothing
   ASSERT_TRUE(idle.ok() && half.ok());
   half->send("RSC1");
-  ClientRun run = run_client({"127.0.0.1", std::to_string(server_->port()), "--redis",
-                              replica_.address(), "--transport", "tcp", "--flush"},
-                             {}, seconds(60));
+  ClientRun run = sync_replica();
   EXPECT_EQ(run.exit_code, 0) << run.describe();
 }
 
@@ -260,14 +296,12 @@ TEST_F(BadPeerTest, IdleConnectionsDoNotBlockOthers) {
 // byte of HELLO now and then, held both slots of `--max-clients 2` and a
 // client with the secret was told "server full". They take no slot now (and
 // are dropped at the handshake's deadline however they space their bytes).
-TEST_F(BadPeerTest, TricklingPeersDoNotTakeTheSlotsOfClientsWithTheSecret) {
+TEST_P(BadPeerTest, TricklingPeersDoNotTakeTheSlotsOfClientsWithTheSecret) {
   server_.reset();
-  auto args = kTcpOnLoopback;
-  args.insert(args.end(), {"--max-clients", "2"});
-  server_.emplace(master_.address(), args);
+  server_.emplace(master_.address(), server_args({"--max-clients", "2"}));
   ASSERT_TRUE(server_->wait_ready()) << server_->describe();
-  auto a = RawPeer::connect(server_->port(), "127.0.0.2");
-  auto b = RawPeer::connect(server_->port(), "127.0.0.3");
+  auto a = connect("127.0.0.2");
+  auto b = connect("127.0.0.3");
   ASSERT_TRUE(a.ok() && b.ok());
   std::string hello;
   control::append_hello(hello, 1, control::Hello{});
@@ -279,15 +313,15 @@ TEST_F(BadPeerTest, TricklingPeersDoNotTakeTheSlotsOfClientsWithTheSecret) {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
     }
   });
-  ClientRun run = run_client({"127.0.0.1", std::to_string(server_->port()), "--redis",
-                              replica_.address(), "--transport", "tcp", "--flush",
-                              "--connect-timeout", "5"},
-                             {}, seconds(60));
+  ClientRun run = sync_replica({"--connect-timeout", "5"});
   stop = true;
   trickle.join();
   EXPECT_EQ(run.exit_code, 0) << run.describe();
   EXPECT_EQ(run.err.find("server full"), std::string::npos) << run.describe();
 }
+
+INSTANTIATE_TEST_SUITE_P(Wires, BadPeerTest, ::testing::Values("tcp", "tls"),
+                         [](const auto& p) { return p.param; });
 
 }  // namespace
 }  // namespace rrs::test

@@ -2,14 +2,14 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <span>
 
 #include "common/auth/auth.h"
+#include "common/net/socket.h"
+#include "common/tls/tls_stream.h"
 #include "tests/support/process.h"
 
 namespace rrs::test {
@@ -17,12 +17,6 @@ namespace {
 
 std::span<const std::byte> as_bytes(const std::string& s) {
   return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
-}
-
-int remaining_ms(std::chrono::steady_clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-      deadline - std::chrono::steady_clock::now());
-  return left.count() < 0 ? 0 : static_cast<int>(left.count());
 }
 
 }  // namespace
@@ -37,70 +31,56 @@ const char* to_string(RawPeer::Got g) {
   return "?";
 }
 
-Result<RawPeer> RawPeer::connect(uint16_t port, const char* from) {
+Result<RawPeer> RawPeer::connect(uint16_t port, const char* from, const TlsContext* tls) {
   std::string step = "connect to 127.0.0.1:" + std::to_string(port) + " from " + from;
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::from_errno(step);
-  RawPeer peer(fd);
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (fd.get() < 0) return Status::from_errno(step);
   sockaddr_in src{};
   src.sin_family = AF_INET;
   if (::inet_pton(AF_INET, from, &src.sin_addr) != 1 ||
-      ::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) != 0)
+      ::bind(fd.get(), reinterpret_cast<sockaddr*>(&src), sizeof src) != 0)
     return Status::from_errno(step + ": bind");
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = htons(port);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
     return Status::from_errno(step);
-  return peer;
-}
-
-RawPeer::~RawPeer() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-RawPeer::RawPeer(RawPeer&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-
-RawPeer& RawPeer::operator=(RawPeer&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = other.fd_;
-    other.fd_ = -1;
-  }
-  return *this;
+  if (tls == nullptr) return RawPeer(std::make_unique<SocketStream>(std::move(fd)));
+  auto secured = TlsStream::connect(std::move(fd), *tls, "127.0.0.1", "rdma-server",
+                                    Clock::now() + std::chrono::seconds(5));
+  if (!secured.ok()) return secured.status().wrap(step);
+  return RawPeer(std::move(*secured));
 }
 
 bool RawPeer::send(std::string_view bytes) {
-  while (!bytes.empty()) {
-    // MSG_NOSIGNAL: a server that hung up must not kill the test with SIGPIPE.
-    ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
+  // False on any failure: a server that hung up (a close-on-garbage server
+  // may do so before we finish) or one that stopped reading for 5 s.
+  return write_all(*stream_, bytes, std::chrono::seconds(5), "send").ok();
 }
 
-RawPeer::Io RawPeer::read_exact(std::string& buf, size_t n,
-                                std::chrono::steady_clock::time_point deadline) {
-  buf.clear();
-  std::string chunk(65536, '\0');
-  while (buf.size() < n) {
-    pollfd p{fd_, POLLIN, 0};
-    int rc = ::poll(&p, 1, remaining_ms(deadline));
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc == 0) return Io::kTimeout;
-    ssize_t got = ::recv(fd_, chunk.data(), std::min(chunk.size(), n - buf.size()), 0);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return Io::kClosed;  // EOF or reset
-    buf.append(chunk.data(), static_cast<size_t>(got));
+RawPeer::Io RawPeer::read_some(std::string& buf, size_t most, Clock::time_point deadline) {
+  std::string chunk(std::min<size_t>(most, 65536), '\0');
+  for (;;) {
+    auto got = stream_->read_some(chunk);
+    if (!got.ok() || got->closed) return Io::kClosed;  // EOF, reset, a TLS alert
+    if (got->bytes > 0) {
+      buf.append(chunk.data(), got->bytes);
+      return Io::kOk;
+    }
+    if (!wait_for(*stream_, deadline, "read").ok()) return Io::kTimeout;
   }
+}
+
+RawPeer::Io RawPeer::read_exact(std::string& buf, size_t n, Clock::time_point deadline) {
+  buf.clear();
+  while (buf.size() < n)
+    if (Io io = read_some(buf, n - buf.size(), deadline); io != Io::kOk) return io;
   return Io::kOk;
 }
 
 RawPeer::Got RawPeer::read_frame(Frame& out, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto deadline = Clock::now() + timeout;
   std::string header;
   switch (read_exact(header, control::kFrameHeaderSize, deadline)) {
     case Io::kOk: break;
@@ -119,17 +99,18 @@ RawPeer::Got RawPeer::read_frame(Frame& out, std::chrono::milliseconds timeout) 
 }
 
 bool RawPeer::wait_closed(std::chrono::milliseconds timeout, std::string* received) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  char buf[4096];
+  const auto deadline = Clock::now() + timeout;
+  std::string got;
   for (;;) {
-    pollfd p{fd_, POLLIN, 0};
-    int rc = ::poll(&p, 1, remaining_ms(deadline));
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc == 0) return false;
-    ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return true;
-    if (received) received->append(buf, static_cast<size_t>(n));
+    switch (read_some(got, 4096, deadline)) {
+      case Io::kOk: continue;
+      case Io::kClosed:
+        if (received) received->append(got);
+        return true;
+      case Io::kTimeout:
+        if (received) received->append(got);
+        return false;
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 // A server that lies: a hand-scripted TCP peer answers TcpTableReader with
 // malformed frames. Each answer must be refused as bad data (or a timeout),
-// never trusted, never allocated for, never hung on.
+// never trusted, never allocated for, never hung on. Every case runs over
+// plain TCP and over TLS (--tls): the frames inside TLS are as untrusted.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -9,22 +10,57 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <thread>
 
 #include "common/net/socket.h"
+#include "common/net/stream.h"
+#include "common/tls/tls_stream.h"
 #include "common/transport/tcp/table_reader.h"
 #include "proto/byte_order.h"
 #include "proto/control.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/test_pki.h"
 
 namespace rrs {
 namespace {
 
 using control::MsgType;
+using Script = std::function<void(Stream&)>;
+constexpr auto kIo = std::chrono::seconds(5);
 
-// Listens on a loopback port; serves one connection with `script` on a thread.
+// The TLS side of a run over TLS: a CA, the scripted server's certificate
+// (localhost) and a client context that trusts it.
+struct Pki {
+  test::TempDir dir{"hostile-tls"};
+  test::TestPki pki{dir.path()};
+  std::shared_ptr<const TlsContext> server, client;
+
+  Pki() {
+    pki.make_ca("ca");
+    pki.make_localhost_cert("server", "ca");
+    TlsOptions serving;
+    serving.enabled = true;
+    serving.cert_file = pki.crt("server");
+    serving.key_file = pki.key("server");
+    server = context(serving, TlsRole::kServer);
+    TlsOptions trusting;
+    trusting.enabled = true;
+    trusting.ca_file = pki.crt("ca");
+    client = context(trusting, TlsRole::kClient);
+  }
+  static std::shared_ptr<const TlsContext> context(const TlsOptions& o, TlsRole role) {
+    auto ctx = TlsContext::make(o, role, TlsWire::kTransport);
+    EXPECT_TRUE(ctx.ok()) << ctx.status().message();
+    return ctx.ok() ? std::make_shared<const TlsContext>(std::move(*ctx)) : nullptr;
+  }
+};
+
+// Listens on a loopback port; serves one connection with `script` on a
+// thread, over TLS when `tls` (a server context) is given.
 class ScriptedServer {
  public:
-  explicit ScriptedServer(std::function<void(int fd)> script) {
+  ScriptedServer(Script script, std::shared_ptr<const TlsContext> tls) {
     listen_fd_ = UniqueFd(::socket(AF_INET, SOCK_STREAM, 0));
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -34,9 +70,15 @@ class ScriptedServer {
     socklen_t len = sizeof a;
     ::getsockname(listen_fd_.get(), reinterpret_cast<sockaddr*>(&a), &len);
     port_ = ntohs(a.sin_port);
-    thread_ = std::thread([this, script = std::move(script)] {
+    thread_ = std::thread([this, script = std::move(script), tls = std::move(tls)] {
       UniqueFd c(::accept(listen_fd_.get(), nullptr, nullptr));
-      if (c.get() >= 0) script(c.get());
+      if (c.get() < 0) return;
+      if (!tls) {
+        SocketStream plain(std::move(c));
+        return script(plain);
+      }
+      auto secured = TlsStream::accept(std::move(c), *tls, "the test's client", Clock::now() + kIo);
+      if (secured.ok()) script(**secured);
     });
   }
   ~ScriptedServer() {
@@ -52,61 +94,78 @@ class ScriptedServer {
 };
 
 // Reads one whole request frame (header + body) from the client.
-void read_request(int fd) {
+void read_request(Stream& s) {
   std::byte h[control::kFrameHeaderSize];
-  if (!recv_all(fd, h, std::chrono::seconds(5)).ok()) return;
+  if (!read_all(s, h, WaitLimit{kIo, std::nullopt}, "read a request").ok()) return;
   uint32_t body = wire::load_u32(h + 8);
   std::string skip(std::min<uint32_t>(body, control::kMaxRequestBody), '\0');
-  (void)recv_all(fd, std::as_writable_bytes(std::span(skip)), std::chrono::seconds(5));
+  (void)read_all(s, std::as_writable_bytes(std::span(skip)), WaitLimit{kIo, std::nullopt},
+                 "read a request");
 }
 
-void send(int fd, const std::string& bytes) { (void)send_all(fd, bytes, std::chrono::seconds(5)); }
+void send(Stream& s, const std::string& bytes) { (void)write_all(s, bytes, kIo, "answer"); }
 
 // HELLO answered properly (no AUTH), then `after` for GET_DESCRIPTOR.
-std::function<void(int)> hello_then(std::string after) {
-  return [after = std::move(after)](int fd) {
-    read_request(fd);
+Script hello_then(std::string after) {
+  return [after = std::move(after)](Stream& s) {
+    read_request(s);
     std::string ok;
     control::append_hello_ok(ok, 0, {.max_in_flight = 16});
-    send(fd, ok);
-    read_request(fd);
-    send(fd, after);
+    send(s, ok);
+    read_request(s);
+    send(s, after);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the client read it
   };
 }
 
-Status connect_to(uint16_t port, std::chrono::milliseconds io = std::chrono::seconds(5),
-                  std::chrono::milliseconds connect_for = std::chrono::seconds(5)) {
-  TcpTableReader reader({"127.0.0.1", port}, io);
-  return reader.connect(Clock::now() + connect_for);
-}
+// Each case over "tcp" and "tls".
+class HostileServer : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "tls") pki_ = std::make_unique<Pki>();
+  }
+  std::shared_ptr<const TlsContext> server_tls() const { return pki_ ? pki_->server : nullptr; }
+  std::shared_ptr<const TlsContext> client_tls() const { return pki_ ? pki_->client : nullptr; }
 
-TEST(HostileServer, MalformedDescriptorIsRefused) {
+  ScriptedServer serve(Script script) const { return {std::move(script), server_tls()}; }
+  TcpTableReader reader(uint16_t port, std::chrono::milliseconds io = kIo,
+                        std::optional<std::string> secret = std::nullopt) const {
+    return TcpTableReader({"127.0.0.1", port}, io, std::move(secret), client_tls());
+  }
+  Status connect_to(uint16_t port, std::chrono::milliseconds io = kIo,
+                    std::chrono::milliseconds connect_for = kIo) const {
+    return reader(port, io).connect(Clock::now() + connect_for);
+  }
+
+  std::unique_ptr<Pki> pki_;
+};
+
+TEST_P(HostileServer, MalformedDescriptorIsRefused) {
   std::string d;
   control::append_descriptor(d, 0, {.epoch = 1, .table_length = 4096});
   d[control::kFrameHeaderSize + 30] = 7;  // transport 7: no such thing
-  ScriptedServer server(hello_then(d));
+  ScriptedServer server = serve(hello_then(d));
   Status s = connect_to(server.port());
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.kind(), ErrorKind::kBadData) << s.message();
   EXPECT_NE(s.message().find("DESCRIPTOR"), std::string::npos) << s.message();
 }
 
-TEST(HostileServer, DescriptorOfTheWrongSizeIsRefused) {
+TEST_P(HostileServer, DescriptorOfTheWrongSizeIsRefused) {
   std::string d;
   control::append_descriptor(d, 0, {.epoch = 1, .table_length = 4096});
   d[8] = static_cast<char>(control::kDescriptorSize + 8);  // body_len claims more
   d.append(8, '\0');
-  ScriptedServer server(hello_then(d));
+  ScriptedServer server = serve(hello_then(d));
   Status s = connect_to(server.port());
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.kind(), ErrorKind::kBadData) << s.message();
 }
 
-TEST(HostileServer, GarbageInsteadOfHelloOkIsRefused) {
-  ScriptedServer server([](int fd) {
-    read_request(fd);
-    send(fd, std::string(64, 'G'));
+TEST_P(HostileServer, GarbageInsteadOfHelloOkIsRefused) {
+  ScriptedServer server = serve([](Stream& s) {
+    read_request(s);
+    send(s, std::string(64, 'G'));
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   });
   Status s = connect_to(server.port());
@@ -117,19 +176,19 @@ TEST(HostileServer, GarbageInsteadOfHelloOkIsRefused) {
 
 // A frame claiming a body far beyond any READ: refused from the header alone,
 // before anything is allocated for it.
-TEST(HostileServer, HugeBodyLengthIsRefusedUnread) {
+TEST_P(HostileServer, HugeBodyLengthIsRefusedUnread) {
   std::string huge;
   control::append_read_data_header(huge, 0, 0xfffffff0u);
-  ScriptedServer server(hello_then(huge));
+  ScriptedServer server = serve(hello_then(huge));
   Status s = connect_to(server.port());
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.kind(), ErrorKind::kBadData) << s.message();
   EXPECT_NE(s.message().find("exceeds"), std::string::npos) << s.message();
 }
 
-TEST(HostileServer, ServerThatNeverAnswersTimesOut) {
-  ScriptedServer server([](int fd) {
-    read_request(fd);
+TEST_P(HostileServer, ServerThatNeverAnswersTimesOut) {
+  ScriptedServer server = serve([](Stream& s) {
+    read_request(s);
     std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   });
   // Each try waits at most the I/O timeout; a stalled server is retried
@@ -143,31 +202,30 @@ TEST(HostileServer, ServerThatNeverAnswersTimesOut) {
 }
 
 // A server that asks for no secret cannot feed a client that holds one.
-TEST(HostileServer, UnauthenticatedServerIsRefusedByAClientWithASecret) {
-  ScriptedServer server(hello_then(""));
-  TcpTableReader reader({"127.0.0.1", server.port()}, std::chrono::seconds(5),
-                        std::string("the-client-holds-this-secret"));
-  Status s = reader.connect(Clock::now() + std::chrono::seconds(5));
+TEST_P(HostileServer, UnauthenticatedServerIsRefusedByAClientWithASecret) {
+  ScriptedServer server = serve(hello_then(""));
+  TcpTableReader r = reader(server.port(), kIo, std::string("the-client-holds-this-secret"));
+  Status s = r.connect(Clock::now() + kIo);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.kind(), ErrorKind::kDenied) << s.message();
 }
 
 // A server that sends a byte now and then never lets a wait time out; the
 // handshake must still end by the connect deadline, not one io_timeout per wait.
-TEST(HostileServer, TricklingServerCannotHoldTheHandshakePastTheDeadline) {
+TEST_P(HostileServer, TricklingServerCannotHoldTheHandshakePastTheDeadline) {
   std::atomic<bool> stop{false};
-  ScriptedServer server([&](int fd) {
-    read_request(fd);
+  ScriptedServer server = serve([&](Stream& s) {
+    read_request(s);
     std::string ok;
     control::append_hello_ok(ok, 0, {.max_in_flight = 16});
     for (size_t i = 0; !stop; i = (i + 1) % ok.size()) {
-      send(fd, ok.substr(i, 1));
+      send(s, ok.substr(i, 1));
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
-  TcpTableReader reader({"127.0.0.1", server.port()}, std::chrono::seconds(30));
+  TcpTableReader r = reader(server.port(), std::chrono::seconds(30));
   const auto t0 = Clock::now();
-  Status s = reader.connect(t0 + std::chrono::milliseconds(1500));
+  Status s = r.connect(t0 + std::chrono::milliseconds(1500));
   const auto took = Clock::now() - t0;
   stop = true;
   ASSERT_FALSE(s.ok());
@@ -175,6 +233,9 @@ TEST(HostileServer, TricklingServerCannotHoldTheHandshakePastTheDeadline) {
   EXPECT_LT(took, std::chrono::milliseconds(2500)) << s.message();
   EXPECT_NE(s.message().find("--connect-timeout"), std::string::npos) << s.message();
 }
+
+INSTANTIATE_TEST_SUITE_P(Wires, HostileServer, ::testing::Values("tcp", "tls"),
+                         [](const auto& p) { return p.param; });
 
 }  // namespace
 }  // namespace rrs
