@@ -13,11 +13,10 @@
 
 #include "proto/control.h"
 #include "tests/support/dataset.h"
+#include "tests/support/localhost_tls.h"
 #include "tests/support/raw_peer.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/sidecar.h"
-#include "tests/support/temp_dir.h"
-#include "tests/support/test_pki.h"
 
 namespace rrs::test {
 namespace {
@@ -59,16 +58,7 @@ class BadPeerTest : public MasterTest, public ::testing::WithParamInterface<std:
     fill_strings(master_, 0, "k:", 300);
     fill_strings(master_, 0, "big:", 12, size_t{400} * 1024);  // a table past socket buffers
     ASSERT_FALSE(HasFailure());
-    if (GetParam() == "tls") {
-      pki_.make_ca("ca");
-      pki_.make_localhost_cert("server", "ca");
-      TlsOptions trusting;
-      trusting.enabled = true;
-      trusting.ca_file = pki_.crt("ca");
-      auto ctx = TlsContext::make(trusting, TlsRole::kClient, TlsWire::kTransport);
-      ASSERT_TRUE(ctx.ok()) << ctx.status().message();
-      peer_tls_.emplace(std::move(*ctx));
-    }
+    if (GetParam() == "tls") tls_.emplace();
     // Raw frames go to the TCP control port, whatever transport the run tests.
     server_.emplace(master_.address(), server_args());
     ASSERT_TRUE(server_->wait_ready()) << server_->describe();
@@ -77,9 +67,9 @@ class BadPeerTest : public MasterTest, public ::testing::WithParamInterface<std:
   // The TCP server on loopback, with --tls in a TLS run; `more` after.
   std::vector<std::string> server_args(std::vector<std::string> more = {}) const {
     std::vector<std::string> args = kTcpOnLoopback;
-    if (peer_tls_)
-      args.insert(args.end(),
-                  {"--tls", "--tls-cert", pki_.crt("server"), "--tls-key", pki_.key("server")});
+    if (tls_)
+      args.insert(args.end(), {"--tls", "--tls-cert", tls_->dir.file("server.crt"), "--tls-key",
+                               tls_->dir.file("server.key")});
     args.insert(args.end(), more.begin(), more.end());
     return args;
   }
@@ -89,7 +79,7 @@ class BadPeerTest : public MasterTest, public ::testing::WithParamInterface<std:
                                      "--redis",     replica_.address(),
                                      "--transport", "tcp",
                                      "--flush"};
-    if (peer_tls_) args.insert(args.end(), {"--tls", "--tls-cacert", pki_.crt("ca")});
+    if (tls_) args.insert(args.end(), {"--tls", "--tls-cacert", tls_->dir.file("ca.crt")});
     args.insert(args.end(), more.begin(), more.end());
     return run_client(args, {}, seconds(60));
   }
@@ -105,7 +95,7 @@ class BadPeerTest : public MasterTest, public ::testing::WithParamInterface<std:
   }
 
   Result<RawPeer> connect(const char* from = "127.0.0.1") {
-    return RawPeer::connect(server_->port(), from, peer_tls_ ? &*peer_tls_ : nullptr);
+    return RawPeer::connect(server_->port(), from, tls_ ? tls_->client.get() : nullptr);
   }
 
   // The server hangs up; if it said anything first, it was an ERROR `code`.
@@ -162,9 +152,7 @@ class BadPeerTest : public MasterTest, public ::testing::WithParamInterface<std:
   }
 
   RedisProcess replica_;
-  TempDir dir_{"bad-peer"};
-  TestPki pki_{dir_.path()};
-  std::optional<TlsContext> peer_tls_;  // a TLS run's: trusts the server's CA
+  std::optional<LocalhostTls> tls_;  // a TLS run's certificates and the peers' context
   std::optional<SidecarServer> server_;
 };
 

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "common/net/socket.h"
@@ -19,8 +20,7 @@
 #include "common/transport/tcp/table_reader.h"
 #include "proto/byte_order.h"
 #include "proto/control.h"
-#include "tests/support/temp_dir.h"
-#include "tests/support/test_pki.h"
+#include "tests/support/localhost_tls.h"
 
 namespace rrs {
 namespace {
@@ -28,33 +28,6 @@ namespace {
 using control::MsgType;
 using Script = std::function<void(Stream&)>;
 constexpr auto kIo = std::chrono::seconds(5);
-
-// The TLS side of a run over TLS: a CA, the scripted server's certificate
-// (localhost) and a client context that trusts it.
-struct Pki {
-  test::TempDir dir{"hostile-tls"};
-  test::TestPki pki{dir.path()};
-  std::shared_ptr<const TlsContext> server, client;
-
-  Pki() {
-    pki.make_ca("ca");
-    pki.make_localhost_cert("server", "ca");
-    TlsOptions serving;
-    serving.enabled = true;
-    serving.cert_file = pki.crt("server");
-    serving.key_file = pki.key("server");
-    server = context(serving, TlsRole::kServer);
-    TlsOptions trusting;
-    trusting.enabled = true;
-    trusting.ca_file = pki.crt("ca");
-    client = context(trusting, TlsRole::kClient);
-  }
-  static std::shared_ptr<const TlsContext> context(const TlsOptions& o, TlsRole role) {
-    auto ctx = TlsContext::make(o, role, TlsWire::kTransport);
-    EXPECT_TRUE(ctx.ok()) << ctx.status().message();
-    return ctx.ok() ? std::make_shared<const TlsContext>(std::move(*ctx)) : nullptr;
-  }
-};
 
 // Listens on a loopback port; serves one connection with `script` on a
 // thread, over TLS when `tls` (a server context) is given.
@@ -122,10 +95,10 @@ Script hello_then(std::string after) {
 class HostileServer : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (GetParam() == "tls") pki_ = std::make_unique<Pki>();
+    if (GetParam() == "tls") tls_.emplace();
   }
-  std::shared_ptr<const TlsContext> server_tls() const { return pki_ ? pki_->server : nullptr; }
-  std::shared_ptr<const TlsContext> client_tls() const { return pki_ ? pki_->client : nullptr; }
+  std::shared_ptr<const TlsContext> server_tls() const { return tls_ ? tls_->server : nullptr; }
+  std::shared_ptr<const TlsContext> client_tls() const { return tls_ ? tls_->client : nullptr; }
 
   ScriptedServer serve(Script script) const { return {std::move(script), server_tls()}; }
   TcpTableReader reader(uint16_t port, std::chrono::milliseconds io = kIo,
@@ -137,7 +110,7 @@ class HostileServer : public ::testing::TestWithParam<std::string> {
     return reader(port, io).connect(Clock::now() + connect_for);
   }
 
-  std::unique_ptr<Pki> pki_;
+  std::optional<test::LocalhostTls> tls_;
 };
 
 TEST_P(HostileServer, MalformedDescriptorIsRefused) {

@@ -22,9 +22,8 @@
 #include "proto/byte_order.h"
 #include "server/table_builder.h"
 #include "tests/support/fake_payload.h"
+#include "tests/support/localhost_tls.h"
 #include "tests/support/server_loop.h"
-#include "tests/support/temp_dir.h"
-#include "tests/support/test_pki.h"
 
 namespace rrs {
 namespace {
@@ -53,30 +52,6 @@ std::shared_ptr<Table> sample_table(uint64_t epoch, int records = 300) {
 // (rxe on a veth, RRS_VERBS_ADDR).
 // "tcp-tls": TCP with TLS 1.3, certificates made for the test.
 bool is_tcp(const std::string& transport) { return transport.starts_with("tcp"); }
-
-// The server's certificate (localhost) and the CA the readers trust.
-struct TestTls {
-  test::TempDir dir{"transport-tls"};
-  std::shared_ptr<const TlsContext> server, client;
-
-  TestTls() {
-    test::TestPki pki(dir.path());
-    pki.make_ca("ca");
-    pki.make_localhost_cert("server", "ca");
-    TlsOptions o;
-    o.enabled = true;
-    o.cert_file = pki.crt("server");
-    o.key_file = pki.key("server");
-    auto s = TlsContext::make(o, TlsRole::kServer, TlsWire::kTransport);
-    TlsOptions c;
-    c.enabled = true;
-    c.ca_file = pki.crt("ca");
-    auto r = TlsContext::make(c, TlsRole::kClient, TlsWire::kTransport);
-    EXPECT_TRUE(s.ok() && r.ok());
-    if (s.ok()) server = std::make_shared<const TlsContext>(std::move(*s));
-    if (r.ok()) client = std::make_shared<const TlsContext>(std::move(*r));
-  }
-};
 
 class ServerHarness : public test::ServerLoop {
  public:
@@ -130,7 +105,7 @@ class ServerHarness : public test::ServerLoop {
 
  private:
   std::string transport_, host_;
-  std::optional<TestTls> tls_;
+  std::optional<test::LocalhostTls> tls_;
 };
 
 struct Fetched {
